@@ -1,0 +1,92 @@
+#pragma once
+// One independent sub-wheel: its lock, records, wheel and counters. A thread
+// always schedules into the same shard, so producers on different threads
+// touch different cache lines. Every method requires `lock` to be held.
+
+#include <atomic>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "node_pool.h"
+#include "spin_lock.h"
+#include "wheel.h"
+
+namespace wheelrpc::timer::detail {
+
+/// A counter written only under the shard lock and read from anywhere: plain
+/// loads and stores, no read-modify-write.
+class ShardCounter {
+ public:
+  void add(std::int64_t n = 1) noexcept {
+    v_.store(v_.load(std::memory_order_relaxed) + static_cast<std::uint64_t>(n),
+             std::memory_order_relaxed);
+  }
+  std::uint64_t get() const noexcept { return v_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<std::uint64_t> v_{0};
+};
+
+/// A record that reached its deadline, to be run outside the lock.
+struct Fired {
+  std::uint32_t shard;
+  std::uint32_t index;
+  std::uint32_t gen;
+  std::uint64_t deadline;  // tick
+};
+
+class alignas(64) Shard {
+ public:
+  /// Deadlines at least this many ticks past elapsed take the far path: they
+  /// hop through the wheel, their real deadline kept in `far_`.
+  static constexpr std::uint64_t kFarTicks = std::uint64_t{1} << 31;
+  static constexpr std::uint64_t kHopTicks = std::uint64_t{1} << 30;
+
+  Shard(std::uint32_t id, unsigned slot_bits) : id_(id), wheel_(slot_bits) {}
+
+  SpinLock lock;
+
+  /// Takes `box` into a new record due at tick `d`; returns its index and sets
+  /// `gen`, or returns kNil (pool full or no memory; `box` untouched).
+  std::uint32_t add(const TaskBox& box, std::uint64_t d, std::uint32_t& gen) noexcept;
+
+  /// Cancels a pending or unprocessed record of generation `gen`: moves its task
+  /// into `out` (to be destroyed by the caller, outside the lock) and frees it.
+  bool cancel(std::uint32_t i, std::uint32_t gen, TaskBox& out) noexcept;
+
+  /// Takes everything due at tick `now` into `out` (marked firing).
+  void advance(std::uint64_t now, std::vector<Fired>& out);
+
+  /// Frees a firing record once its task ran (or was dropped); moves the task
+  /// into `out` for the caller to destroy outside the lock.
+  void finish(std::uint32_t i, TaskBox& out) noexcept;
+
+  /// Marks every pending record unprocessed and appends (index, gen) pairs;
+  /// later `add` calls fail.
+  void stop(std::vector<std::pair<std::uint32_t, std::uint32_t>>& out);
+
+  bool stopped() const noexcept { return stopped_; }
+  std::uint64_t next_event() const noexcept { return wheel_.next_event(); }
+  std::uint64_t elapsed() const noexcept { return wheel_.elapsed(); }
+  bool valid(std::uint32_t i) const noexcept { return i < pool_.high_water(); }
+  Node& node(std::uint32_t i) noexcept { return pool_[i]; }
+  const Node& node(std::uint32_t i) const noexcept { return pool_[i]; }
+  std::uint32_t id() const noexcept { return id_; }
+
+  ShardCounter scheduled, cancelled, expired, pending;
+
+ private:
+  void free_record(std::uint32_t i, bool cancelled_) noexcept;
+  void place(std::uint32_t i, std::uint64_t d) noexcept;
+  void fire(std::uint32_t i, std::uint64_t d, std::vector<Fired>& out);
+  void reach_hop(std::uint32_t i) noexcept;
+
+  std::uint32_t id_;
+  bool stopped_ = false;
+  NodePool pool_;
+  Wheel wheel_;
+  std::unordered_map<std::uint32_t, std::uint64_t> far_;
+};
+
+}  // namespace wheelrpc::timer::detail
