@@ -1,0 +1,20 @@
+# Script mode: install BUILD_DIR into PREFIX, then build and run the consumer.
+file(REMOVE_RECURSE ${PREFIX} ${CONSUMER_BUILD})
+execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${PREFIX} RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "cmake --install failed: ${rc}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${CONSUMER_SRC} -B ${CONSUMER_BUILD} -G ${GENERATOR}
+                        -DCMAKE_PREFIX_PATH=${PREFIX} "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}"
+                        "-DCMAKE_EXE_LINKER_FLAGS=${LINKER_FLAGS}" RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "configuring the consumer with find_package(wheelrpc) failed: ${rc}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${CONSUMER_BUILD} RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "building the consumer failed: ${rc}")
+endif()
+execute_process(COMMAND ${CONSUMER_BUILD}/consumer RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "the consumer failed: ${rc}")
+endif()
