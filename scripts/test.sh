@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds and runs the whole test suite.
+#   scripts/test.sh            # dev preset (debug, warnings as errors)
+#   scripts/test.sh asan       # AddressSanitizer + UndefinedBehaviorSanitizer
+#   scripts/test.sh tsan       # ThreadSanitizer
+set -euo pipefail
+cd "$(dirname "$0")/.."
+preset=${1:-dev}
+scripts/install_deps.sh
+cmake --preset "$preset" >/dev/null
+cmake --build --preset "$preset"
+run=()
+if [ "$preset" = tsan ] && command -v setarch >/dev/null; then
+  # ThreadSanitizer of GCC 12 cannot map its shadow memory under the high
+  # address-space randomization of recent kernels; run with randomization off.
+  run=(setarch "$(uname -m)" -R)
+fi
+"${run[@]}" ctest --preset "$preset"
