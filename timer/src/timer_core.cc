@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 #endif
 
+#include "fast_clock.h"
 #include "log.h"
 
 namespace wheelrpc::timer::detail {
@@ -28,7 +29,7 @@ std::uint32_t thread_hint() noexcept {
   return hint;
 }
 
-constexpr std::int64_t kMaxDeadlineTick = std::int64_t{1} << 62;
+constexpr std::int64_t kMaxDeadlineNs = std::int64_t{1} << 62;
 
 struct InTask {
   explicit InTask(const TimerCore* core) noexcept : saved(t_in_task) { t_in_task = core; }
@@ -41,6 +42,7 @@ struct InTask {
 TimerCore::TimerCore(HashedWheelTimer& owner, HashedWheelTimerOptions o)
     : owner_(&owner),
       tick_(o.tick_duration),
+      div_(o.tick_duration.count()),
       slot_bits_(std::max(1u, static_cast<unsigned>(std::bit_width(
                                   std::bit_ceil(std::max<std::size_t>(o.ticks_per_wheel, 1)) - 1)))),
       max_pending_(o.max_pending_timeouts),
@@ -49,6 +51,7 @@ TimerCore::TimerCore(HashedWheelTimer& owner, HashedWheelTimerOptions o)
       manual_(o.manual_drive),
       thread_name_(o.thread_name.substr(0, 15)),
       start_(o.clock ? o.clock->now() : std::chrono::steady_clock::now()),
+      start_ns_(std::chrono::duration_cast<std::chrono::nanoseconds>(start_.time_since_epoch()).count()),
       max_sleep_ticks_(std::min<std::uint64_t>(
           kMaxSleepTicks,
           std::max<std::uint64_t>(1, std::chrono::hours(24) / o.tick_duration))) {
@@ -81,18 +84,22 @@ std::int64_t TimerCore::now_ns() const noexcept {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(now - start_).count();
 }
 
+// The producer's reading: never behind the steady clock (see fast_clock.h), so
+// deadlines computed from it are never early.
+std::int64_t TimerCore::schedule_now_ns() const noexcept {
+  if (clock_) return now_ns();
+  return FastClock::now_ns() - start_ns_;
+}
+
 // Never early: the deadline is rounded up to a whole tick, and a delay of zero
 // or less means the next tick.
 std::uint64_t TimerCore::deadline_tick(std::int64_t now,
                                        std::chrono::nanoseconds delay) const noexcept {
-  const std::int64_t tick = tick_.count();
   const std::int64_t d = delay.count();
-  if (d <= 0) return static_cast<std::uint64_t>(now / tick + 1);
-  if (d >= kMaxDeadlineTick / 2 || (d - 1) / tick + 1 >= kMaxDeadlineTick - now / tick) {
-    return static_cast<std::uint64_t>(kMaxDeadlineTick);
-  }
-  const std::int64_t total = now + d;  // no overflow: both are below 2^62
-  return static_cast<std::uint64_t>((total - 1) / tick + 1);
+  if (d <= 0) return static_cast<std::uint64_t>(div_.floor_div(now) + 1);
+  // Both terms stay below 2^62, so the sum cannot overflow; beyond that, saturate.
+  if (d >= kMaxDeadlineNs - now) return static_cast<std::uint64_t>(div_.floor_div(kMaxDeadlineNs));
+  return static_cast<std::uint64_t>(div_.floor_div(now + d - 1) + 1);
 }
 
 Shard& TimerCore::local_shard() noexcept { return *shards_[thread_hint() & shard_mask_]; }
@@ -136,7 +143,7 @@ Timeout TimerCore::schedule(TaskBox box, std::chrono::nanoseconds delay,
     reject(box, ec, errc::too_many_pending);
     return {};
   }
-  const std::uint64_t d = deadline_tick(now_ns(), delay);
+  const std::uint64_t d = deadline_tick(schedule_now_ns(), delay);
   Shard& shard = local_shard();
   std::uint32_t gen = 0;
   shard.lock.lock();
@@ -211,8 +218,8 @@ std::shared_ptr<TimerTask> TimerCore::task(std::uint32_t id, std::uint32_t gen) 
   std::lock_guard lock(s.lock);
   if (!s.valid(i)) return out;
   Node& n = s.node(i);
-  if (gen_of(n.tag) == gen && state_of(n.tag) != kFree && n.task.ops) {
-    n.task.ops(TaskOp::get_task, n.task, nullptr, &out);
+  if (gen_of(n.tag) == gen && state_of(n.tag) != kFree && n.task.ops && n.task.ops->get_task) {
+    n.task.ops->get_task(n.task, out);
   }
   return out;
 }
@@ -269,7 +276,7 @@ void TimerCore::run_one(const Fired& f) {
   record_lateness(f.deadline);
   try {
     InTask in_task(this);
-    n.task.ops(TaskOp::run, n.task, &t, nullptr);
+    n.task.ops->run(n.task, t);
   } catch (const std::exception& e) {
     failed_.fetch_add(1, std::memory_order_relaxed);
     logger()->error("timer task threw: {} (timeout={}:{})", e.what(), t.id(), t.generation());
@@ -343,9 +350,8 @@ std::size_t TimerCore::run_expired() {
   if (!manual_) throw std::logic_error("HashedWheelTimer::run_expired() requires manual_drive");
   check_not_in_task("run_expired()");
   if (state_.load(std::memory_order_acquire) != kStarted) return 0;
-  const std::int64_t now = now_ns();
   std::uint64_t next;
-  return expire(static_cast<std::uint64_t>(now / tick_.count()), next);
+  return expire(static_cast<std::uint64_t>(div_.floor_div(now_ns())), next);
 }
 
 void TimerCore::worker_main() {
@@ -360,7 +366,7 @@ void TimerCore::worker_main() {
     lock.unlock();
     // Publish "awake" before scanning: see the protocol in timer_core.h.
     sleep_until_.store(kAwake, std::memory_order_seq_cst);
-    const std::uint64_t now = static_cast<std::uint64_t>(now_ns() / tick_.count());
+    const std::uint64_t now = static_cast<std::uint64_t>(div_.floor_div(now_ns()));
     std::uint64_t next;
     expire(now, next);
     next = std::min(next, now + max_sleep_ticks_);

@@ -23,6 +23,7 @@
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 
 #include "shard.h"
+#include "tick_divider.h"
 
 namespace wheelrpc::timer::detail {
 
@@ -58,6 +59,7 @@ class TimerCore {
   static constexpr std::uint64_t kMaxSleepTicks = std::uint64_t{1} << 29;
 
   std::int64_t now_ns() const noexcept;
+  std::int64_t schedule_now_ns() const noexcept;
   std::uint64_t deadline_tick(std::int64_t now, std::chrono::nanoseconds delay) const noexcept;
   Shard& local_shard() noexcept;
   bool start();
@@ -76,6 +78,7 @@ class TimerCore {
 
   HashedWheelTimer* owner_;
   const std::chrono::nanoseconds tick_;
+  const TickDivider div_;
   const unsigned slot_bits_;
   const std::size_t max_pending_;
   const TaskExecutor executor_;
@@ -83,6 +86,7 @@ class TimerCore {
   const bool manual_;
   const std::string thread_name_;
   const Clock::time_point start_;
+  const std::int64_t start_ns_;
   const std::uint64_t max_sleep_ticks_;  // kMaxSleepTicks, and at most a day
   std::vector<std::unique_ptr<Shard>> shards_;
   std::uint32_t shard_mask_;

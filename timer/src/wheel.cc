@@ -15,6 +15,7 @@ Wheel::Wheel(unsigned slot_bits)
       words_(std::size_t{levels_} * words_per_level_),
       summary_(levels_) {
   assert(slot_bits >= 1 && slot_bits <= 12);
+  for (unsigned b = 0; b < 64; ++b) level_of_bit_[b] = static_cast<std::uint8_t>(b / slot_bits);
   for (std::uint32_t h = 0; h < heads_.size(); ++h) heads_[h] = {h | kHeadBit, h | kHeadBit};
 }
 
@@ -61,7 +62,7 @@ void Wheel::insert(NodePool& pool, std::uint32_t i, std::uint64_t d) noexcept {
     h = due_head();
   } else {
     const std::uint64_t masked = (d ^ elapsed_) | (slots_per_level() - 1);
-    const unsigned level = static_cast<unsigned>(std::bit_width(masked) - 1) / bits_;
+    const unsigned level = level_of_bit_[std::bit_width(masked) - 1];
     const unsigned slot = digit(d, level);
     h = (level << bits_) | slot;
     set_bit(level, slot);

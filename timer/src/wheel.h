@@ -12,6 +12,7 @@
 // Occupied slots are tracked in a bitmap per level (plus a summary word), so
 // finding the next event never walks empty slots: the worker sleeps until it.
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -102,6 +103,7 @@ class Wheel {
 
   unsigned bits_;
   unsigned levels_;
+  std::array<std::uint8_t, 64> level_of_bit_;  // bit index / bits_, without dividing
   unsigned words_per_level_;
   std::uint64_t elapsed_ = 0;
   std::uint64_t level_mask_ = 0;      // bit L: level L has an occupied slot

@@ -20,14 +20,18 @@ class Timeout;
 
 namespace wheelrpc::timer::detail {
 
-enum class TaskOp : std::uint8_t { run, destroy, get_task };
+struct TaskBox;
+
+/// What a stored task can do. `destroy` and `get_task` are null when there is
+/// nothing to do (trivial inline callables), so releasing one costs no call.
+struct TaskOps {
+  void (*run)(TaskBox& box, Timeout& timeout);
+  void (*destroy)(TaskBox& box) noexcept;
+  void (*get_task)(TaskBox& box, std::shared_ptr<TimerTask>& out);
+};
 
 struct TaskBox {
-  // run: invokes the task with *timeout. destroy: releases it. get_task: copies
-  // the TimerTask into *out when the task is one, else leaves *out empty.
-  using Ops = void (*)(TaskOp op, TaskBox& box, Timeout* timeout,
-                       std::shared_ptr<TimerTask>* out);
-  Ops ops;
+  const TaskOps* ops;
   alignas(std::uintptr_t) unsigned char word[sizeof(std::uintptr_t)];
 };
 static_assert(sizeof(TaskBox) == 16);
@@ -50,12 +54,12 @@ void invoke_task(F& f, Timeout& timeout) {
 }
 
 template <class F>
-void inline_ops(TaskOp op, TaskBox& box, Timeout* timeout, std::shared_ptr<TimerTask>*) {
-  if (op == TaskOp::run) {
-    F* f = std::launder(reinterpret_cast<F*>(box.word));
-    invoke_task(*f, *timeout);
+struct InlineOps {
+  static void run(TaskBox& box, Timeout& timeout) {
+    invoke_task(*std::launder(reinterpret_cast<F*>(box.word)), timeout);
   }
-}
+  static constexpr TaskOps kOps{&run, nullptr, nullptr};
+};
 
 template <class F>
 F* heap_ptr(TaskBox& box) noexcept {
@@ -65,24 +69,23 @@ F* heap_ptr(TaskBox& box) noexcept {
 }
 
 template <class F>
-void heap_ops(TaskOp op, TaskBox& box, Timeout* timeout, std::shared_ptr<TimerTask>* out) {
-  F* f = heap_ptr<F>(box);
-  switch (op) {
-    case TaskOp::run:
-      if constexpr (std::is_same_v<F, std::shared_ptr<TimerTask>>) {
-        (*f)->run(*timeout);
-      } else {
-        invoke_task(*f, *timeout);
-      }
-      break;
-    case TaskOp::destroy:
-      std::unique_ptr<F>{f};  // the box owned it since make_task_box
-      break;
-    case TaskOp::get_task:
-      if constexpr (std::is_same_v<F, std::shared_ptr<TimerTask>>) *out = *f;
-      break;
+struct HeapOps {
+  static constexpr bool kIsTimerTask = std::is_same_v<F, std::shared_ptr<TimerTask>>;
+  static void run(TaskBox& box, Timeout& timeout) {
+    if constexpr (kIsTimerTask) {
+      (*heap_ptr<F>(box))->run(timeout);
+    } else {
+      invoke_task(*heap_ptr<F>(box), timeout);
+    }
   }
-}
+  static void destroy(TaskBox& box) noexcept {
+    std::unique_ptr<F>{heap_ptr<F>(box)};  // the box owned it since make_task_box
+  }
+  static void get_task(TaskBox& box, std::shared_ptr<TimerTask>& out) {
+    if constexpr (kIsTimerTask) out = *heap_ptr<F>(box);
+  }
+  static constexpr TaskOps kOps{&run, &destroy, kIsTimerTask ? &get_task : nullptr};
+};
 
 /// Wraps `f`. May allocate (and throw std::bad_alloc) for large callables.
 template <class F>
@@ -90,10 +93,10 @@ TaskBox make_task_box(F&& f) {
   using D = std::decay_t<F>;
   TaskBox box;
   if constexpr (kStoredInline<D>) {
-    box.ops = &inline_ops<D>;
+    box.ops = &InlineOps<D>::kOps;
     ::new (static_cast<void*>(box.word)) D(std::forward<F>(f));
   } else {
-    box.ops = &heap_ops<D>;
+    box.ops = &HeapOps<D>::kOps;
     D* p = std::make_unique<D>(std::forward<F>(f)).release();  // owned by the box
     std::memcpy(box.word, &p, sizeof p);
   }
@@ -102,7 +105,7 @@ TaskBox make_task_box(F&& f) {
 
 /// Releases what the box owns. Trivial tasks need no call.
 inline void destroy_task_box(TaskBox& box) noexcept {
-  if (box.ops) box.ops(TaskOp::destroy, box, nullptr, nullptr);
+  if (box.ops && box.ops->destroy) box.ops->destroy(box);
   box.ops = nullptr;
 }
 
