@@ -87,6 +87,7 @@ class TimerCore {
   const std::string thread_name_;
   const Clock::time_point start_;
   const std::int64_t start_ns_;
+  const std::chrono::nanoseconds max_lead_;  // cap of lead_: 200 us, at most a quarter tick
   const std::uint64_t max_sleep_ticks_;  // kMaxSleepTicks, and at most a day
   std::vector<std::unique_ptr<Shard>> shards_;
   std::uint32_t shard_mask_;
@@ -99,6 +100,7 @@ class TimerCore {
   alignas(64) std::atomic<std::uint64_t> sleep_until_{kAwake};
   std::atomic<bool> wake_pending_{false};
   bool stop_requested_ = false;  // guarded by wake_mu_
+  std::chrono::nanoseconds lead_{0};  // worker only: how early to aim a timed wait
   std::mutex wake_mu_;
   std::condition_variable wake_cv_;
 
