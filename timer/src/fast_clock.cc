@@ -24,12 +24,17 @@ std::int64_t steady_ns() noexcept {
 #if WHEELRPC_HAVE_TSC
 
 // Re-anchor after this many cycles (~0.7 ms at 3 GHz). Within a window the
-// error is at most window * rate error; rates are measured over half a window
-// or more, to ~1e-4, and NTP slews the steady clock by at most 5e-4, so the
-// error stays well inside kMarginNs.
+// error is at most window * rate error. Rates are measured over at least
+// kRateCycles (~5 ms) between anchors whose reads took at most kMaxReadCycles,
+// so to ~1e-3; NTP slews the steady clock by at most 5e-4. The window error thus
+// stays under a microsecond, well inside kMarginNs.
 constexpr std::uint64_t kWindowCycles = std::uint64_t{1} << 21;
-// Intervals longer than this (~20 ms) re-anchor without measuring a rate.
-constexpr std::uint64_t kMaxRateCycles = std::uint64_t{1} << 26;
+constexpr std::uint64_t kRateCycles = std::uint64_t{1} << 24;
+// Rate intervals longer than this (~1.4 s) are restarted, not measured: a long
+// gap may hide a suspend or a migration.
+constexpr std::uint64_t kMaxRateCycles = std::uint64_t{1} << 32;
+// An anchor read that took longer than this (a preemption) is retried.
+constexpr std::uint64_t kMaxReadCycles = std::uint64_t{1} << 14;
 
 bool kernel_trusts_tsc() {
   std::ifstream src("/sys/devices/system/clocksource/clocksource0/current_clocksource");
@@ -51,35 +56,44 @@ std::atomic<bool> g_disabled{!kernel_trusts_tsc()};
 std::atomic<double> g_ns_per_cycle{0.0};
 
 struct Anchor {
-  std::uint64_t tsc = 0;
+  std::uint64_t tsc = 0;  // the extrapolation anchor
   std::int64_t ns = 0;
+  std::uint64_t rate_tsc = 0;  // where the running rate measurement started
+  std::int64_t rate_ns = 0;
   double ns_per_cycle = 0.0;
 };
 thread_local Anchor t_anchor;
 
 [[gnu::noinline]] std::int64_t reanchor(Anchor& a) noexcept {
-  const std::uint64_t t0 = __rdtsc();
-  const std::int64_t ns = steady_ns();
-  const std::uint64_t t1 = __rdtsc();
-  const std::uint64_t tsc = t0 + (t1 - t0) / 2;
-  if (a.tsc != 0 && tsc > a.tsc) {
-    const std::uint64_t cycles = tsc - a.tsc;
-    if (cycles < kWindowCycles / 2 && a.ns_per_cycle == 0.0) {
-      return ns;  // keep the first anchor until a rate can be measured from it
+  // The steady reading is taken after `tsc`, so at `tsc` true time was at most
+  // `ns`: extrapolating from (tsc, ns) errs ahead, never behind.
+  std::uint64_t tsc = 0;
+  std::int64_t ns = 0;
+  bool clean = false;
+  for (int attempt = 0; attempt < 4 && !clean; ++attempt) {
+    tsc = __rdtsc();
+    ns = steady_ns();
+    clean = __rdtsc() - tsc <= kMaxReadCycles;
+  }
+  if (!clean) return ns;  // preempted every time: use the exact reading, no anchor
+  if (a.rate_tsc == 0 || tsc < a.rate_tsc || tsc - a.rate_tsc > kMaxRateCycles) {
+    a.rate_tsc = tsc;
+    a.rate_ns = ns;
+  } else if (tsc - a.rate_tsc >= kRateCycles) {
+    const double rate =
+        static_cast<double>(ns - a.rate_ns) / static_cast<double>(tsc - a.rate_tsc);
+    const double known = a.ns_per_cycle != 0.0 ? a.ns_per_cycle
+                                               : g_ns_per_cycle.load(std::memory_order_relaxed);
+    if (!(rate > 0.01 && rate < 100.0) ||
+        (known != 0.0 && std::fabs(rate - known) > known * 1e-2)) {
+      // A TSC that disagrees with the steady clock by 1 %: stop trusting it.
+      g_disabled.store(true, std::memory_order_relaxed);
+      return ns;
     }
-    if (cycles >= kWindowCycles / 2 && cycles <= kMaxRateCycles) {
-      const double rate = static_cast<double>(ns - a.ns) / static_cast<double>(cycles);
-      const double known = a.ns_per_cycle != 0.0 ? a.ns_per_cycle
-                                                 : g_ns_per_cycle.load(std::memory_order_relaxed);
-      if (!(rate > 0.01 && rate < 100.0) ||
-          (known != 0.0 && std::fabs(rate - known) > known * 1e-2)) {
-        // A TSC that disagrees with the steady clock by 1 %: stop trusting it.
-        g_disabled.store(true, std::memory_order_relaxed);
-        return ns;
-      }
-      a.ns_per_cycle = rate;
-      g_ns_per_cycle.store(rate, std::memory_order_relaxed);
-    }
+    a.ns_per_cycle = rate;
+    g_ns_per_cycle.store(rate, std::memory_order_relaxed);
+    a.rate_tsc = tsc;
+    a.rate_ns = ns;
   }
   if (a.ns_per_cycle == 0.0) a.ns_per_cycle = g_ns_per_cycle.load(std::memory_order_relaxed);
   a.tsc = tsc;
