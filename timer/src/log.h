@@ -1,18 +1,16 @@
 #pragma once
-// The module's named logger. The library never installs sinks: when the
-// application has not registered a logger named "wheelrpc.timer", messages go
-// to a null sink.
+// The timer module's logger ("wheelrpc.timer").
 
 #include <memory>
 
 #include <spdlog/logger.h>
 
+#include <wheelrpc/timer/detail/logging.h>
+
 namespace wheelrpc::timer::detail {
 
 inline constexpr const char* kLoggerName = "wheelrpc.timer";
 
-/// The application's "wheelrpc.timer" logger, or a null one. Looked up on every
-/// call (the timer logs only on rare events), so a logger registered later is used.
-std::shared_ptr<spdlog::logger> logger();
+inline std::shared_ptr<spdlog::logger> logger() { return wheelrpc::detail::module_logger(kLoggerName); }
 
 }  // namespace wheelrpc::timer::detail

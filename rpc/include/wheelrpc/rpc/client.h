@@ -1,0 +1,114 @@
+#pragma once
+/// Client: calls methods on one or more servers; every call has a deadline on
+/// the shared HashedWheelTimer and completes exactly once.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <wheelrpc/rpc/errc.h>
+#include <wheelrpc/rpc/options.h>
+#include <wheelrpc/rpc/response.h>
+#include <wheelrpc/timer/timer.h>
+
+namespace wheelrpc::rpc {
+
+namespace detail {
+class ClientCore;
+}
+
+/// Counters of one client (monotonic).
+struct ClientStats {
+  std::uint64_t calls = 0;          ///< async_call invocations
+  std::uint64_t ok = 0;             ///< calls that completed with a reply
+  std::uint64_t failed = 0;         ///< calls that completed with an error (timeouts included)
+  std::uint64_t timeouts = 0;       ///< of which errc::timeout
+  std::uint64_t late_replies = 0;   ///< replies that arrived after their call had completed (dropped)
+  std::uint64_t connects = 0;       ///< connections established (HELLO done)
+  std::uint64_t connect_failures = 0;
+  std::uint64_t pending = 0;        ///< calls in flight now
+};
+
+/// Thrown by the blocking `call()`; `code()` is the call's error and `what()`
+/// its detailed message.
+class CallError : public boost::system::system_error {
+ public:
+  CallError(boost::system::error_code ec, const std::string& message)
+      : boost::system::system_error(ec, message) {}
+};
+
+/// A client of one or more servers (round robin over those with a ready
+/// connection). Connects lazily, on the first call, and again on the next call
+/// after a connection is lost.
+///
+/// Thread-safety: every method may be called from any thread. Completion
+/// handlers run on their associated executor (by default the client's).
+/// The client holds outstanding work on its executor until `close()`, so the
+/// io_context's `run()` does not return before. The timer must outlive the client.
+class Client {
+ public:
+  using executor_type = boost::asio::any_io_executor;
+  /// Completion signature of a call: an error (empty on success) and the response.
+  using Signature = void(boost::system::error_code, Response);
+
+  /// `servers`: at least one endpoint; throws std::invalid_argument otherwise.
+  Client(executor_type ex, timer::Timer& timer, std::vector<boost::asio::ip::tcp::endpoint> servers,
+         ClientOptions options = {});
+  /// Closes the client (see `close()`).
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  /// Calls `method` with `payload`. Completes exactly once, with:
+  /// - success and the reply;
+  /// - errc::timeout when the deadline (options.timeout) passes first; the
+  ///   message names the phase (not sent / sent and waiting), elapsed time,
+  ///   server and method; a reply arriving later is counted and dropped;
+  /// - errc::server_timeout, method_not_found, bad_request, server_error from
+  ///   the server;
+  /// - errc::connection_lost when the connection closed with the call sent;
+  /// - errc::unavailable when no connection could be made (or wait_for_ready is
+  ///   off and none is ready), errc::too_many_pending at the client's limit,
+  ///   errc::cancelled when the client is closed first;
+  /// - boost::asio::error::operation_aborted when cancelled through the token's
+  ///   cancellation slot (any cancellation type), which frees the call at once.
+  /// Works with any completion token: callbacks, use_future, use_awaitable,
+  /// as_tuple(...), deferred. The handler is never invoked from inside async_call.
+  template <class Token>
+  auto async_call(std::string method, std::string payload, CallOptions options, Token&& token) {
+    return boost::asio::async_initiate<Token, Signature>(
+        [this](auto handler, std::string m, std::string p, CallOptions o) {
+          start_call(std::move(m), std::move(p), std::move(o),
+                     boost::asio::any_completion_handler<Signature>(std::move(handler)));
+        },
+        token, std::move(method), std::move(payload), std::move(options));
+  }
+
+  /// Blocking convenience: waits for the call and returns the response; throws
+  /// CallError on failure. Must not be called from a thread that runs the
+  /// client's executor (it would wait for itself).
+  Response call(std::string method, std::string payload, CallOptions options = {});
+
+  /// Fails every pending call with errc::cancelled, closes the connections and
+  /// releases the executor. Later calls fail with errc::cancelled. Idempotent.
+  void close();
+
+  ClientStats stats() const;
+  executor_type get_executor() const noexcept;
+
+ private:
+  void start_call(std::string method, std::string payload, CallOptions options,
+                  boost::asio::any_completion_handler<Signature> handler);
+
+  std::shared_ptr<detail::ClientCore> core_;
+};
+
+}  // namespace wheelrpc::rpc

@@ -1,0 +1,37 @@
+#pragma once
+/// Error codes of RPC calls, category "wheelrpc.rpc".
+
+#include <boost/system/error_code.hpp>
+
+#include <wheelrpc/transport/frame.h>
+
+namespace wheelrpc::rpc {
+
+enum class errc {
+  timeout = 1,       ///< the call's deadline passed before a reply (the message says in which phase)
+  server_timeout,    ///< the server saw the deadline pass before its handler replied
+  connection_lost,   ///< the connection carrying the call closed before the reply
+  unavailable,       ///< no server could be reached (or one is shutting down)
+  method_not_found,  ///< the server has no handler for the method
+  bad_request,       ///< the server rejected the request as malformed
+  server_error,      ///< the handler failed (threw, or never replied)
+  cancelled,         ///< the client was closed while the call was pending
+  too_many_pending,  ///< the client's limit on calls in flight was reached, or the server is overloaded
+};
+
+/// The category whose name is "wheelrpc.rpc". Thread-safe.
+const boost::system::error_category& rpc_category() noexcept;
+
+inline boost::system::error_code make_error_code(errc e) noexcept {
+  return {static_cast<int>(e), rpc_category()};
+}
+
+/// The error a response status stands for (empty for Status::ok).
+boost::system::error_code status_error(transport::Status status) noexcept;
+/// The status a server sends for an error of this category.
+transport::Status error_status(errc e) noexcept;
+
+}  // namespace wheelrpc::rpc
+
+template <>
+struct boost::system::is_error_code_enum<wheelrpc::rpc::errc> : std::true_type {};

@@ -1,0 +1,117 @@
+#pragma once
+/// Server: serves methods registered by name, with server-side deadlines.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <wheelrpc/rpc/errc.h>
+#include <wheelrpc/rpc/options.h>
+#include <wheelrpc/timer/timer.h>
+#include <wheelrpc/transport/frame.h>
+
+namespace wheelrpc::rpc {
+
+namespace detail {
+class ServerCore;
+struct ReplySlot;
+}
+
+/// A call as the handler sees it.
+struct Request {
+  std::string method;
+  std::string payload;
+  transport::Attachments attachments;
+  /// When the caller stops waiting (receipt time + the caller's remaining
+  /// budget); empty when the caller set none.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  /// "ip:port" of the caller.
+  std::string peer;
+};
+
+/// Replies to one request, exactly once, from any thread, now or later.
+/// Move-only. If the caller's deadline passes first, the server has already
+/// answered errc::server_timeout and a later reply is dropped (and counted).
+/// Destroying a Responder that never replied answers errc::server_error.
+class Responder {
+ public:
+  Responder() = default;
+  Responder(Responder&& other) noexcept;
+  Responder& operator=(Responder&& other) noexcept;
+  Responder(const Responder&) = delete;
+  Responder& operator=(const Responder&) = delete;
+  ~Responder();
+
+  /// Sends the reply. Returns false if it was dropped (deadline passed,
+  /// connection gone, already replied).
+  bool reply(std::string payload, transport::Attachments attachments = {});
+  /// Sends an error reply: `code` becomes the response status, `message` the
+  /// text the caller sees. Returns false if it was dropped.
+  bool fail(errc code, std::string message);
+
+  /// The caller's deadline, if it sent one.
+  std::optional<std::chrono::steady_clock::time_point> deadline() const noexcept;
+  /// True once the deadline passed (a reply would be dropped).
+  bool expired() const noexcept;
+  /// True until a reply was sent (or the server answered for the handler).
+  bool pending() const noexcept;
+
+ private:
+  friend class detail::ServerCore;
+  explicit Responder(detail::ReplySlot* slot) noexcept : slot_(slot) {}
+  detail::ReplySlot* slot_ = nullptr;  // holds one reference
+};
+
+/// Counters of one server (monotonic except `connections`).
+struct ServerStats {
+  std::uint64_t connections = 0;        ///< open now
+  std::uint64_t accepted = 0;
+  std::uint64_t requests = 0;
+  std::uint64_t replies = 0;            ///< successful replies sent
+  std::uint64_t errors = 0;             ///< error replies sent (all statuses)
+  std::uint64_t server_timeouts = 0;    ///< answered server_timeout for a slow handler
+  std::uint64_t late_replies = 0;       ///< handler replies dropped after the deadline
+  std::uint64_t method_not_found = 0;
+  std::uint64_t protocol_errors = 0;    ///< connections closed for breaking the protocol
+};
+
+/// Thread-safety: `handle` must be called before `listen`; everything else may
+/// be called from any thread. Handlers run on the connection's strand of the
+/// server's executor and must not block: reply later from anywhere through the
+/// Responder.
+class Server {
+ public:
+  using Handler = std::function<void(Request, Responder)>;
+
+  Server(boost::asio::any_io_executor ex, timer::Timer& timer, ServerOptions options = {});
+  /// Stops the server (see `stop()`).
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  /// Registers `handler` for `method` (replacing an earlier one).
+  void handle(std::string method, Handler handler);
+
+  /// Binds and listens (port 0 picks a free port), then accepts connections.
+  boost::system::error_code listen(const boost::asio::ip::tcp::endpoint& endpoint);
+  /// The bound endpoint.
+  boost::asio::ip::tcp::endpoint local_endpoint() const;
+
+  /// Stops accepting and closes every connection; replies still pending are
+  /// dropped. Idempotent.
+  void stop();
+
+  ServerStats stats() const;
+
+ private:
+  std::shared_ptr<detail::ServerCore> core_;
+};
+
+}  // namespace wheelrpc::rpc

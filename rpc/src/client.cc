@@ -1,0 +1,38 @@
+#include <wheelrpc/rpc/client.h>
+
+#include <future>
+#include <stdexcept>
+
+#include "client_core.h"
+
+namespace wheelrpc::rpc {
+
+Client::Client(executor_type ex, timer::Timer& timer, std::vector<boost::asio::ip::tcp::endpoint> servers,
+               ClientOptions options) {
+  if (servers.empty()) throw std::invalid_argument("wheelrpc::rpc::Client needs at least one server");
+  core_ = std::make_shared<detail::ClientCore>(std::move(ex), timer, std::move(options));
+  core_->init(servers);
+}
+
+Client::~Client() { close(); }
+
+void Client::start_call(std::string method, std::string payload, CallOptions options,
+                        boost::asio::any_completion_handler<Signature> handler) {
+  core_->start_call(std::move(method), std::move(payload), std::move(options), std::move(handler));
+}
+
+Response Client::call(std::string method, std::string payload, CallOptions options) {
+  std::promise<std::pair<boost::system::error_code, Response>> promise;
+  auto future = promise.get_future();
+  async_call(std::move(method), std::move(payload), std::move(options),
+             [&promise](boost::system::error_code ec, Response r) { promise.set_value({ec, std::move(r)}); });
+  auto [ec, response] = future.get();
+  if (ec) throw CallError(ec, response.error_message.empty() ? ec.message() : response.error_message);
+  return std::move(response);
+}
+
+void Client::close() { core_->close(); }
+ClientStats Client::stats() const { return core_->stats(); }
+Client::executor_type Client::get_executor() const noexcept { return core_->executor(); }
+
+}  // namespace wheelrpc::rpc

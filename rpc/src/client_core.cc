@@ -1,0 +1,483 @@
+#include "client_core.h"
+
+#include <algorithm>
+
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <fmt/format.h>
+
+#include <wheelrpc/transport/connector.h>
+#include <wheelrpc/transport/errc.h>
+
+#include "hello.h"
+#include "log.h"
+
+namespace wheelrpc::rpc::detail {
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+namespace {
+
+// Installed in the handler's cancellation slot; holds a reference to the call.
+struct CancelHandler {
+  explicit CancelHandler(Call* c) noexcept : call(c) {}
+  CancelHandler(const CancelHandler&) = delete;
+  CancelHandler& operator=(const CancelHandler&) = delete;
+  ~CancelHandler() { release(call); }
+  void operator()(asio::cancellation_type) {
+    call->core->complete(call, asio::error::operation_aborted,
+                         Response{{}, {}, "call to '" + call->method + "' cancelled"},
+                         ClientCore::Origin::cancel_slot);
+  }
+  Call* call;
+};
+
+long long elapsed_ms(const Call* c) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Call::Clock::now() - c->start).count();
+}
+
+// Invokes the handler on its associated executor: inline when the completion
+// comes from a reply (already on an I/O thread), posted otherwise (the timer's
+// worker must never run user code; a cancellation handler must not clear its
+// own slot while it runs).
+void invoke(asio::any_completion_handler<Client::Signature> handler, const asio::any_io_executor& fallback,
+            error_code ec, Response response, bool may_run_inline) {
+  auto ex = asio::get_associated_executor(handler, fallback);
+  auto fn = [h = std::move(handler), ec, r = std::move(response)]() mutable {
+    asio::get_associated_cancellation_slot(h).clear();
+    std::move(h)(ec, std::move(r));
+  };
+  if (may_run_inline) {
+    asio::dispatch(ex, std::move(fn));
+  } else {
+    // Through our executor (which can promise never to block), then on the
+    // handler's own.
+    asio::post(fallback, asio::bind_executor(ex, std::move(fn)));
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- connection
+
+void ClientConnection::on_frame(transport::Channel& ch, transport::Frame& frame) {
+  if (frame.header.is_event()) {
+    if (frame.header.is_request()) {
+      if (is_heartbeat(frame)) ch.send(make_heartbeat_reply(frame.header.request_id));
+      return;
+    }
+    if (!frame.attachments.empty()) core_->on_hello(this, frame);  // heartbeat replies carry nothing
+    return;
+  }
+  if (frame.header.is_request()) {
+    ch.close(transport::make_error_code(transport::errc::protocol_error), "the server sent a request");
+    return;
+  }
+  core_->on_reply(this, frame);
+}
+
+void ClientConnection::on_close(transport::Channel&, const error_code& ec, const std::string& reason) {
+  core_->on_closed(this, ec, reason);
+}
+
+// ---------------------------------------------------------------- core
+
+ClientCore::ClientCore(asio::any_io_executor ex, timer::Timer& timer, ClientOptions options)
+    : ex_(std::move(ex)), timer_(timer), options_(std::move(options)), work_(asio::make_work_guard(ex_)) {}
+
+void ClientCore::init(const std::vector<asio::ip::tcp::endpoint>& servers) {
+  for (const auto& ep : servers) {
+    const auto addr = ep.address();
+    std::string peer = (addr.is_v6() ? "[" + addr.to_string() + "]" : addr.to_string()) + ":" +
+                       std::to_string(ep.port());
+    all_peers_ += (all_peers_.empty() ? "" : ",") + peer;
+    conns_.push_back(std::make_shared<ClientConnection>(shared_from_this(), ep, std::move(peer)));
+  }
+}
+
+std::string ClientCore::describe(const Call* call, const char* what) const {
+  // A call not sent yet names every server it could have gone to.
+  const std::string& peer = call->conn ? call->conn->peer() : all_peers_;
+  return fmt::format("{} after {} ms calling '{}' on {}", what, elapsed_ms(call), call->method, peer);
+}
+
+void ClientCore::start_call(std::string method, std::string payload, CallOptions options,
+                            asio::any_completion_handler<Client::Signature> handler) {
+  calls_.fetch_add(1, std::memory_order_relaxed);
+  auto fail_now = [&](error_code ec, std::string message) {
+    failed_.fetch_add(1, std::memory_order_relaxed);
+    if (ec == errc::timeout) timeouts_.fetch_add(1, std::memory_order_relaxed);
+    invoke(std::move(handler), ex_, ec, Response{{}, {}, std::move(message)}, false);
+  };
+  if (options.timeout.count() <= 0) {
+    fail_now(errc::timeout,
+             fmt::format("timeout: the deadline of the call to '{}' had already passed ({} ms), "
+                         "not sent",
+                         method, options.timeout.count()));
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) {
+      fail_now(errc::cancelled, "client closed: call to '" + method + "' not sent");
+      return;
+    }
+    if (pending_.load(std::memory_order_relaxed) >= options_.max_pending_calls) {
+      fail_now(errc::too_many_pending,
+               fmt::format("{} calls already pending (max_pending_calls): call to '{}' not sent",
+                           options_.max_pending_calls, method));
+      return;
+    }
+    pending_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  Call* call = std::make_unique<Call>().release();  // freed by the last release()
+  call->core = shared_from_this();
+  call->method = std::move(method);
+  call->payload = std::move(payload);
+  call->attachments = std::move(options.attachments);
+  call->start = Clock::now();
+  call->deadline = call->start + options.timeout;
+  // Not `call->handler = std::move(handler)`: Boost 1.81's move assignment of
+  // any_completion_handler wraps the handler in itself until the stack runs out.
+  call->handler.swap(handler);
+
+  // The deadline, on the shared wheel. The task captures only the call (8 bytes:
+  // stored inline, no allocation) and holds a reference until it runs or is
+  // cancelled.
+  add_ref(call);
+  std::error_code tec;
+  call->timeout = timer_.new_timeout([call] { call->core->on_deadline(call); }, options.timeout, tec);
+  if (tec) {
+    release(call);
+    complete(call, errc::unavailable,
+             Response{{}, {}, "cannot schedule the deadline of '" + call->method + "': " + tec.message()},
+             Origin::other);
+    release(call);
+    return;
+  }
+  auto slot = asio::get_associated_cancellation_slot(call->handler);
+  if (slot.is_connected()) {
+    add_ref(call);
+    slot.template emplace<CancelHandler>(call);
+  }
+
+  std::unique_lock lock(mu_);
+  if (call->done.load(std::memory_order_acquire)) {  // completed already (deadline, cancel)
+    lock.unlock();
+    release(call);
+    return;
+  }
+  if (closed_) {
+    lock.unlock();
+    complete(call, errc::cancelled, Response{{}, {}, describe(call, "client closed")}, Origin::other);
+    release(call);
+    return;
+  }
+  if (ClientConnection* conn = pick_ready()) {
+    send_now(lock, conn, call);
+    return;
+  }
+  if (!options.wait_for_ready) {
+    lock.unlock();
+    complete(call, errc::unavailable,
+             Response{{}, {}, describe(call, "unavailable: no connection ready (wait_for_ready off)")},
+             Origin::other);
+    release(call);
+    return;
+  }
+  call->waiting = true;
+  waiting_.push_back(call);
+  for (auto& c : conns_) {
+    if (c->state == ClientConnection::State::idle) connect(c.get());
+  }
+}
+
+ClientConnection* ClientCore::pick_ready() {
+  const std::size_t n = conns_.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    ClientConnection* c = conns_[(next_conn_ + i) % n].get();
+    if (c->state == ClientConnection::State::ready) {
+      next_conn_ = (next_conn_ + i + 1) % n;
+      return c;
+    }
+  }
+  return nullptr;
+}
+
+bool ClientCore::any_connecting() const {
+  return std::any_of(conns_.begin(), conns_.end(), [](const auto& c) {
+    return c->state == ClientConnection::State::connecting ||
+           c->state == ClientConnection::State::handshaking;
+  });
+}
+
+std::uint64_t ClientCore::table_insert(Call* call) {
+  std::uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(slots_.size());
+    slots_.push_back(nullptr);
+  }
+  call->id = (next_seq_++ << kSlotBits) | slot;
+  slots_[slot] = call;
+  return call->id;
+}
+
+Call* ClientCore::table_take(std::uint64_t id) {
+  const std::uint64_t slot = id & ((std::uint64_t{1} << kSlotBits) - 1);
+  if (slot >= slots_.size()) return nullptr;
+  Call* c = slots_[slot];
+  if (!c || c->id != id) return nullptr;
+  slots_[slot] = nullptr;
+  free_slots_.push_back(static_cast<std::uint32_t>(slot));
+  c->id = 0;
+  return c;
+}
+
+// Registers the call as sent on `conn` and writes it; the lock is released
+// before touching the socket.
+void ClientCore::send_now(std::unique_lock<std::mutex>& lock, ClientConnection* conn, Call* call) {
+  call->waiting = false;
+  call->conn = conn;
+  const std::uint64_t id = table_insert(call);
+  auto channel = conn->channel;
+  add_ref(call);  // for the use below, outside the lock
+  lock.unlock();
+
+  transport::Frame f;
+  f.header.flags = transport::kFlagRequest | transport::kFlagTwoWay;
+  f.header.request_id = id;
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(call->deadline - Clock::now()).count();
+  f.header.deadline_ms = static_cast<std::uint32_t>(std::clamp<long long>(left, 1, 0xffffffffLL));
+  f.method = call->method;
+  f.attachments = std::move(call->attachments);
+  f.payload = std::move(call->payload);
+  const std::size_t body = transport::encoded_size(f) - transport::kHeaderSize;
+  if (body > options_.channel.max_body) {
+    // The peer would close the connection on it (and fail every call on it).
+    complete(call, errc::bad_request,
+             Response{{}, {}, describe(call, fmt::format("request body of {} bytes exceeds the limit of {} "
+                                                         "bytes, not sent", body, options_.channel.max_body).c_str())},
+             Origin::other);
+    release(call);
+    return;
+  }
+  const error_code ec = channel ? channel->send(f) : make_error_code(transport::errc::closed);
+  if (ec) {
+    const bool full = ec == transport::errc::write_queue_full;
+    complete(call, full ? errc::too_many_pending : errc::connection_lost,
+             Response{{}, {}, describe(call, full ? "write queue full, not sent" : "connection closed, not sent")},
+             Origin::other);
+  }
+  release(call);
+}
+
+void ClientCore::connect(ClientConnection* conn) {
+  conn->state = ClientConnection::State::connecting;
+  std::shared_ptr<ClientConnection> keep;
+  for (auto& c : conns_) {
+    if (c.get() == conn) keep = c;
+  }
+  transport::async_connect(ex_, timer_, conn->endpoint(), options_.connect_timeout,
+                           [self = shared_from_this(), keep](error_code ec, asio::ip::tcp::socket s) {
+                             self->on_connected(keep.get(), ec, std::move(s));
+                           });
+}
+
+void ClientCore::on_connected(ClientConnection* conn, error_code ec, asio::ip::tcp::socket socket) {
+  std::unique_lock lock(mu_);
+  if (closed_) return;
+  if (ec) {
+    conn->state = ClientConnection::State::idle;
+    connect_failures_.fetch_add(1, std::memory_order_relaxed);
+    logger()->warn("connect to {} failed: {}", conn->peer(), ec.message());
+    if (!pick_ready() && !any_connecting()) {
+      fail_waiting(lock, errc::unavailable, "cannot connect to " + conn->peer() + ": " + ec.message());
+    }
+    return;
+  }
+  std::shared_ptr<ClientConnection> handler;
+  for (auto& c : conns_) {
+    if (c.get() == conn) handler = c;
+  }
+  auto channel = transport::Channel::create(std::move(socket), handler, options_.channel);
+  conn->channel = channel;
+  conn->state = ClientConnection::State::handshaking;
+  const std::uint64_t hello_id = next_event_id_++;
+  lock.unlock();
+  channel->start();
+  channel->send(make_hello(hello_id, options_.heartbeat, true));
+}
+
+void ClientCore::on_hello(ClientConnection* conn, const transport::Frame& frame) {
+  std::unique_lock lock(mu_);
+  if (closed_ || conn->state != ClientConnection::State::handshaking) return;
+  conn->state = ClientConnection::State::ready;
+  conn->heartbeat = hello_heartbeat(frame).value_or(options_.heartbeat);
+  connects_.fetch_add(1, std::memory_order_relaxed);
+  logger()->debug("conn={} peer={} ready, heartbeat {} ms", conn->channel ? conn->channel->id() : 0,
+                  conn->peer(), conn->heartbeat.count());
+  // Send every call that waited for a connection.
+  std::vector<Call*> batch;
+  batch.swap(waiting_);
+  for (Call* c : batch) {
+    if (c->done.load(std::memory_order_acquire)) {
+      c->waiting = false;
+      lock.unlock();
+      release(c);  // completed while waiting: drop the books' reference
+      lock.lock();
+      continue;
+    }
+    ClientConnection* target = pick_ready();
+    if (!target) target = conn;
+    send_now(lock, target, c);
+    lock.lock();
+  }
+}
+
+void ClientCore::on_reply(ClientConnection*, transport::Frame& frame) {
+  Call* call;
+  {
+    std::lock_guard lock(mu_);
+    call = table_take(frame.header.request_id);
+  }
+  if (!call) {
+    late_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const auto status = static_cast<transport::Status>(frame.header.status);
+  const error_code ec = status_error(status);
+  Response r;
+  if (ec) {
+    r.error_message = describe(call, ec.message().c_str()) + ": " + frame.payload;
+  } else {
+    r.payload = std::move(frame.payload);
+    r.attachments = std::move(frame.attachments);
+  }
+  if (!complete(call, ec, std::move(r), Origin::reply)) late_.fetch_add(1, std::memory_order_relaxed);
+  release(call);  // the books' reference, taken out of the table above
+}
+
+void ClientCore::on_closed(ClientConnection* conn, const error_code& ec, const std::string& reason) {
+  std::vector<Call*> lost;
+  std::unique_lock lock(mu_);
+  const bool was_ready = conn->state == ClientConnection::State::ready;
+  conn->state = ClientConnection::State::idle;
+  conn->channel.reset();
+  for (Call* c : slots_) {
+    if (c && c->conn == conn) lost.push_back(c);
+  }
+  for (Call* c : lost) table_take(c->id);
+  if (!closed_ && !pick_ready() && !any_connecting()) {
+    fail_waiting(lock, errc::unavailable,
+                 "connection to " + conn->peer() + " closed before it was ready: " + reason);
+  }
+  lock.unlock();
+  if (!closed_ && (was_ready || !lost.empty())) {
+    logger()->info("peer={} connection lost ({}): {} calls in flight", conn->peer(), reason, lost.size());
+  }
+  for (Call* c : lost) {
+    const std::string what = "connection lost (" + reason + (ec ? ": " + ec.message() : "") + ")";
+    complete(c, errc::connection_lost, Response{{}, {}, describe(c, what.c_str())}, Origin::other);
+    release(c);
+  }
+}
+
+void ClientCore::fail_waiting(std::unique_lock<std::mutex>& lock, error_code ec, const std::string& why) {
+  std::vector<Call*> batch;
+  batch.swap(waiting_);
+  lock.unlock();
+  for (Call* c : batch) {
+    complete(c, ec, Response{{}, {}, describe(c, ("unavailable: " + why).c_str())}, Origin::other);
+    release(c);
+  }
+  lock.lock();
+}
+
+bool ClientCore::complete(Call* call, error_code ec, Response response, Origin origin) {
+  if (call->done.exchange(true, std::memory_order_acq_rel)) return false;
+  bool release_books = false;
+  {
+    std::lock_guard lock(mu_);
+    if (call->id != 0) {
+      table_take(call->id);
+      release_books = true;
+    }
+    // A waiting call stays in waiting_; whoever drains that list drops it.
+  }
+  pending_.fetch_sub(1, std::memory_order_relaxed);
+  if (ec) {
+    failed_.fetch_add(1, std::memory_order_relaxed);
+    if (ec == errc::timeout) timeouts_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    ok_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (origin != Origin::timer && call->timeout.cancel()) release(call);  // the timer's reference
+  invoke(std::move(call->handler), ex_, ec, std::move(response), origin == Origin::reply);
+  if (release_books) release(call);
+  return true;
+}
+
+void ClientCore::on_deadline(Call* call) {
+  if (!call->done.load(std::memory_order_acquire)) {
+    std::string message;
+    {
+      std::lock_guard lock(mu_);
+      message = describe(call, call->id != 0 ? "timeout (sent, waiting for the reply)"
+                                             : "timeout (not sent: no connection ready)");
+    }
+    complete(call, errc::timeout, Response{{}, {}, std::move(message)}, Origin::timer);
+  }
+  release(call);  // the timer's reference
+}
+
+void ClientCore::close() {
+  std::vector<Call*> sent, waiting;
+  std::vector<std::shared_ptr<transport::Channel>> channels;
+  std::vector<std::shared_ptr<ClientConnection>> conns;
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) return;
+    closed_ = true;
+    for (Call* c : slots_) {
+      if (c) sent.push_back(c);
+    }
+    for (Call* c : sent) table_take(c->id);
+    waiting.swap(waiting_);
+    for (auto& c : conns_) {
+      if (c->channel) channels.push_back(c->channel);
+    }
+    conns.swap(conns_);  // breaks the core <-> connection cycle
+  }
+  for (Call* c : sent) {
+    complete(c, errc::cancelled, Response{{}, {}, describe(c, "client closed")}, Origin::other);
+    release(c);
+  }
+  for (Call* c : waiting) {
+    complete(c, errc::cancelled, Response{{}, {}, describe(c, "client closed")}, Origin::other);
+    release(c);
+  }
+  for (auto& ch : channels) ch->close(transport::make_error_code(transport::errc::closed), "client closed");
+  work_.reset();
+}
+
+ClientStats ClientCore::stats() const {
+  ClientStats s;
+  s.calls = calls_.load(std::memory_order_relaxed);
+  s.ok = ok_.load(std::memory_order_relaxed);
+  s.failed = failed_.load(std::memory_order_relaxed);
+  s.timeouts = timeouts_.load(std::memory_order_relaxed);
+  s.late_replies = late_.load(std::memory_order_relaxed);
+  s.connects = connects_.load(std::memory_order_relaxed);
+  s.connect_failures = connect_failures_.load(std::memory_order_relaxed);
+  s.pending = pending_.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace wheelrpc::rpc::detail

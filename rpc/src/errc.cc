@@ -1,0 +1,65 @@
+#include <wheelrpc/rpc/errc.h>
+
+#include <string>
+
+namespace wheelrpc::rpc {
+namespace {
+
+// boost::system::error_category's destructor is protected and non-virtual by
+// design, which -Wnon-virtual-dtor flags in every derived class.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wnon-virtual-dtor"
+class RpcCategory final : public boost::system::error_category {
+ public:
+  const char* name() const noexcept override { return "wheelrpc.rpc"; }
+  std::string message(int ev) const override {
+    switch (static_cast<errc>(ev)) {
+      case errc::timeout: return "call timed out";
+      case errc::server_timeout: return "server timed out: the deadline passed before the handler replied";
+      case errc::connection_lost: return "connection lost before the reply";
+      case errc::unavailable: return "no server available";
+      case errc::method_not_found: return "method not found";
+      case errc::bad_request: return "bad request";
+      case errc::server_error: return "server error";
+      case errc::cancelled: return "call cancelled: the client was closed";
+      case errc::too_many_pending: return "too many calls pending";
+    }
+    return "unknown wheelrpc.rpc error " + std::to_string(ev);
+  }
+};
+#pragma GCC diagnostic pop
+
+}  // namespace
+
+const boost::system::error_category& rpc_category() noexcept {
+  static const RpcCategory category;
+  return category;
+}
+
+boost::system::error_code status_error(transport::Status status) noexcept {
+  using transport::Status;
+  switch (status) {
+    case Status::ok: return {};
+    case Status::server_timeout: return make_error_code(errc::server_timeout);
+    case Status::method_not_found: return make_error_code(errc::method_not_found);
+    case Status::bad_request: return make_error_code(errc::bad_request);
+    case Status::overloaded: return make_error_code(errc::too_many_pending);
+    case Status::shutting_down: return make_error_code(errc::unavailable);
+    case Status::server_error: break;
+  }
+  return make_error_code(errc::server_error);
+}
+
+transport::Status error_status(errc e) noexcept {
+  using transport::Status;
+  switch (e) {
+    case errc::server_timeout: return Status::server_timeout;
+    case errc::method_not_found: return Status::method_not_found;
+    case errc::bad_request: return Status::bad_request;
+    case errc::too_many_pending: return Status::overloaded;
+    case errc::unavailable: return Status::shutting_down;
+    default: return Status::server_error;
+  }
+}
+
+}  // namespace wheelrpc::rpc

@@ -1,0 +1,273 @@
+#include <wheelrpc/rpc/server.h>
+
+#include <exception>
+
+#include <boost/asio/post.hpp>
+#include <fmt/format.h>
+
+#include <wheelrpc/transport/errc.h>
+
+#include "hello.h"
+#include "log.h"
+#include "server_core.h"
+
+namespace wheelrpc::rpc {
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+namespace detail {
+namespace {
+
+// One accepted connection: expects a HELLO first, then requests.
+class ServerConnection final : public transport::ChannelHandler {
+ public:
+  explicit ServerConnection(std::shared_ptr<ServerCore> core) : core_(std::move(core)) {}
+
+  void on_frame(transport::Channel& channel, transport::Frame& frame) override {
+    if (!hello_done_) {
+      if (!is_hello(frame)) {
+        core_->count_protocol_error();
+        channel.close(transport::make_error_code(transport::errc::protocol_error),
+                      "the first frame was not a HELLO");
+        return;
+      }
+      hello_done_ = true;
+      hello_timeout_.cancel();
+      // Agree on the larger interval, so neither side thinks a healthy
+      // connection idle.
+      const auto theirs = hello_heartbeat(frame).value_or(core_->options().heartbeat);
+      const auto agreed = std::max(theirs, core_->options().heartbeat);
+      channel.send(make_hello(frame.header.request_id, agreed, false));
+      return;
+    }
+    if (frame.header.is_event()) {
+      if (is_heartbeat(frame)) channel.send(make_heartbeat_reply(frame.header.request_id));
+      return;  // heartbeat replies (event responses) only refresh last-read
+    }
+    if (!frame.header.is_request()) return;  // the client never sends responses
+    core_->on_request(channel, frame);
+  }
+
+  void on_close(transport::Channel& channel, const error_code&, const std::string&) override {
+    hello_timeout_.cancel();
+    core_->on_connection_closed(channel.id());
+  }
+
+  timer::Timeout hello_timeout_;
+
+ private:
+  std::shared_ptr<ServerCore> core_;
+  bool hello_done_ = false;
+};
+
+}  // namespace
+
+void ServerCore::handle(std::string method, Server::Handler handler) {
+  handlers_[std::move(method)] = std::move(handler);
+}
+
+error_code ServerCore::listen(const asio::ip::tcp::endpoint& endpoint) {
+  acceptor_ = transport::Acceptor::create(
+      ex_, [weak = weak_from_this()](asio::ip::tcp::socket s) {
+        if (auto self = weak.lock()) self->on_accept(std::move(s));
+      });
+  return acceptor_->listen(endpoint);
+}
+
+asio::ip::tcp::endpoint ServerCore::local_endpoint() const {
+  return acceptor_ ? acceptor_->local_endpoint() : asio::ip::tcp::endpoint{};
+}
+
+void ServerCore::on_accept(asio::ip::tcp::socket socket) {
+  auto handler = std::make_shared<ServerConnection>(shared_from_this());
+  auto channel = transport::Channel::create(std::move(socket), handler, options_.channel);
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) {
+      channel->close(transport::make_error_code(transport::errc::closed), "server stopped");
+      return;
+    }
+    channels_[channel->id()] = channel;
+  }
+  accepted_.fetch_add(1, std::memory_order_relaxed);
+  // A connection must say HELLO within hello_timeout; the task only posts a
+  // close, holding the channel weakly.
+  std::error_code tec;
+  handler->hello_timeout_ = timer_.new_timeout(
+      [weak = std::weak_ptr<transport::Channel>(channel)] {
+        if (auto ch = weak.lock()) {
+          ch->close(transport::make_error_code(transport::errc::protocol_error),
+                    "no HELLO within the hello timeout");
+        }
+      },
+      options_.hello_timeout, tec);
+  channel->start();
+}
+
+void ServerCore::on_connection_closed(std::uint64_t id) {
+  std::lock_guard lock(mu_);
+  channels_.erase(id);
+}
+
+void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame) {
+  requests_.fetch_add(1, std::memory_order_relaxed);
+  auto* slot = std::make_unique<ReplySlot>().release();  // freed by the last release()
+  slot->core = shared_from_this();
+  slot->channel = channel.shared_from_this();
+  slot->request_id = frame.header.request_id;
+  slot->two_way = frame.header.is_two_way();
+  slot->method = frame.method;
+
+  auto it = handlers_.find(frame.method);
+  if (it == handlers_.end()) {
+    method_not_found_.fetch_add(1, std::memory_order_relaxed);
+    finish(slot, transport::Status::method_not_found, "no method '" + frame.method + "'", {}, false);
+    release(slot);
+    return;
+  }
+  if (frame.header.deadline_ms != 0) {
+    const auto budget = std::chrono::milliseconds(frame.header.deadline_ms);
+    slot->deadline = std::chrono::steady_clock::now() + budget;
+    add_ref(slot);
+    std::error_code tec;
+    slot->timeout = timer_.new_timeout(
+        [slot] {
+          slot->core->finish(slot, transport::Status::server_timeout,
+                             fmt::format("the deadline of '{}' passed before the handler replied",
+                                         slot->method),
+                             {}, true);
+          release(slot);
+        },
+        budget, tec);
+    if (tec) release(slot);
+  }
+  Request req{std::move(frame.method), std::move(frame.payload), std::move(frame.attachments),
+              slot->deadline, channel.remote()};
+  try {
+    it->second(std::move(req), Responder(slot));
+  } catch (const std::exception& e) {
+    // The Responder was consumed by the call; if the handler had not replied,
+    // its destructor already answered server_error. Log what happened.
+    logger()->error("conn={} peer={} method={} handler threw: {}", channel.id(), channel.remote(),
+                    it->first, e.what());
+  } catch (...) {
+    logger()->error("conn={} peer={} method={} handler threw a non-std exception", channel.id(),
+                    channel.remote(), it->first);
+  }
+}
+
+bool ServerCore::finish(ReplySlot* slot, transport::Status status, std::string payload,
+                        transport::Attachments attachments, bool from_timer) {
+  if (slot->done.exchange(true, std::memory_order_acq_rel)) {
+    if (!from_timer) late_replies_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  if (!from_timer && slot->timeout.cancel()) release(slot);  // the timer's reference
+  if (status == transport::Status::ok) {
+    replies_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    errors_.fetch_add(1, std::memory_order_relaxed);
+    if (status == transport::Status::server_timeout) server_timeouts_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (!slot->two_way) return true;
+  transport::Frame f;
+  f.header.status = static_cast<std::uint8_t>(status);
+  f.header.request_id = slot->request_id;
+  f.attachments = std::move(attachments);
+  f.payload = std::move(payload);
+  return !slot->channel->send(f);
+}
+
+void ServerCore::stop() {
+  std::unordered_map<std::uint64_t, std::weak_ptr<transport::Channel>> channels;
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    channels.swap(channels_);
+  }
+  if (acceptor_) acceptor_->close();
+  for (auto& [id, weak] : channels) {
+    if (auto ch = weak.lock()) ch->close(transport::make_error_code(transport::errc::closed), "server stopped");
+  }
+}
+
+ServerStats ServerCore::stats() const {
+  ServerStats s;
+  {
+    std::lock_guard lock(mu_);
+    s.connections = channels_.size();
+  }
+  s.accepted = accepted_.load(std::memory_order_relaxed);
+  s.requests = requests_.load(std::memory_order_relaxed);
+  s.replies = replies_.load(std::memory_order_relaxed);
+  s.errors = errors_.load(std::memory_order_relaxed);
+  s.server_timeouts = server_timeouts_.load(std::memory_order_relaxed);
+  s.late_replies = late_replies_.load(std::memory_order_relaxed);
+  s.method_not_found = method_not_found_.load(std::memory_order_relaxed);
+  s.protocol_errors = protocol_errors_.load(std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------- Responder
+
+Responder::Responder(Responder&& other) noexcept : slot_(std::exchange(other.slot_, nullptr)) {}
+
+Responder& Responder::operator=(Responder&& other) noexcept {
+  if (this != &other) {
+    Responder dying(std::move(*this));
+    slot_ = std::exchange(other.slot_, nullptr);
+  }
+  return *this;
+}
+
+Responder::~Responder() {
+  if (!slot_) return;
+  if (!slot_->done.load(std::memory_order_acquire)) {
+    // Destroyed during unwinding: the handler threw (the server logs what).
+    const bool threw = std::uncaught_exceptions() > 0;
+    slot_->core->finish(slot_, transport::Status::server_error,
+                        "the handler of '" + slot_->method +
+                            (threw ? "' threw" : "' dropped its Responder without replying"),
+                        {}, false);
+  }
+  detail::release(slot_);
+}
+
+bool Responder::reply(std::string payload, transport::Attachments attachments) {
+  return slot_ && slot_->core->finish(slot_, transport::Status::ok, std::move(payload),
+                                      std::move(attachments), false);
+}
+
+bool Responder::fail(errc code, std::string message) {
+  return slot_ && slot_->core->finish(slot_, error_status(code), std::move(message), {}, false);
+}
+
+std::optional<std::chrono::steady_clock::time_point> Responder::deadline() const noexcept {
+  return slot_ ? slot_->deadline : std::nullopt;
+}
+
+bool Responder::expired() const noexcept {
+  return slot_ && slot_->deadline && std::chrono::steady_clock::now() >= *slot_->deadline;
+}
+
+bool Responder::pending() const noexcept {
+  return slot_ && !slot_->done.load(std::memory_order_acquire);
+}
+
+// ---------------------------------------------------------------- Server
+
+Server::Server(asio::any_io_executor ex, timer::Timer& timer, ServerOptions options)
+    : core_(std::make_shared<detail::ServerCore>(std::move(ex), timer, std::move(options))) {}
+
+Server::~Server() { stop(); }
+
+void Server::handle(std::string method, Handler handler) { core_->handle(std::move(method), std::move(handler)); }
+error_code Server::listen(const asio::ip::tcp::endpoint& endpoint) { return core_->listen(endpoint); }
+asio::ip::tcp::endpoint Server::local_endpoint() const { return core_->local_endpoint(); }
+void Server::stop() { core_->stop(); }
+ServerStats Server::stats() const { return core_->stats(); }
+
+}  // namespace wheelrpc::rpc

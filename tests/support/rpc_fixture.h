@@ -1,0 +1,78 @@
+#pragma once
+// An in-process server and client on 127.0.0.1 (port 0), one shared timer and
+// an io_context run by a couple of threads; bounded waits only.
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <wheelrpc/rpc/client.h>
+#include <wheelrpc/rpc/server.h>
+#include <wheelrpc/timer/hashed_wheel_timer.h>
+
+namespace wheelrpc::test {
+
+class IoThreads {
+ public:
+  explicit IoThreads(int n = 2) : guard_(boost::asio::make_work_guard(io)) {
+    for (int i = 0; i < n; ++i) threads_.emplace_back([this] { io.run(); });
+  }
+  ~IoThreads() { stop(); }
+  void stop() {
+    guard_.reset();
+    io.stop();
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+  boost::asio::io_context io;
+
+ private:
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;
+  std::vector<std::thread> threads_;
+};
+
+/// Registers `echo` (replies with the payload) and `sleep` (payload = decimal
+/// milliseconds; replies "slept" after that long, without blocking a thread).
+inline void register_test_methods(rpc::Server& server, boost::asio::io_context& io) {
+  server.handle("echo", [](rpc::Request req, rpc::Responder r) { r.reply(std::move(req.payload)); });
+  server.handle("sleep", [&io](rpc::Request req, rpc::Responder r) {
+    const auto ms = std::chrono::milliseconds(std::stoll(req.payload.empty() ? "0" : req.payload));
+    auto t = std::make_shared<boost::asio::steady_timer>(io, ms);
+    t->async_wait([t, r = std::move(r)](const boost::system::error_code&) mutable { r.reply("slept"); });
+  });
+}
+
+inline boost::asio::ip::tcp::endpoint loopback0() {
+  return {boost::asio::ip::make_address("127.0.0.1"), 0};
+}
+
+struct RpcFixture {
+  explicit RpcFixture(rpc::ServerOptions so = {}, rpc::ClientOptions co = {}, int io_threads = 2)
+      : threads(io_threads), server(threads.io.get_executor(), timer, so) {
+    register_test_methods(server, threads.io);
+    auto ec = server.listen(loopback0());
+    if (ec) throw boost::system::system_error(ec);
+    client.emplace(threads.io.get_executor(), timer,
+                   std::vector<boost::asio::ip::tcp::endpoint>{server.local_endpoint()}, co);
+  }
+  ~RpcFixture() {
+    if (client) client->close();
+    server.stop();
+    threads.stop();
+  }
+
+  timer::HashedWheelTimer timer;
+  IoThreads threads;
+  rpc::Server server;
+  std::optional<rpc::Client> client;
+};
+
+}  // namespace wheelrpc::test

@@ -1,0 +1,103 @@
+#pragma once
+/// The wire format (docs/protocol.md): a fixed 24-byte big-endian header and a
+/// body of method name, attachments and payload; encoding and an incremental
+/// decoder that checks every length before allocating anything.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <boost/system/error_code.hpp>
+
+namespace wheelrpc::transport {
+
+inline constexpr std::uint16_t kMagic = 0x5752;  // "WR"
+inline constexpr std::uint8_t kProtocolVersion = 1;
+inline constexpr std::size_t kHeaderSize = 24;
+/// Default limit on a frame's body (8 MiB, like Dubbo's payload limit).
+inline constexpr std::uint32_t kDefaultMaxBody = 8u << 20;
+/// Longest method name, attachment key (bytes).
+inline constexpr std::size_t kMaxNameSize = 255;
+
+/// Bits of FrameHeader::flags.
+enum FrameFlag : std::uint8_t {
+  kFlagRequest = 0x01,  ///< a request (else a response)
+  kFlagTwoWay = 0x02,   ///< the request expects a response
+  kFlagEvent = 0x04,    ///< a protocol event (HELLO, heartbeat), not an application call
+};
+
+/// Response status byte. 0 is success; the rest name why a call failed.
+enum class Status : std::uint8_t {
+  ok = 0,
+  server_timeout = 1,    ///< the caller's deadline passed before the handler replied
+  method_not_found = 2,  ///< no handler registered under the method name
+  bad_request = 3,       ///< the server could not make sense of the request
+  server_error = 4,      ///< the handler failed (threw, or dropped its responder)
+  overloaded = 5,        ///< the server refused the call for lack of capacity
+  shutting_down = 6,     ///< the server is stopping and accepts no new calls
+};
+
+struct FrameHeader {
+  std::uint8_t version = kProtocolVersion;
+  std::uint8_t flags = 0;
+  std::uint8_t status = 0;
+  std::uint64_t request_id = 0;
+  std::uint32_t deadline_ms = 0;  ///< remaining budget of the caller; 0 = none
+  std::uint32_t body_len = 0;     ///< filled in by encode_frame
+
+  bool is_request() const noexcept { return flags & kFlagRequest; }
+  bool is_two_way() const noexcept { return flags & kFlagTwoWay; }
+  bool is_event() const noexcept { return flags & kFlagEvent; }
+};
+
+/// Key/value pairs carried with a call (trace ids, auth tokens...), in order.
+using Attachments = std::vector<std::pair<std::string, std::string>>;
+
+struct Frame {
+  FrameHeader header;
+  std::string method;  ///< requests: the method; responses and heartbeats: empty
+  Attachments attachments;
+  std::string payload;
+};
+
+/// Bytes `encode_frame` appends for `f` (header included).
+std::size_t encoded_size(const Frame& f) noexcept;
+
+/// Appends the frame to `out`; body_len is computed, the header's is ignored.
+/// Method names and attachment keys longer than kMaxNameSize are a caller bug
+/// (asserted in debug builds, truncated otherwise).
+void encode_frame(const Frame& f, std::string& out);
+
+/// Decodes frames from the front of a byte buffer, one at a time, checking magic,
+/// version and the body limit from the header alone, before any allocation.
+/// Not thread-safe; one decoder per connection.
+class FrameDecoder {
+ public:
+  enum class Result { need_more, frame, error };
+
+  explicit FrameDecoder(std::uint32_t max_body = kDefaultMaxBody) noexcept : max_body_(max_body) {}
+
+  /// On `frame`: fills `out` and sets `consumed` to the frame's size. On
+  /// `need_more`: `consumed` is 0 and `needed()` says how many bytes the frame
+  /// needs in all (known once the header is in). On `error`: `error()` and
+  /// `error_message()` say why; the stream cannot be resynchronised.
+  Result decode(const std::uint8_t* data, std::size_t size, Frame& out, std::size_t& consumed);
+
+  std::size_t needed() const noexcept { return needed_; }
+  boost::system::error_code error() const noexcept { return error_; }
+  const std::string& error_message() const noexcept { return message_; }
+  std::uint32_t max_body() const noexcept { return max_body_; }
+
+ private:
+  Result fail(boost::system::error_code ec, std::string message);
+
+  std::uint32_t max_body_;
+  std::size_t needed_ = kHeaderSize;
+  boost::system::error_code error_;
+  std::string message_;
+};
+
+}  // namespace wheelrpc::transport

@@ -1,0 +1,248 @@
+#include <wheelrpc/transport/frame.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include <wheelrpc/transport/errc.h>
+
+namespace wheelrpc::transport {
+namespace {
+
+// Flag bits this version knows. The rest are reserved: sent as 0 and masked off
+// on receipt, so a later version can give them a meaning old peers ignore.
+constexpr std::uint8_t kKnownFlags = kFlagRequest | kFlagTwoWay | kFlagEvent;
+constexpr std::size_t kMaxAttachments = std::numeric_limits<std::uint16_t>::max();
+constexpr std::size_t kMaxBodySize = std::numeric_limits<std::uint32_t>::max();
+// method_len (u8) + attachment_count (u16): the least a non-empty body holds.
+constexpr std::size_t kMinBody = 1 + 2;
+// key_len (u8) + value_len (u32): the least one attachment takes. Used to bound
+// attachment_count by the body before anything is sized from it.
+constexpr std::size_t kMinAttachment = 1 + 4;
+// "Not an attachment's field" in the decoder's overrun messages.
+constexpr std::size_t kNoIndex = std::numeric_limits<std::size_t>::max();
+
+// Big-endian stores and loads, byte by byte: no alignment or aliasing concerns,
+// and GCC and Clang compile them to a single (byte-swapped) move.
+inline char* put_u8(char* p, std::uint8_t v) noexcept {
+  *p = static_cast<char>(v);
+  return p + 1;
+}
+inline char* put_u16(char* p, std::uint16_t v) noexcept {
+  p[0] = static_cast<char>(v >> 8);
+  p[1] = static_cast<char>(v);
+  return p + 2;
+}
+inline char* put_u32(char* p, std::uint32_t v) noexcept {
+  p[0] = static_cast<char>(v >> 24);
+  p[1] = static_cast<char>(v >> 16);
+  p[2] = static_cast<char>(v >> 8);
+  p[3] = static_cast<char>(v);
+  return p + 4;
+}
+inline char* put_u64(char* p, std::uint64_t v) noexcept {
+  put_u32(p, static_cast<std::uint32_t>(v >> 32));
+  return put_u32(p + 4, static_cast<std::uint32_t>(v));
+}
+
+inline std::uint16_t get_u16(const std::uint8_t* p) noexcept {
+  return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
+}
+inline std::uint32_t get_u32(const std::uint8_t* p) noexcept {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
+         std::uint32_t{p[3]};
+}
+inline std::uint64_t get_u64(const std::uint8_t* p) noexcept {
+  return (std::uint64_t{get_u32(p)} << 32) | get_u32(p + 4);
+}
+
+// Names longer than a u8 length can say are a caller bug; encoded_size and
+// encode_frame must agree on the truncation or the stream would desync.
+inline std::size_t name_size(const std::string& s) noexcept {
+  assert(s.size() <= kMaxNameSize && "method names and attachment keys are at most 255 bytes");
+  return std::min(s.size(), kMaxNameSize);
+}
+inline std::size_t attachment_count(const Attachments& a) noexcept {
+  assert(a.size() <= kMaxAttachments && "at most 65535 attachments per frame");
+  return std::min(a.size(), kMaxAttachments);
+}
+
+inline bool body_is_empty(const Frame& f) noexcept {
+  return f.method.empty() && f.attachments.empty() && f.payload.empty();
+}
+
+std::size_t body_size(const Frame& f) noexcept {
+  // Header-only frames (heartbeats) are the common empty case; keep them at 24 bytes.
+  if (body_is_empty(f)) return 0;
+  std::size_t n = kMinBody + name_size(f.method) + f.payload.size();
+  const std::size_t count = attachment_count(f.attachments);
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto& [key, value] = f.attachments[i];
+    n += kMinAttachment + name_size(key) + value.size();
+  }
+  return n;
+}
+
+std::string bytes(std::size_t n) { return std::to_string(n) + (n == 1 ? " byte" : " bytes"); }
+
+std::string hex_byte(std::uint8_t b) {
+  constexpr char kDigits[] = "0123456789abcdef";
+  return {kDigits[b >> 4], kDigits[b & 0xf]};
+}
+
+}  // namespace
+
+std::size_t encoded_size(const Frame& f) noexcept { return kHeaderSize + body_size(f); }
+
+void encode_frame(const Frame& f, std::string& out) {
+  const std::size_t body = body_size(f);
+  // Unlike an over-long name, a body whose length a u32 cannot say has no
+  // truncation that keeps the frame meaningful; refuse it before writing anything.
+  if (body > kMaxBodySize) throw std::length_error("wheelrpc frame body exceeds 4 GiB");
+  out.reserve(out.size() + kHeaderSize + body);
+
+  char header[kHeaderSize];
+  char* p = put_u16(header, kMagic);
+  p = put_u8(p, f.header.version);
+  p = put_u8(p, static_cast<std::uint8_t>(f.header.flags & kKnownFlags));
+  p = put_u8(p, f.header.status);
+  p = put_u8(p, 0);  // reserved
+  p = put_u16(p, 0);
+  p = put_u64(p, f.header.request_id);
+  p = put_u32(p, f.header.deadline_ms);
+  put_u32(p, static_cast<std::uint32_t>(body));
+  out.append(header, kHeaderSize);
+  if (body == 0) return;
+
+  const std::size_t method_len = name_size(f.method);
+  const std::size_t count = attachment_count(f.attachments);
+  out.push_back(static_cast<char>(method_len));
+  out.append(f.method.data(), method_len);
+  char len[4];
+  put_u16(len, static_cast<std::uint16_t>(count));
+  out.append(len, 2);
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto& [key, value] = f.attachments[i];
+    const std::size_t key_len = name_size(key);
+    out.push_back(static_cast<char>(key_len));
+    out.append(key.data(), key_len);
+    put_u32(len, static_cast<std::uint32_t>(value.size()));
+    out.append(len, 4);
+    out.append(value);
+  }
+  out.append(f.payload);
+}
+
+FrameDecoder::Result FrameDecoder::decode(const std::uint8_t* data, std::size_t size, Frame& out,
+                                          std::size_t& consumed) {
+  consumed = 0;
+  if (error_) return Result::error;
+  if (size < kHeaderSize) {
+    needed_ = kHeaderSize;
+    return Result::need_more;
+  }
+
+  // Everything the header alone can rule out is checked before waiting for the
+  // body, so a peer cannot make us buffer (or allocate) a body we would reject.
+  if (get_u16(data) != kMagic) {
+    return fail(errc::bad_magic, "bad magic 0x" + hex_byte(data[0]) + hex_byte(data[1]) +
+                                     ", expected 0x5752 (\"WR\"): the peer does not speak wheelrpc");
+  }
+  if (data[2] != kProtocolVersion) {
+    return fail(errc::unsupported_version, "unsupported protocol version " + std::to_string(data[2]) +
+                                               " (this build speaks " +
+                                               std::to_string(kProtocolVersion) + ")");
+  }
+  const std::uint32_t body_len = get_u32(data + 20);
+  if (body_len > max_body_) {
+    return fail(errc::body_too_large, "frame body of " + std::to_string(body_len) +
+                                          " bytes exceeds the limit of " +
+                                          std::to_string(max_body_) + " bytes");
+  }
+  const std::size_t total = kHeaderSize + body_len;
+  if (size < total) {
+    needed_ = total;
+    return Result::need_more;
+  }
+
+  // Reads the body front to back; each length is checked against what is left
+  // before it is used, so nothing is read or sized from an unchecked length.
+  const std::uint8_t* p = data + kHeaderSize;
+  const std::uint8_t* const end = p + body_len;
+  std::string overrun;  // set only on the error path
+  auto fits = [&](std::size_t n, const char* field, std::size_t index = kNoIndex) {
+    const auto left = static_cast<std::size_t>(end - p);
+    if (n <= left) return true;
+    overrun = "malformed frame: ";
+    if (index != kNoIndex) overrun += "attachment " + std::to_string(index) + " ";
+    overrun += std::string(field) + " (" + bytes(n) + ") overruns the " + std::to_string(body_len) +
+               "-byte body by " + bytes(n - left);
+    return false;
+  };
+  auto text = [](const std::uint8_t* q) { return reinterpret_cast<const char*>(q); };
+
+  std::size_t count = 0;
+  if (body_len == 0) {
+    // An empty body is the short form of "no method, no attachments, no payload".
+    out.method.clear();
+  } else {
+    // body_len >= 1 here, so method_len itself is in.
+    const std::size_t method_len = *p++;
+    if (!fits(method_len, "method")) return fail(errc::malformed_frame, std::move(overrun));
+    out.method.assign(text(p), method_len);
+    p += method_len;
+    if (!fits(2, "attachment_count")) return fail(errc::malformed_frame, std::move(overrun));
+    count = get_u16(p);
+    p += 2;
+    // Bound the count by the body before sizing the vector from it: a 3-byte
+    // lie must not make us construct 65535 attachments.
+    const auto left = static_cast<std::size_t>(end - p);
+    if (count * kMinAttachment > left) {
+      return fail(errc::malformed_frame,
+                  "malformed frame: attachment_count " + std::to_string(count) + " needs at least " +
+                      bytes(count * kMinAttachment) + " but only " + bytes(left) +
+                      " left: it overruns the " + std::to_string(body_len) + "-byte body by " +
+                      bytes(count * kMinAttachment - left) + " at least");
+    }
+  }
+
+  // resize, then assign into the existing elements: their strings keep their
+  // capacity from the previous frame, so a steady stream allocates nothing.
+  out.attachments.resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    auto& [key, value] = out.attachments[i];
+    if (!fits(1, "key_len", i)) return fail(errc::malformed_frame, std::move(overrun));
+    const std::size_t key_len = *p++;
+    if (!fits(key_len, "key", i)) return fail(errc::malformed_frame, std::move(overrun));
+    key.assign(text(p), key_len);
+    p += key_len;
+    if (!fits(4, "value_len", i)) return fail(errc::malformed_frame, std::move(overrun));
+    const std::size_t value_len = get_u32(p);
+    p += 4;
+    if (!fits(value_len, "value", i)) return fail(errc::malformed_frame, std::move(overrun));
+    value.assign(text(p), value_len);
+    p += value_len;
+  }
+  out.payload.assign(text(p), static_cast<std::size_t>(end - p));
+
+  out.header.version = data[2];
+  out.header.flags = static_cast<std::uint8_t>(data[3] & kKnownFlags);
+  out.header.status = data[4];
+  out.header.request_id = get_u64(data + 8);
+  out.header.deadline_ms = get_u32(data + 16);
+  out.header.body_len = body_len;
+  needed_ = kHeaderSize;
+  consumed = total;
+  return Result::frame;
+}
+
+FrameDecoder::Result FrameDecoder::fail(boost::system::error_code ec, std::string message) {
+  error_ = ec;
+  message_ = std::move(message);
+  return Result::error;
+}
+
+}  // namespace wheelrpc::transport
