@@ -451,7 +451,11 @@ void ClientCore::close() {
     for (Call* c : sent) table_take(c->id);
     waiting.swap(waiting_);
     for (auto& c : conns_) {
-      if (c->channel) channels.push_back(c->channel);
+      // Break channel <-> connection: if the executor stops before the close
+      // below runs, neither keeps the other alive.
+      if (c->channel) channels.push_back(std::move(c->channel));
+      c->channel.reset();
+      c->state = ClientConnection::State::idle;
     }
     conns.swap(conns_);  // breaks the core <-> connection cycle
   }

@@ -23,7 +23,6 @@ struct ConnectOp : std::enable_shared_from_this<ConnectOp> {
   asio::ip::tcp::socket socket;
   ConnectHandler handler;
   bool timed_out = false;  // strand only
-  timer::Timeout timeout;
 };
 
 }  // namespace
@@ -33,10 +32,13 @@ void async_connect(asio::any_io_executor ex, timer::Timer& timer,
                    ConnectHandler handler) {
   auto op = std::make_shared<ConnectOp>(std::move(ex), std::move(handler));
   // The timer only posts to the strand, where the socket lives; it holds the op
-  // weakly so an attempt that finished first is not kept alive.
+  // weakly so an attempt that finished first is not kept alive. The timeout is
+  // never cancelled: once the attempt is over it fires into an expired weak
+  // reference. So the completion never touches the timer, and a client closed
+  // while a connect is in flight has nothing left to do with the timer.
   std::weak_ptr<ConnectOp> weak = op;
   std::error_code tec;
-  op->timeout = timer.new_timeout(
+  timer.new_timeout(
       [weak] {
         if (auto o = weak.lock()) {
           asio::post(o->strand, [o] {
@@ -49,7 +51,6 @@ void async_connect(asio::any_io_executor ex, timer::Timer& timer,
       timeout, tec);
   op->socket.async_connect(
       endpoint, asio::bind_executor(op->strand, [op](const error_code& ec) {
-        op->timeout.cancel();
         if (op->timed_out) {
           op->handler(make_error_code(errc::connect_timeout), asio::ip::tcp::socket(op->strand.get_inner_executor()));
         } else if (ec) {

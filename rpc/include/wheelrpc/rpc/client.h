@@ -52,7 +52,11 @@ class CallError : public boost::system::system_error {
 /// Thread-safety: every method may be called from any thread. Completion
 /// handlers run on their associated executor (by default the client's).
 /// The client holds outstanding work on its executor until `close()`, so the
-/// io_context's `run()` does not return before. The timer must outlive the client.
+/// io_context's `run()` does not return before.
+///
+/// Shutdown order: close clients and stop servers, then stop the threads that
+/// run the executor, then destroy the timer: the timer must outlive every
+/// handler that may still run on the executor.
 class Client {
  public:
   using executor_type = boost::asio::any_io_executor;

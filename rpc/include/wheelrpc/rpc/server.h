@@ -82,6 +82,9 @@ struct ServerStats {
   std::uint64_t protocol_errors = 0;    ///< connections closed for breaking the protocol
 };
 
+/// Shutdown order as for Client: stop the server, then the executor's threads,
+/// then destroy the timer.
+///
 /// Thread-safety: `handle` must be called before `listen`; everything else may
 /// be called from any thread. Handlers run on the connection's strand of the
 /// server's executor and must not block: reply later from anywhere through the

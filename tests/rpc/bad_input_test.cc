@@ -1,0 +1,158 @@
+// Garbage on the port: the server closes that connection (counted, logged) and
+// goes on serving everyone else. Never a crash, a hang or an allocation from
+// an unchecked length.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <string>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+
+#include <wheelrpc/transport/channel.h>
+#include <wheelrpc/transport/frame.h>
+
+#include "support/log_capture.h"
+#include "support/rpc_fixture.h"
+#include "support/wait.h"
+
+using namespace std::chrono_literals;
+namespace asio = boost::asio;
+using boost::system::error_code;
+using wheelrpc::test::RpcFixture;
+using wheelrpc::transport::Frame;
+
+namespace {
+
+// A blocking raw socket with a receive timeout, so no test can hang.
+class RawPeer {
+ public:
+  explicit RawPeer(const asio::ip::tcp::endpoint& ep) : socket_(io_) {
+    socket_.connect(ep);
+    timeval tv{5, 0};
+    setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  void send(const std::string& bytes) { asio::write(socket_, asio::buffer(bytes)); }
+  void send_hello() {
+    Frame hello;
+    hello.header.flags = wheelrpc::transport::kFlagEvent | wheelrpc::transport::kFlagRequest |
+                         wheelrpc::transport::kFlagTwoWay;
+    hello.header.request_id = 1;
+    hello.method = "hello";
+    hello.attachments = {{"version", "1"}, {"heartbeat_ms", "15000"}};
+    std::string out;
+    wheelrpc::transport::encode_frame(hello, out);
+    send(out);
+    std::array<char, 512> buf{};
+    socket_.read_some(asio::buffer(buf));  // the HELLO reply
+  }
+  /// True when the server closed the connection (EOF or reset) within 5 s.
+  bool closed_by_server() {
+    std::array<char, 4096> buf{};
+    for (;;) {
+      error_code ec;
+      socket_.read_some(asio::buffer(buf), ec);
+      if (ec == asio::error::eof || ec == asio::error::connection_reset) return true;
+      if (ec) return false;  // timeout (EAGAIN) or another error: not closed
+    }
+  }
+
+ private:
+  asio::io_context io_;
+  asio::ip::tcp::socket socket_;
+};
+
+std::string header(std::uint16_t magic, std::uint8_t version, std::uint32_t body_len) {
+  std::string h(wheelrpc::transport::kHeaderSize, '\0');
+  h[0] = static_cast<char>(magic >> 8);
+  h[1] = static_cast<char>(magic & 0xff);
+  h[2] = static_cast<char>(version);
+  h[3] = 0x03;  // request, two-way
+  for (int i = 0; i < 4; ++i) h[20 + static_cast<std::size_t>(i)] = static_cast<char>(body_len >> (24 - 8 * i));
+  return h;
+}
+
+void expect_closed_and_server_healthy(RpcFixture& fx, const std::string& bytes, bool hello_first,
+                                      const std::string& expect_log) {
+  wheelrpc::test::LogCapture log("wheelrpc.transport");
+  const auto before = wheelrpc::transport::channel_counters();
+  RawPeer peer(fx.server.local_endpoint());
+  if (hello_first) peer.send_hello();
+  peer.send(bytes);
+  EXPECT_TRUE(peer.closed_by_server());
+  if (!expect_log.empty()) {
+    EXPECT_TRUE(wheelrpc::test::wait_until([&] { return log.count(expect_log) > 0; }))
+        << "expected a log line containing '" << expect_log << "'";
+  }
+  EXPECT_TRUE(wheelrpc::test::wait_until(
+      [&] { return wheelrpc::transport::channel_counters().closed >= before.closed + 1; }));
+  EXPECT_EQ(fx.client->call("echo", "still serving").payload, "still serving");
+}
+
+TEST(BadInput, WrongMagic) {
+  RpcFixture fx;
+  expect_closed_and_server_healthy(fx, header(0xcafe, 1, 0), true, "magic");
+}
+
+TEST(BadInput, UnknownVersion) {
+  RpcFixture fx;
+  expect_closed_and_server_healthy(fx, header(wheelrpc::transport::kMagic, 9, 0), true, "version");
+}
+
+TEST(BadInput, OversizeBodyIsRejectedFromTheHeaderAlone) {
+  RpcFixture fx;
+  // 4 GiB - 1 announced, nothing sent after: rejected before any allocation.
+  expect_closed_and_server_healthy(fx, header(wheelrpc::transport::kMagic, 1, 0xffffffffu), true, "exceeds");
+}
+
+TEST(BadInput, MalformedBody) {
+  RpcFixture fx;
+  std::string bytes = header(wheelrpc::transport::kMagic, 1, 3);
+  bytes += std::string("\xff\x00\x00", 3);  // method length 255 in a 3-byte body
+  expect_closed_and_server_healthy(fx, bytes, true, "");
+  EXPECT_TRUE(wheelrpc::test::wait_until([] { return wheelrpc::transport::channel_counters().bad_input >= 1; }));
+}
+
+TEST(BadInput, GarbageInsteadOfHello) {
+  RpcFixture fx;
+  std::string garbage;
+  for (int i = 0; i < 1000; ++i) garbage.push_back(static_cast<char>((i * 131) ^ 0x5a));
+  expect_closed_and_server_healthy(fx, garbage, false, "");
+}
+
+TEST(BadInput, RequestBeforeHelloIsAProtocolError) {
+  RpcFixture fx;
+  Frame req;
+  req.header.flags = wheelrpc::transport::kFlagRequest | wheelrpc::transport::kFlagTwoWay;
+  req.method = "echo";
+  std::string bytes;
+  wheelrpc::transport::encode_frame(req, bytes);
+  expect_closed_and_server_healthy(fx, bytes, false, "HELLO");
+  EXPECT_EQ(fx.server.stats().protocol_errors, 1u);
+}
+
+TEST(BadInput, TruncatedFrameThenCloseIsHandled) {
+  RpcFixture fx;
+  const auto before = fx.server.stats();
+  {
+    RawPeer peer(fx.server.local_endpoint());
+    peer.send_hello();
+    peer.send(header(wheelrpc::transport::kMagic, 1, 100) + "only part of the body");
+  }  // closes mid-frame
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return fx.server.stats().connections <= before.connections; }));
+  EXPECT_EQ(fx.client->call("echo", "fine").payload, "fine");
+}
+
+TEST(BadInput, SilentConnectionIsClosedAfterTheHelloTimeout) {
+  wheelrpc::rpc::ServerOptions so;
+  so.hello_timeout = 100ms;
+  RpcFixture fx(so);
+  RawPeer peer(fx.server.local_endpoint());
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(peer.closed_by_server());
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 100ms);
+}
+
+}  // namespace

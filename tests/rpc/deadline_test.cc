@@ -1,0 +1,270 @@
+// Deadlines and cancellation: every call completes exactly once, by its
+// deadline, with the precise error.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "support/rpc_fixture.h"
+#include "support/scripted_server.h"
+#include "support/wait.h"
+
+using namespace std::chrono_literals;
+using boost::system::error_code;
+using Clock = std::chrono::steady_clock;
+using wheelrpc::rpc::CallOptions;
+using wheelrpc::rpc::Client;
+using wheelrpc::rpc::errc;
+using wheelrpc::rpc::Response;
+using wheelrpc::test::IoThreads;
+using wheelrpc::test::RpcFixture;
+using wheelrpc::test::ScriptedServer;
+
+namespace {
+
+struct Outcome {
+  error_code ec;
+  Response response;
+  Clock::time_point at;
+};
+
+// Starts a call; the future completes when its handler runs. Counts handler
+// invocations in `runs` to prove exactly-once.
+std::future<Outcome> start(Client& client, std::string method, std::string payload, CallOptions o,
+                           std::shared_ptr<std::atomic<int>> runs = std::make_shared<std::atomic<int>>(0)) {
+  auto p = std::make_shared<std::promise<Outcome>>();
+  auto f = p->get_future();
+  client.async_call(std::move(method), std::move(payload), std::move(o), [p, runs](error_code ec, Response r) {
+    if (runs->fetch_add(1) == 0) p->set_value({ec, std::move(r), Clock::now()});
+  });
+  return f;
+}
+
+Outcome wait(std::future<Outcome>& f) {
+  if (f.wait_for(20s) != std::future_status::ready) {
+    ADD_FAILURE() << "the call never completed";
+    return {};
+  }
+  return f.get();
+}
+
+CallOptions with_timeout(std::chrono::milliseconds t) {
+  CallOptions o;
+  o.timeout = t;
+  return o;
+}
+
+TEST(Deadline, OneMillisecondDeadlineOnASleepingServer) {
+  RpcFixture fx;
+  ASSERT_FALSE(fx.client->call("echo", "warm up").payload.empty());  // connected
+  auto runs = std::make_shared<std::atomic<int>>(0);
+  const auto t0 = Clock::now();
+  auto f = start(*fx.client, "sleep", "300", with_timeout(1ms), runs);
+  auto out = wait(f);
+  EXPECT_EQ(out.ec, errc::timeout);
+  EXPECT_NE(out.response.error_message.find("sent, waiting for the reply"), std::string::npos)
+      << out.response.error_message;
+  EXPECT_NE(out.response.error_message.find("'sleep'"), std::string::npos);
+  EXPECT_NE(out.response.error_message.find("127.0.0.1:"), std::string::npos);
+  EXPECT_GE(out.at - t0, 1ms) << "never before the deadline";
+  EXPECT_LT(out.at - t0, 250ms) << "long before the server's reply";
+  // The server's late "slept" (or its server_timeout) is counted and dropped.
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return fx.client->stats().late_replies == 1; }));
+  EXPECT_EQ(runs->load(), 1);
+  EXPECT_EQ(fx.client->stats().timeouts, 1u);
+}
+
+TEST(Deadline, TimeoutBeforeSendingNamesThatPhase) {
+  wheelrpc::timer::HashedWheelTimer timer;  // outlives the I/O threads
+  IoThreads io;
+  ScriptedServer silent(io.io.get_executor(), /*answer_hello=*/false, nullptr);
+  Client client(io.io.get_executor(), timer, {silent.endpoint()});
+  auto f = start(client, "echo", "x", with_timeout(50ms));
+  auto out = wait(f);
+  EXPECT_EQ(out.ec, errc::timeout);
+  EXPECT_NE(out.response.error_message.find("not sent"), std::string::npos) << out.response.error_message;
+  EXPECT_EQ(silent.requests(), 0);
+  client.close();
+}
+
+TEST(Deadline, ExpiredDeadlineFailsAtOnceWithoutSending) {
+  RpcFixture fx;
+  auto f = start(*fx.client, "echo", "x", with_timeout(0ms));
+  auto out = wait(f);
+  EXPECT_EQ(out.ec, errc::timeout);
+  EXPECT_NE(out.response.error_message.find("already passed"), std::string::npos);
+  EXPECT_EQ(fx.server.stats().requests, 0u);
+}
+
+TEST(Deadline, ServerAnswersServerTimeoutAndDropsTheLateResult) {
+  RpcFixture fx;
+  std::promise<bool> late_reply_result;
+  fx.server.handle("slow", [&](wheelrpc::rpc::Request, wheelrpc::rpc::Responder r) {
+    auto deadline = r.deadline();
+    ASSERT_TRUE(deadline.has_value());
+    EXPECT_GT(*deadline, Clock::now());
+    auto t = std::make_shared<boost::asio::steady_timer>(fx.threads.io, *deadline + 100ms);
+    t->async_wait([t, &late_reply_result, r = std::move(r)](const error_code&) mutable {
+      EXPECT_TRUE(r.expired());
+      late_reply_result.set_value(r.reply("too late"));
+    });
+  });
+  auto f = start(*fx.client, "slow", "", with_timeout(100ms));
+  auto out = wait(f);
+  // Both ends know the deadline; whichever notices first, the call fails by it.
+  EXPECT_TRUE(out.ec == errc::server_timeout || out.ec == errc::timeout) << out.ec.message();
+  auto late = late_reply_result.get_future();
+  ASSERT_EQ(late.wait_for(10s), std::future_status::ready);
+  EXPECT_FALSE(late.get()) << "the handler's late reply must be dropped";
+  const auto st = fx.server.stats();
+  EXPECT_EQ(st.server_timeouts, 1u);
+  EXPECT_EQ(st.late_replies, 1u);
+}
+
+TEST(Deadline, LateReplyIsCountedAndNeverDelivered) {
+  wheelrpc::timer::HashedWheelTimer timer;  // outlives the I/O threads
+  IoThreads io;
+  // Replies 100 ms after each request, ignoring deadlines.
+  ScriptedServer slow(io.io.get_executor(), true, [&](wheelrpc::transport::Channel& ch, wheelrpc::transport::Frame& f) {
+    auto t = std::make_shared<boost::asio::steady_timer>(io.io, 100ms);
+    t->async_wait([t, ch = ch.shared_from_this(), reply = ScriptedServer::reply_to(f, "late")](const error_code&) {
+      ch->send(reply);
+    });
+  });
+  Client client(io.io.get_executor(), timer, {slow.endpoint()});
+  auto runs = std::make_shared<std::atomic<int>>(0);
+  auto f = start(client, "echo", "x", with_timeout(20ms), runs);
+  auto out = wait(f);
+  EXPECT_EQ(out.ec, errc::timeout);
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return client.stats().late_replies == 1; }));
+  EXPECT_EQ(runs->load(), 1) << "the late reply must not complete the call again";
+  client.close();
+}
+
+TEST(Deadline, CancelBeforeSendFreesTheCallAtOnce) {
+  wheelrpc::timer::HashedWheelTimer timer;  // outlives the I/O threads
+  IoThreads io;
+  ScriptedServer silent(io.io.get_executor(), false, nullptr);  // never ready: calls wait
+  Client client(io.io.get_executor(), timer, {silent.endpoint()});
+  boost::asio::cancellation_signal signal;
+  std::promise<Outcome> p;
+  auto f = p.get_future();
+  client.async_call("echo", "x", with_timeout(10s),
+                    boost::asio::bind_cancellation_slot(signal.slot(), [&p](error_code ec, Response r) {
+                      p.set_value({ec, std::move(r), Clock::now()});
+                    }));
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return silent.accepted() == 1; }));
+  EXPECT_EQ(client.stats().pending, 1u);
+  // Emit on the executor the handler runs on (Asio's rule for cancellation).
+  const auto t0 = Clock::now();
+  boost::asio::post(io.io, [&] { signal.emit(boost::asio::cancellation_type::terminal); });
+  ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+  auto out = f.get();
+  EXPECT_EQ(out.ec, boost::asio::error::operation_aborted);
+  EXPECT_LT(out.at - t0, 5s) << "cancellation does not wait for the 10 s deadline";
+  EXPECT_EQ(client.stats().pending, 0u);
+  EXPECT_EQ(silent.requests(), 0);
+  client.close();
+}
+
+TEST(Deadline, CancelAfterSendCompletesAndDropsTheReply) {
+  wheelrpc::timer::HashedWheelTimer timer;  // outlives the I/O threads
+  IoThreads io;
+  std::shared_ptr<wheelrpc::transport::Channel> held;
+  wheelrpc::transport::Frame held_request;
+  std::mutex mu;
+  ScriptedServer hold(io.io.get_executor(), true, [&](wheelrpc::transport::Channel& ch, wheelrpc::transport::Frame& f) {
+    std::lock_guard lock(mu);
+    held = ch.shared_from_this();
+    held_request = f;
+  });
+  Client client(io.io.get_executor(), timer, {hold.endpoint()});
+  boost::asio::cancellation_signal signal;
+  auto runs = std::make_shared<std::atomic<int>>(0);
+  std::promise<Outcome> p;
+  auto f = p.get_future();
+  client.async_call("echo", "x", with_timeout(10s),
+                    boost::asio::bind_cancellation_slot(signal.slot(), [&p, runs](error_code ec, Response r) {
+                      if (runs->fetch_add(1) == 0) p.set_value({ec, std::move(r), Clock::now()});
+                    }));
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return hold.requests() == 1; }));
+  boost::asio::post(io.io, [&] { signal.emit(boost::asio::cancellation_type::terminal); });
+  ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(f.get().ec, boost::asio::error::operation_aborted);
+  {
+    std::lock_guard lock(mu);
+    held->send(ScriptedServer::reply_to(held_request, "too late"));
+  }
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return client.stats().late_replies == 1; }));
+  EXPECT_EQ(runs->load(), 1);
+  client.close();
+}
+
+TEST(Deadline, ServerStoppedMidCallFailsEveryPendingCallWithConnectionLost) {
+  RpcFixture fx;
+  ASSERT_EQ(fx.client->call("echo", "up").payload, "up");
+  constexpr int kCalls = 50;
+  std::vector<std::future<Outcome>> fs;
+  std::vector<std::shared_ptr<std::atomic<int>>> runs;
+  for (int i = 0; i < kCalls; ++i) {
+    runs.push_back(std::make_shared<std::atomic<int>>(0));
+    fs.push_back(start(*fx.client, "sleep", "5000", with_timeout(10s), runs.back()));
+  }
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return fx.server.stats().requests == kCalls + 1; }));
+  const auto t0 = Clock::now();
+  fx.server.stop();
+  for (int i = 0; i < kCalls; ++i) {
+    auto out = wait(fs[static_cast<std::size_t>(i)]);
+    EXPECT_EQ(out.ec, errc::connection_lost) << out.response.error_message;
+    EXPECT_LT(out.at - t0, 5s);
+  }
+  for (auto& r : runs) EXPECT_EQ(r->load(), 1);
+  EXPECT_EQ(fx.client->stats().pending, 0u);
+}
+
+TEST(Deadline, NoServerListeningFailsWithUnavailable) {
+  wheelrpc::timer::HashedWheelTimer timer;  // outlives the I/O threads
+  IoThreads io;
+  boost::asio::ip::tcp::endpoint dead;
+  {
+    // A port that was just free: nobody listens there.
+    boost::asio::ip::tcp::acceptor a(io.io, wheelrpc::test::loopback0());
+    dead = a.local_endpoint();
+  }
+  Client client(io.io.get_executor(), timer, {dead});
+  auto f = start(client, "echo", "x", with_timeout(5s));
+  auto out = wait(f);
+  EXPECT_EQ(out.ec, errc::unavailable) << out.response.error_message;
+  EXPECT_NE(out.response.error_message.find("cannot connect"), std::string::npos) << out.response.error_message;
+  CallOptions no_wait = with_timeout(5s);
+  no_wait.wait_for_ready = false;
+  auto g = start(client, "echo", "x", no_wait);
+  EXPECT_EQ(wait(g).ec, errc::unavailable);
+  client.close();
+}
+
+TEST(Deadline, CloseCancelsEveryPendingCall) {
+  wheelrpc::timer::HashedWheelTimer timer;  // outlives the I/O threads
+  IoThreads io;
+  ScriptedServer hold(io.io.get_executor(), true, nullptr);  // never replies
+  auto client = std::make_unique<Client>(io.io.get_executor(), timer,
+                                         std::vector<boost::asio::ip::tcp::endpoint>{hold.endpoint()});
+  auto sent = start(*client, "echo", "x", with_timeout(10s));
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return hold.requests() == 1; }));
+  client->close();
+  auto out = wait(sent);
+  EXPECT_EQ(out.ec, errc::cancelled);
+  auto after = start(*client, "echo", "x", with_timeout(10s));
+  EXPECT_EQ(wait(after).ec, errc::cancelled);
+}
+
+}  // namespace

@@ -1,0 +1,103 @@
+#pragma once
+// A protocol-speaking server whose behaviour each test scripts: whether it
+// answers HELLO, and what it does with each request (reply later, never, ...).
+// Built on the transport layer directly, so it can misbehave in ways the real
+// Server never does.
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <wheelrpc/transport/acceptor.h>
+#include <wheelrpc/transport/channel.h>
+#include <wheelrpc/transport/frame.h>
+
+namespace wheelrpc::test {
+
+class ScriptedServer {
+ public:
+  /// Called for each request, on the connection's strand.
+  using OnRequest = std::function<void(transport::Channel&, transport::Frame&)>;
+
+  ScriptedServer(boost::asio::any_io_executor ex, bool answer_hello, OnRequest on_request)
+      : state_(std::make_shared<State>()) {
+    state_->answer_hello = answer_hello;
+    state_->on_request = std::move(on_request);
+    acceptor_ = transport::Acceptor::create(ex, [s = state_](boost::asio::ip::tcp::socket sock) {
+      auto ch = transport::Channel::create(std::move(sock), std::make_shared<Conn>(s));
+      {
+        std::lock_guard lock(s->mu);
+        s->channels.push_back(ch);
+      }
+      s->accepted.fetch_add(1);
+      ch->start();
+    });
+    acceptor_->listen({boost::asio::ip::make_address("127.0.0.1"), 0});
+  }
+  ~ScriptedServer() { stop(); }
+
+  boost::asio::ip::tcp::endpoint endpoint() const { return acceptor_->local_endpoint(); }
+  int accepted() const { return state_->accepted.load(); }
+  int requests() const { return state_->requests.load(); }
+
+  /// Closes the listener and every connection.
+  void stop() {
+    acceptor_->close();
+    std::lock_guard lock(state_->mu);
+    for (auto& ch : state_->channels) ch->close({}, "scripted server stopped");
+    state_->channels.clear();
+  }
+
+  /// A response frame for `request` with `payload`.
+  static transport::Frame reply_to(const transport::Frame& request, std::string payload,
+                                   transport::Status status = transport::Status::ok) {
+    transport::Frame f;
+    f.header.request_id = request.header.request_id;
+    f.header.status = static_cast<std::uint8_t>(status);
+    f.payload = std::move(payload);
+    return f;
+  }
+
+ private:
+  struct State {
+    bool answer_hello = true;
+    OnRequest on_request;
+    std::mutex mu;
+    std::vector<std::shared_ptr<transport::Channel>> channels;
+    std::atomic<int> accepted{0}, requests{0};
+  };
+  struct Conn : transport::ChannelHandler {
+    explicit Conn(std::shared_ptr<State> s) : state(std::move(s)) {}
+    void on_frame(transport::Channel& ch, transport::Frame& f) override {
+      if (f.header.is_event()) {
+        if (f.header.is_request() && f.method == "hello" && state->answer_hello) {
+          transport::Frame r;
+          r.header.flags = transport::kFlagEvent;
+          r.header.request_id = f.header.request_id;
+          r.attachments = f.attachments;
+          ch.send(r);
+        } else if (f.header.is_request() && f.method.empty()) {
+          transport::Frame r;
+          r.header.flags = transport::kFlagEvent;
+          r.header.request_id = f.header.request_id;
+          ch.send(r);
+        }
+        return;
+      }
+      state->requests.fetch_add(1);
+      if (state->on_request) state->on_request(ch, f);
+    }
+    void on_close(transport::Channel&, const boost::system::error_code&, const std::string&) override {}
+    std::shared_ptr<State> state;
+  };
+
+  std::shared_ptr<State> state_;
+  std::shared_ptr<transport::Acceptor> acceptor_;
+};
+
+}  // namespace wheelrpc::test
