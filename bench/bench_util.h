@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -136,6 +137,77 @@ inline double thread_cpu_s(pid_t tid) {
   // utime is field 14, stime field 15.
   return (std::stod(fields[11]) + std::stod(fields[12])) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
+
+/// CPU seconds (utime + stime, clock-tick resolution) of another process, from
+/// /proc/PID/stat; -1 if it is gone (or a zombie). As the peers measure a server.
+inline double other_process_cpu_s(pid_t pid) {
+  const std::string s = read_small_file("/proc/" + std::to_string(pid) + "/stat");
+  const auto close = s.rfind(')');  // comm may contain spaces; fields restart after ')'
+  if (close == std::string::npos) return -1;
+  std::vector<std::string> fields;  // fields[0] is field 3 (state)
+  std::string tok;
+  for (std::size_t i = close + 2; i <= s.size(); ++i) {
+    if (i == s.size() || s[i] == ' ') {
+      fields.push_back(tok);
+      tok.clear();
+    } else {
+      tok += s[i];
+    }
+  }
+  if (fields.size() < 13 || fields[0] == "Z") return -1;
+  try {
+    return (std::stod(fields[11]) + std::stod(fields[12])) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+/// Log-linear histogram of non-negative integers (ns), the peers' `Hist`:
+/// 128 sub-buckets per power of two (< 0.8 % relative error); record() never
+/// allocates.
+class LatencyHistogram {
+ public:
+  void record(std::uint64_t v) noexcept {
+    ++buckets_[index(v)];
+    ++count_;
+    max_ = std::max(max_, v);
+  }
+  std::uint64_t count() const noexcept { return count_; }
+  std::uint64_t max() const noexcept { return max_; }
+  /// Nearest-rank quantile: the midpoint of the bucket holding it (at most max()).
+  double quantile(double q) const noexcept {
+    if (count_ == 0) return 0;
+    const auto rank = std::max<std::uint64_t>(
+        1, static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(count_))));
+    std::uint64_t seen = 0;
+    for (std::size_t i = 0; i < buckets_.size(); ++i) {
+      seen += buckets_[i];
+      if (seen >= rank) {
+        const double mid = (static_cast<double>(lower(i)) + static_cast<double>(lower(i + 1)) - 1) / 2.0;
+        return std::min(mid, static_cast<double>(max_));
+      }
+    }
+    return static_cast<double>(max_);
+  }
+
+ private:
+  static constexpr int kSub = 7;
+  static std::size_t index(std::uint64_t v) noexcept {
+    if (v < (1u << kSub)) return static_cast<std::size_t>(v);
+    const int e = 63 - __builtin_clzll(v);
+    return (static_cast<std::size_t>(e - kSub + 1) << kSub) +
+           static_cast<std::size_t>((v >> (e - kSub)) & ((1u << kSub) - 1));
+  }
+  static std::uint64_t lower(std::size_t i) noexcept {
+    if (i < (1u << kSub)) return i;
+    const int e = static_cast<int>(i >> kSub) + kSub - 1;
+    return (std::uint64_t{1} << e) + (static_cast<std::uint64_t>(i & ((1u << kSub) - 1)) << (e - kSub));
+  }
+
+  std::vector<std::uint64_t> buckets_ = std::vector<std::uint64_t>(64u << kSub);
+  std::uint64_t count_ = 0;
+  std::uint64_t max_ = 0;
+};
 
 /// splitmix64: the tiny deterministic generator the peer benchmarks use
 /// (seed 42 there), so every system draws the same delays.

@@ -34,6 +34,7 @@ struct Call {
   std::string payload;
   transport::Attachments attachments;
   Clock::time_point start;
+  bool has_deadline = true;
   Clock::time_point deadline;
   timer::Timeout timeout;
   boost::asio::any_completion_handler<Client::Signature> handler;

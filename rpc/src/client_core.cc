@@ -7,6 +7,7 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/system_executor.hpp>
 #include <fmt/format.h>
 
 #include <wheelrpc/transport/connector.h>
@@ -45,17 +46,27 @@ long long elapsed_ms(const Call* c) {
 // own slot while it runs).
 void invoke(asio::any_completion_handler<Client::Signature> handler, const asio::any_io_executor& fallback,
             error_code ec, Response response, bool may_run_inline) {
-  auto ex = asio::get_associated_executor(handler, fallback);
+  // Asking for the handler's executor with our executor as the fallback would
+  // wrap ours in an any_completion_executor (a heap-allocated, refcounted
+  // target) on every call; ask without one and fall back ourselves.
+  auto associated = asio::get_associated_executor(handler);
+  const bool has_own = associated.target<asio::system_executor>() == nullptr;
   auto fn = [h = std::move(handler), ec, r = std::move(response)]() mutable {
     asio::get_associated_cancellation_slot(h).clear();
     std::move(h)(ec, std::move(r));
   };
-  if (may_run_inline) {
-    asio::dispatch(ex, std::move(fn));
+  if (!has_own) {
+    if (may_run_inline) {
+      asio::dispatch(fallback, std::move(fn));
+    } else {
+      asio::post(fallback, std::move(fn));
+    }
+  } else if (may_run_inline) {
+    asio::dispatch(associated, std::move(fn));
   } else {
     // Through our executor (which can promise never to block), then on the
     // handler's own.
-    asio::post(fallback, asio::bind_executor(ex, std::move(fn)));
+    asio::post(fallback, asio::bind_executor(associated, std::move(fn)));
   }
 }
 
@@ -91,8 +102,10 @@ ClientCore::ClientCore(asio::any_io_executor ex, timer::Timer& timer, ClientOpti
 void ClientCore::init(const std::vector<asio::ip::tcp::endpoint>& servers) {
   for (const auto& ep : servers) {
     const auto addr = ep.address();
-    std::string peer = (addr.is_v6() ? "[" + addr.to_string() + "]" : addr.to_string()) + ":" +
-                       std::to_string(ep.port());
+    std::string peer;
+    if (addr.is_v6()) peer.append("[").append(addr.to_string()).append("]");
+    else peer.append(addr.to_string());
+    peer.append(":").append(std::to_string(ep.port()));
     all_peers_ += (all_peers_.empty() ? "" : ",") + peer;
     conns_.push_back(std::make_shared<ClientConnection>(shared_from_this(), ep, std::move(peer)));
   }
@@ -112,6 +125,7 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
     if (ec == errc::timeout) timeouts_.fetch_add(1, std::memory_order_relaxed);
     invoke(std::move(handler), ex_, ec, Response{{}, {}, std::move(message)}, false);
   };
+  const bool has_deadline = options.timeout != CallOptions::kNoDeadline;
   if (options.timeout.count() <= 0) {
     fail_now(errc::timeout,
              fmt::format("timeout: the deadline of the call to '{}' had already passed ({} ms), "
@@ -140,7 +154,8 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
   call->payload = std::move(payload);
   call->attachments = std::move(options.attachments);
   call->start = Clock::now();
-  call->deadline = call->start + options.timeout;
+  call->has_deadline = has_deadline;
+  call->deadline = has_deadline ? call->start + options.timeout : Clock::time_point::max();
   // Not `call->handler = std::move(handler)`: Boost 1.81's move assignment of
   // any_completion_handler wraps the handler in itself until the stack runs out.
   call->handler.swap(handler);
@@ -148,9 +163,11 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
   // The deadline, on the shared wheel. The task captures only the call (8 bytes:
   // stored inline, no allocation) and holds a reference until it runs or is
   // cancelled.
-  add_ref(call);
   std::error_code tec;
-  call->timeout = timer_.new_timeout([call] { call->core->on_deadline(call); }, options.timeout, tec);
+  if (has_deadline) {
+    add_ref(call);
+    call->timeout = timer_.new_timeout([call] { call->core->on_deadline(call); }, options.timeout, tec);
+  }
   if (tec) {
     release(call);
     complete(call, errc::unavailable,
@@ -215,37 +232,13 @@ bool ClientCore::any_connecting() const {
   });
 }
 
-std::uint64_t ClientCore::table_insert(Call* call) {
-  std::uint32_t slot;
-  if (!free_slots_.empty()) {
-    slot = free_slots_.back();
-    free_slots_.pop_back();
-  } else {
-    slot = static_cast<std::uint32_t>(slots_.size());
-    slots_.push_back(nullptr);
-  }
-  call->id = (next_seq_++ << kSlotBits) | slot;
-  slots_[slot] = call;
-  return call->id;
-}
-
-Call* ClientCore::table_take(std::uint64_t id) {
-  const std::uint64_t slot = id & ((std::uint64_t{1} << kSlotBits) - 1);
-  if (slot >= slots_.size()) return nullptr;
-  Call* c = slots_[slot];
-  if (!c || c->id != id) return nullptr;
-  slots_[slot] = nullptr;
-  free_slots_.push_back(static_cast<std::uint32_t>(slot));
-  c->id = 0;
-  return c;
-}
-
 // Registers the call as sent on `conn` and writes it; the lock is released
 // before touching the socket.
 void ClientCore::send_now(std::unique_lock<std::mutex>& lock, ClientConnection* conn, Call* call) {
   call->waiting = false;
   call->conn = conn;
-  const std::uint64_t id = table_insert(call);
+  table_insert(call);
+  const std::uint64_t id = call->id;
   auto channel = conn->channel;
   add_ref(call);  // for the use below, outside the lock
   lock.unlock();
@@ -253,8 +246,10 @@ void ClientCore::send_now(std::unique_lock<std::mutex>& lock, ClientConnection* 
   transport::Frame f;
   f.header.flags = transport::kFlagRequest | transport::kFlagTwoWay;
   f.header.request_id = id;
-  const auto left = std::chrono::ceil<std::chrono::milliseconds>(call->deadline - Clock::now()).count();
-  f.header.deadline_ms = static_cast<std::uint32_t>(std::clamp<long long>(left, 1, 0xffffffffLL));
+  if (call->has_deadline) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(call->deadline - Clock::now()).count();
+    f.header.deadline_ms = static_cast<std::uint32_t>(std::clamp<long long>(left, 1, 0xffffffffLL));
+  }
   f.method = call->method;
   f.attachments = std::move(call->attachments);
   f.payload = std::move(call->payload);
@@ -298,7 +293,7 @@ void ClientCore::on_connected(ClientConnection* conn, error_code ec, asio::ip::t
     connect_failures_.fetch_add(1, std::memory_order_relaxed);
     logger()->warn("connect to {} failed: {}", conn->peer(), ec.message());
     if (!pick_ready() && !any_connecting()) {
-      fail_waiting(lock, errc::unavailable, "cannot connect to " + conn->peer() + ": " + ec.message());
+      fail_waiting(lock, errc::unavailable, "cannot connect: " + ec.message());
     }
     return;
   }
@@ -352,9 +347,15 @@ void ClientCore::on_reply(ClientConnection*, transport::Frame& frame) {
     return;
   }
   const auto status = static_cast<transport::Status>(frame.header.status);
-  const error_code ec = status_error(status);
+  error_code ec = status_error(status);
   Response r;
-  if (ec) {
+  if (status == transport::Status::server_timeout && call->has_deadline && Clock::now() >= call->deadline) {
+    // Our deadline passed too (the server counts the same budget from a little
+    // later): to the caller this is its own timeout, which the wheel was about
+    // to report.
+    ec = errc::timeout;
+    r.error_message = describe(call, "timeout (sent, waiting for the reply; the server timed out too)");
+  } else if (ec) {
     r.error_message = describe(call, ec.message().c_str()) + ": " + frame.payload;
   } else {
     r.payload = std::move(frame.payload);
@@ -370,13 +371,12 @@ void ClientCore::on_closed(ClientConnection* conn, const error_code& ec, const s
   const bool was_ready = conn->state == ClientConnection::State::ready;
   conn->state = ClientConnection::State::idle;
   conn->channel.reset();
-  for (Call* c : slots_) {
-    if (c && c->conn == conn) lost.push_back(c);
-  }
+  table_.for_each([&](std::uint64_t, Call* c) {
+    if (c->conn == conn) lost.push_back(c);
+  });
   for (Call* c : lost) table_take(c->id);
   if (!closed_ && !pick_ready() && !any_connecting()) {
-    fail_waiting(lock, errc::unavailable,
-                 "connection to " + conn->peer() + " closed before it was ready: " + reason);
+    fail_waiting(lock, errc::unavailable, "the connection closed before it was ready: " + reason);
   }
   lock.unlock();
   if (!closed_ && (was_ready || !lost.empty())) {
@@ -394,7 +394,7 @@ void ClientCore::fail_waiting(std::unique_lock<std::mutex>& lock, error_code ec,
   batch.swap(waiting_);
   lock.unlock();
   for (Call* c : batch) {
-    complete(c, ec, Response{{}, {}, describe(c, ("unavailable: " + why).c_str())}, Origin::other);
+    complete(c, ec, Response{{}, {}, describe(c, ("unavailable (" + why + ")").c_str())}, Origin::other);
     release(c);
   }
   lock.lock();
@@ -445,9 +445,7 @@ void ClientCore::close() {
     std::lock_guard lock(mu_);
     if (closed_) return;
     closed_ = true;
-    for (Call* c : slots_) {
-      if (c) sent.push_back(c);
-    }
+    table_.for_each([&](std::uint64_t, Call* c) { sent.push_back(c); });
     for (Call* c : sent) table_take(c->id);
     waiting.swap(waiting_);
     for (auto& c : conns_) {

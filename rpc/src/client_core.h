@@ -16,6 +16,7 @@
 #include <wheelrpc/transport/channel.h>
 
 #include "call.h"
+#include "pending_table.h"
 
 namespace wheelrpc::rpc::detail {
 
@@ -85,8 +86,12 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   bool any_connecting() const;           // lock held
   void fail_waiting(std::unique_lock<std::mutex>& lock, boost::system::error_code ec,
                     const std::string& why);
-  std::uint64_t table_insert(Call* call);   // lock held
-  Call* table_take(std::uint64_t id);        // lock held
+  void table_insert(Call* call) { call->id = table_.insert(call); }  // lock held
+  Call* table_take(std::uint64_t id) {                                // lock held
+    Call* c = table_.take(id);
+    if (c) c->id = 0;
+    return c;
+  }
   std::string describe(const Call* call, const char* what) const;
 
   boost::asio::any_io_executor ex_;
@@ -99,12 +104,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::vector<std::shared_ptr<ClientConnection>> conns_;
   std::size_t next_conn_ = 0;
   std::vector<Call*> waiting_;  // each holds the books' reference; done ones are dropped lazily
-  // Pending table: id = sequence << kSlotBits | slot; slots_[slot] holds the
-  // call (and the books' reference) until a completion takes it out.
-  static constexpr unsigned kSlotBits = 24;
-  std::vector<Call*> slots_;
-  std::vector<std::uint32_t> free_slots_;
-  std::uint64_t next_seq_ = 1;
+  // Calls sent and awaiting a reply; each entry holds the books' reference.
+  PendingTable<Call> table_;
   std::uint64_t next_event_id_ = 1;
   boost::asio::executor_work_guard<boost::asio::any_io_executor> work_;
 

@@ -15,7 +15,7 @@ class RpcCategory final : public boost::system::error_category {
   std::string message(int ev) const override {
     switch (static_cast<errc>(ev)) {
       case errc::timeout: return "call timed out";
-      case errc::server_timeout: return "server timed out: the deadline passed before the handler replied";
+      case errc::server_timeout: return "server timed out";
       case errc::connection_lost: return "connection lost before the reply";
       case errc::unavailable: return "no server available";
       case errc::method_not_found: return "method not found";

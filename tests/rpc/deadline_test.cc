@@ -252,6 +252,22 @@ TEST(Deadline, NoServerListeningFailsWithUnavailable) {
   client.close();
 }
 
+TEST(Deadline, CallWithoutDeadlineHasNoBudgetOnEitherSide) {
+  RpcFixture fx;
+  std::promise<bool> server_saw_deadline;
+  fx.server.handle("probe", [&](wheelrpc::rpc::Request req, wheelrpc::rpc::Responder r) {
+    server_saw_deadline.set_value(req.deadline.has_value() || r.deadline().has_value());
+    r.reply("ok");
+  });
+  const auto scheduled_before = fx.timer.stats().scheduled;
+  auto f = start(*fx.client, "probe", "", with_timeout(CallOptions::kNoDeadline));
+  auto out = wait(f);
+  EXPECT_FALSE(out.ec) << out.response.error_message;
+  EXPECT_FALSE(server_saw_deadline.get_future().get());
+  // Only the server's HELLO timeout and the connect timeout used the timer.
+  EXPECT_LE(fx.timer.stats().scheduled - scheduled_before, 2u);
+}
+
 TEST(Deadline, CloseCancelsEveryPendingCall) {
   wheelrpc::timer::HashedWheelTimer timer;  // outlives the I/O threads
   IoThreads io;

@@ -12,10 +12,16 @@ namespace wheelrpc::rpc {
 
 /// Per call; passed to every `Client::async_call`.
 struct CallOptions {
+  /// `timeout` value for a call without a deadline: it is neither scheduled on
+  /// the timer nor bounded on the server, and ends only with a reply, a lost
+  /// connection or a cancellation. Meant for measuring what deadlines cost and
+  /// for the rare call that must not time out; prefer a generous timeout.
+  static constexpr std::chrono::milliseconds kNoDeadline = std::chrono::milliseconds::max();
+
   /// The call's whole budget, from `async_call` to completion: the deadline is
   /// now + timeout, scheduled on the shared HashedWheelTimer, and travels to the
   /// server as the remaining budget. Default 1000 ms. Zero or negative: the call
-  /// fails at once with errc::timeout, without being sent.
+  /// fails at once with errc::timeout, without being sent. kNoDeadline: none.
   std::chrono::milliseconds timeout{1000};
 
   /// When no connection is ready: true (default) = wait (within the deadline)

@@ -1,0 +1,370 @@
+/// RPC echo on wheelrpc, mirroring the peer benchmark shared/peers/rpc/asio_echo.cpp
+/// (and grpc_echo.cpp): same command line, same JSON fields, same measurement
+/// method, so bench/compare_rpc.sh can put the three side by side.
+///
+///   rpc_bench server [--port 0] [--port-file PATH] [--lifetime SECONDS] [--threads N]
+///   rpc_bench client --port N [--concurrency 16] [--payload 64] [--warmup 1]
+///                    [--duration 10] [--server-pid PID] [--no-deadline] [--host 127.0.0.1]
+///
+/// Server: a wheelrpc::rpc::Server with one method, `echo`, on an io_context run
+/// by N threads (default 1), sharing one HashedWheelTimer; it runs until killed
+/// (or `--lifetime` seconds, a safety net should the run script die).
+///
+/// Client: one wheelrpc::rpc::Client on an io_context run by one thread (plus
+/// the timer's worker); closed loop with C calls in flight; each payload carries
+/// its call's sequence number in its first 8 bytes and every reply is checked
+/// against it. Every call has a 1 s deadline (workload "echo"). With
+/// --no-deadline (workload "echo_no_deadline") calls have no deadline
+/// (CallOptions::kNoDeadline: nothing on the timer, no budget on the wire, so
+/// no server-side timer either; field "deadline_ms" is 0): the difference is
+/// what deadlines cost. One JSON line on stdout; exit status 1 if any call failed,
+/// 2 on a usage error.
+
+#include <charconv>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <wheelrpc/rpc/client.h>
+#include <wheelrpc/rpc/server.h>
+#include <wheelrpc/timer/hashed_wheel_timer.h>
+#include <wheelrpc/transport/connector.h>
+
+#include "bench_util.h"
+
+namespace {
+
+namespace asio = boost::asio;
+namespace rpc = wheelrpc::rpc;
+namespace wb = wheelrpc::bench;
+using boost::system::error_code;
+using namespace std::chrono_literals;
+
+#ifndef WHEELRPC_BENCH_VERSION
+#define WHEELRPC_BENCH_VERSION "0.1.0"
+#endif
+
+constexpr std::string_view kSystem = "wheelrpc";
+constexpr std::string_view kVersion = WHEELRPC_BENCH_VERSION;
+/// The peers' per-call deadline (gRPC: 1 s).
+constexpr std::chrono::milliseconds kDeadline = 1s;
+/// "No deadline" with the current API: one that never fires during a run.
+constexpr std::chrono::milliseconds kNoDeadline = wheelrpc::rpc::CallOptions::kNoDeadline;
+
+// ---- command line --------------------------------------------------------------
+
+/// A usage error, reported by main with exit status 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Flags of the form `--name value`, plus boolean `--name`.
+class Flags {
+ public:
+  Flags(int argc, char** argv, std::vector<std::string_view> booleans) {
+    for (int i = 2; i < argc; ++i) {
+      const std::string_view a = argv[i];
+      if (a.size() < 3 || a.substr(0, 2) != "--") throw UsageError("unexpected argument " + std::string(a));
+      const std::string_view name = a.substr(2);
+      bool is_bool = false;
+      for (const auto b : booleans) is_bool = is_bool || b == name;
+      if (is_bool) {
+        values_.emplace_back(name, "1");
+      } else if (i + 1 < argc) {
+        values_.emplace_back(name, argv[++i]);
+      } else {
+        throw UsageError("missing value after " + std::string(a));
+      }
+    }
+  }
+
+  /// Throws UsageError for a flag nobody asked for.
+  void check_known(std::initializer_list<std::string_view> known) const {
+    for (const auto& [name, value] : values_) {
+      bool ok = false;
+      for (const auto k : known) ok = ok || k == name;
+      if (!ok) throw UsageError("unknown flag --" + std::string(name));
+    }
+  }
+
+  bool has(std::string_view name) const {
+    for (const auto& [n, v] : values_) {
+      if (n == name) return true;
+    }
+    return false;
+  }
+  std::string str(std::string_view name, std::string def) const {
+    for (const auto& [n, v] : values_) {
+      if (n == name) return std::string(v);
+    }
+    return def;
+  }
+  long long integer(std::string_view name, long long def, long long lo, long long hi) const {
+    if (!has(name)) return def;
+    const std::string s = str(name, "");
+    long long v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi) {
+      throw UsageError("--" + std::string(name) + " must be an integer in " + std::to_string(lo) + ".." +
+                       std::to_string(hi));
+    }
+    return v;
+  }
+  double seconds(std::string_view name, double def) const {
+    if (!has(name)) return def;
+    const std::string s = str(name, "");
+    try {
+      std::size_t used = 0;
+      const double v = std::stod(s, &used);
+      if (used == s.size() && v >= 0 && v <= 86'400) return v;
+    } catch (const std::exception&) {
+    }
+    throw UsageError("--" + std::string(name) + " must be a number of seconds in 0..86400");
+  }
+
+ private:
+  std::vector<std::pair<std::string_view, std::string_view>> values_;
+};
+
+asio::ip::tcp::endpoint endpoint_of(const std::string& host, long long port) {
+  asio::ip::tcp::endpoint ep;
+  if (!wheelrpc::transport::parse_endpoint(host + ":" + std::to_string(port), ep)) {
+    throw UsageError("invalid --host '" + host + "'");
+  }
+  return ep;
+}
+
+// ---- server --------------------------------------------------------------------
+
+/// Safety net: exits after `secs` seconds (0 = never) even if the run script
+/// that started us died. One extra, sleeping thread (as the peers).
+void exit_after(double secs) {
+  if (secs <= 0) return;
+  std::thread([secs] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(secs));
+    std::_Exit(0);
+  }).detach();
+}
+
+/// Writes the listening port for the run script, atomically (tmp + rename).
+void write_port_file(const std::string& path, int port) {
+  if (path.empty()) return;
+  { std::ofstream(path + ".tmp") << port << "\n"; }
+  std::filesystem::rename(path + ".tmp", path);
+}
+
+int server(const Flags& flags) {
+  flags.check_known({"port", "port-file", "lifetime", "threads", "host"});
+  const auto ep = endpoint_of(flags.str("host", "127.0.0.1"), flags.integer("port", 0, 0, 65535));
+  const auto threads = static_cast<int>(flags.integer("threads", 1, 1, 64));
+  exit_after(flags.seconds("lifetime", 0));
+
+  wheelrpc::timer::HashedWheelTimer timer;
+  asio::io_context io(threads);
+  rpc::Server srv(io.get_executor(), timer);
+  srv.handle("echo", [](rpc::Request req, rpc::Responder r) { r.reply(std::move(req.payload)); });
+  if (const error_code ec = srv.listen(ep)) {
+    std::fprintf(stderr, "rpc_bench server: cannot listen: %s\n", ec.message().c_str());
+    return 1;
+  }
+  write_port_file(flags.str("port-file", ""), srv.local_endpoint().port());
+  std::vector<std::thread> extra;
+  for (int i = 1; i < threads; ++i) extra.emplace_back([&io] { io.run(); });
+  io.run();  // runs until killed (the acceptor always has work)
+  for (auto& t : extra) t.join();
+  return 0;
+}
+
+// ---- client --------------------------------------------------------------------
+
+/// Settings and result of one closed-loop run; printed as one JSON line with
+/// the peers' fields (shared/peers/common.hpp EchoRun) plus "deadline_ms".
+struct EchoRun {
+  std::string workload = "echo";
+  int concurrency = 16;
+  int payload = 64;
+  double warmup_s = 1;
+  double duration_s = 10;
+  long long deadline_ms = kDeadline.count();
+  pid_t server_pid = 0;
+  wb::LatencyHistogram hist;  ///< latencies (ns) of successful calls completed inside the window
+  std::uint64_t errors = 0;   ///< failed calls over the whole run (warm-up and drain included)
+  double client_cpu_s = 0;
+  double server_cpu_s = -1;   ///< CPU used during the measured window
+
+  double server_cpu_now() const { return server_pid ? wb::other_process_cpu_s(server_pid) : -1; }
+  static double delta(double before, double after) { return before < 0 || after < 0 ? -1 : after - before; }
+  long server_threads() const {
+    return server_pid ? wb::proc_status_field("/proc/" + std::to_string(server_pid) + "/status", "Threads") : -1;
+  }
+
+  void print() const {
+    auto us = [](double ns) { return ns / 1e3; };
+    wb::JsonLine()
+        .str("system", kSystem).str("version", kVersion).str("workload", workload)
+        .num("concurrency", concurrency).num("payload_bytes", payload)
+        .num("warmup_s", warmup_s, 1).num("duration_s", duration_s, 1)
+        .num("calls", hist.count()).num("calls_per_s", static_cast<double>(hist.count()) / duration_s, 0)
+        .num("p50_us", us(hist.quantile(0.50)), 1).num("p99_us", us(hist.quantile(0.99)), 1)
+        .num("p999_us", us(hist.quantile(0.999)), 1).num("max_us", us(static_cast<double>(hist.max())), 1)
+        .num("errors", errors)
+        .num("client_cpu_s", client_cpu_s, 2).num("server_cpu_s", server_cpu_s, 2)
+        .num("server_threads", server_threads())
+        .num("deadline_ms", deadline_ms)
+        .print();
+  }
+};
+
+/// Keeps C calls in flight; all of it runs on the one thread running `io`.
+class LoadClient {
+ public:
+  LoadClient(rpc::Client& client, EchoRun& run, std::chrono::milliseconds deadline, std::int64_t t_measure,
+             std::int64_t t_end)
+      : client_(client), run_(run), deadline_(deadline), t_measure_(t_measure), t_end_(t_end),
+        payload_(static_cast<std::size_t>(run.payload)) {}
+
+  std::function<void()> on_done;
+
+  void start() {
+    for (int i = 0; i < run_.concurrency; ++i) issue();
+  }
+
+ private:
+  void issue() {
+    const std::uint64_t seq = next_seq_++;
+    std::string payload(payload_, 'x');
+    std::memcpy(payload.data(), &seq, sizeof seq);
+    rpc::CallOptions options;
+    options.timeout = deadline_;
+    ++outstanding_;
+    const std::int64_t sent = wb::now_ns();
+    client_.async_call("echo", std::move(payload), std::move(options),
+                       [this, seq, sent](error_code ec, rpc::Response r) { on_reply(seq, sent, ec, r); });
+  }
+
+  void on_reply(std::uint64_t seq, std::int64_t sent, const error_code& ec, const rpc::Response& r) {
+    const std::int64_t now = wb::now_ns();
+    --outstanding_;
+    std::uint64_t got = ~seq;
+    if (r.payload.size() >= sizeof got) std::memcpy(&got, r.payload.data(), sizeof got);
+    if (ec || r.payload.size() != payload_ || got != seq) {
+      if (run_.errors++ == 0) {
+        std::fprintf(stderr, "rpc_bench client: first error: %s\n",
+                     ec ? (r.error_message.empty() ? ec.message() : r.error_message).c_str()
+                        : "the reply does not match the request");
+      }
+    } else if (now >= t_measure_ && now < t_end_) {
+      run_.hist.record(static_cast<std::uint64_t>(now - sent));
+    }
+    if (now < t_end_) {
+      issue();  // closed loop: one new call per completion
+    } else if (outstanding_ == 0 && on_done) {
+      on_done();  // past the window and fully drained
+    }
+  }
+
+  rpc::Client& client_;
+  EchoRun& run_;
+  const std::chrono::milliseconds deadline_;
+  const std::int64_t t_measure_, t_end_;
+  const std::size_t payload_;
+  std::uint64_t next_seq_ = 0;
+  int outstanding_ = 0;
+};
+
+int client(const Flags& flags) {
+  flags.check_known({"port", "concurrency", "payload", "warmup", "duration", "server-pid", "no-deadline", "host"});
+  EchoRun run;
+  run.concurrency = static_cast<int>(flags.integer("concurrency", 16, 1, 65536));
+  run.payload = static_cast<int>(flags.integer("payload", 64, 8, 16 << 20));
+  run.warmup_s = flags.seconds("warmup", 1);
+  run.duration_s = flags.seconds("duration", 10);
+  run.server_pid = static_cast<pid_t>(flags.integer("server-pid", 0, 0, 1 << 30));
+  const bool no_deadline = flags.has("no-deadline");
+  if (no_deadline) {
+    run.workload = "echo_no_deadline";
+    run.deadline_ms = 0;
+  }
+  if (!(run.duration_s > 0)) throw UsageError("--duration must be > 0");
+  const auto ep = endpoint_of(flags.str("host", "127.0.0.1"), flags.integer("port", 0, 1, 65535));
+
+  asio::io_context io(1);
+  wheelrpc::timer::HashedWheelTimer timer;  // outlives the client
+  rpc::Client client(io.get_executor(), timer, {ep});
+
+  const std::int64_t t0 = wb::now_ns();
+  const std::int64_t t_measure = t0 + static_cast<std::int64_t>(run.warmup_s * 1e9);
+  const std::int64_t t_end = t_measure + static_cast<std::int64_t>(run.duration_s * 1e9);
+  LoadClient load(client, run, no_deadline ? kNoDeadline : kDeadline, t_measure, t_end);
+
+  // CPU samples at the window's edges; a watchdog stops everything if calls stall.
+  double c0 = 0, s0 = -1;
+  asio::steady_timer at_measure(io, std::chrono::nanoseconds(t_measure - wb::now_ns()));
+  at_measure.async_wait([&](error_code) {
+    c0 = wb::process_cpu_s();
+    s0 = run.server_cpu_now();
+  });
+  asio::steady_timer at_end(io, std::chrono::nanoseconds(t_end - wb::now_ns()));
+  at_end.async_wait([&](error_code) {
+    run.client_cpu_s = wb::process_cpu_s() - c0;
+    run.server_cpu_s = EchoRun::delta(s0, run.server_cpu_now());
+  });
+  asio::steady_timer watchdog(io, std::chrono::nanoseconds(t_end - wb::now_ns()) + 5s);
+  watchdog.async_wait([&](error_code ec) {
+    if (ec) return;
+    std::fprintf(stderr, "rpc_bench client: watchdog fired (calls still in flight 5 s after the window)\n");
+    ++run.errors;
+    io.stop();
+  });
+
+  load.on_done = [&] {
+    watchdog.cancel();
+    client.close();  // releases the io_context
+  };
+  asio::post(io, [&] { load.start(); });
+  io.run();  // returns once drained, closed and every timer has completed
+  run.print();
+  return run.errors ? 1 : 0;
+}
+
+int usage(const char* problem) {
+  if (problem && *problem) std::fprintf(stderr, "rpc_bench: %s\n", problem);
+  std::fprintf(stderr,
+               "usage: rpc_bench server [--port 0] [--port-file PATH] [--lifetime SECONDS] [--threads N]\n"
+               "       rpc_bench client --port N [--concurrency 16] [--payload 64] [--warmup 1] [--duration 10]\n"
+               "                        [--server-pid PID] [--no-deadline] [--host 127.0.0.1]\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string_view mode = argc > 1 ? argv[1] : "";
+  try {
+    if (mode == "server") return server(Flags(argc, argv, {}));
+    if (mode == "client") return client(Flags(argc, argv, {"no-deadline"}));
+  } catch (const UsageError& e) {
+    return usage(e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rpc_bench %s: %s\n", std::string(mode).c_str(), e.what());
+    return 1;
+  }
+  return usage("");
+}

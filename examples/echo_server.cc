@@ -1,0 +1,280 @@
+// An RPC server with two methods, for trying wheelrpc from a shell (see
+// echo_client and scripts/echo_demo.sh):
+//
+//   echo   replies with the request's payload;
+//   sleep  payload = decimal milliseconds; replies "slept" after that long,
+//          without blocking a thread (one boost::asio::steady_timer per call).
+//
+//   echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H]
+//
+// Port 0 picks a free port. The first line on stdout is exactly
+// "listening on HOST:PORT". SIGINT or SIGTERM stops the server: it closes every
+// connection, prints its counters on stderr and exits 0. Exit status 1 when it
+// cannot listen, 2 on a usage error.
+#include <wheelrpc/rpc/server.h>
+#include <wheelrpc/timer/hashed_wheel_timer.h>
+#include <wheelrpc/transport/connector.h>
+
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <spdlog/logger.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+namespace {
+
+namespace asio = boost::asio;
+namespace rpc = wheelrpc::rpc;
+using boost::system::error_code;
+
+struct Config {
+  std::string host = "127.0.0.1";
+  unsigned short port = 0;
+  bool port_given = false;
+  int threads = 1;
+  std::chrono::milliseconds heartbeat{15000};
+};
+
+int usage(const std::string& problem) {
+  if (!problem.empty()) std::fprintf(stderr, "echo_server: %s\n", problem.c_str());
+  std::fprintf(stderr,
+               "usage: echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H]\n"
+               "  --port P          TCP port to listen on (0 = pick a free one)\n"
+               "  --host A          address to bind (IPv4/IPv6 literal or localhost; default 127.0.0.1)\n"
+               "  --threads N       threads running the io_context (default 1)\n"
+               "  --heartbeat-ms H  heartbeat interval proposed to clients (default 15000)\n"
+               "Methods: echo (returns the payload), sleep (payload = milliseconds; replies \"slept\").\n");
+  return 2;
+}
+
+/// A whole decimal number in [lo, hi], or nothing.
+std::optional<long long> parse_int(std::string_view s, long long lo, long long hi) {
+  long long v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
+/// Parses the command line; returns the exit status of a usage error, if any.
+std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view name = argv[i];
+    if (name == "-h" || name == "--help") return usage("");
+    if (i + 1 >= argc) return usage("missing value after " + std::string(name));
+    const std::string_view value = argv[++i];
+    if (name == "--port") {
+      const auto v = parse_int(value, 0, 65535);
+      if (!v) return usage("--port must be 0..65535");
+      cfg.port = static_cast<unsigned short>(*v);
+      cfg.port_given = true;
+    } else if (name == "--host") {
+      cfg.host = std::string(value);
+    } else if (name == "--threads") {
+      const auto v = parse_int(value, 1, 256);
+      if (!v) return usage("--threads must be 1..256");
+      cfg.threads = static_cast<int>(*v);
+    } else if (name == "--heartbeat-ms") {
+      const auto v = parse_int(value, 1, 86'400'000);
+      if (!v) return usage("--heartbeat-ms must be a positive number of milliseconds");
+      cfg.heartbeat = std::chrono::milliseconds(*v);
+    } else {
+      return usage("unknown flag " + std::string(name));
+    }
+  }
+  if (!cfg.port_given) return usage("--port is required");
+  return std::nullopt;
+}
+
+/// Shows the library's warnings and errors on stderr: wheelrpc logs through
+/// the application's loggers of these names and never installs sinks itself.
+void install_loggers() {
+  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+  for (const char* name : {"wheelrpc.rpc", "wheelrpc.transport", "wheelrpc.timer"}) {
+    auto logger = std::make_shared<spdlog::logger>(name, sink);
+    logger->set_level(spdlog::level::warn);
+    spdlog::register_logger(logger);
+  }
+}
+
+/// The timers of pending `sleep` calls, so that shutdown can cancel them
+/// instead of waiting for them.
+class SleepTimers {
+ public:
+  /// Starts a wait of `delay`; `done` runs when it ends or is cancelled.
+  /// Returns false (and does nothing) once `cancel_all` was called.
+  template <class Done>
+  bool start(asio::io_context& io, std::chrono::milliseconds delay, Done done) {
+    std::lock_guard lock(mu_);
+    if (stopped_) return false;
+    auto t = std::make_shared<asio::steady_timer>(io, delay);
+    timers_.insert(t);
+    // Under the lock: cancel_all must not touch the timer while async_wait
+    // sets it up (a steady_timer is not thread-safe).
+    t->async_wait([this, t, done = std::move(done)](const error_code& ec) mutable {
+      {
+        std::lock_guard l(mu_);
+        timers_.erase(t);
+      }
+      done(ec);
+    });
+    return true;
+  }
+
+  void cancel_all() {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+    for (const auto& t : timers_) t->cancel();
+  }
+
+ private:
+  std::mutex mu_;
+  bool stopped_ = false;
+  std::unordered_set<std::shared_ptr<asio::steady_timer>> timers_;
+};
+
+void register_methods(rpc::Server& server, asio::io_context& io, SleepTimers& sleeps) {
+  server.handle("echo", [](rpc::Request req, rpc::Responder r) { r.reply(std::move(req.payload)); });
+  server.handle("sleep", [&io, &sleeps](rpc::Request req, rpc::Responder r) {
+    const auto ms = parse_int(req.payload.empty() ? std::string_view("0") : std::string_view(req.payload),
+                              0, 86'400'000);
+    if (!ms) {
+      r.fail(rpc::errc::bad_request, "sleep: the payload must be a decimal number of milliseconds (0..86400000)");
+      return;
+    }
+    // The Responder is move-only; keep it in a shared_ptr so the wait's
+    // handler stays copyable whatever steady_timer requires.
+    auto responder = std::make_shared<rpc::Responder>(std::move(r));
+    const bool started = sleeps.start(io, std::chrono::milliseconds(*ms), [responder](const error_code& ec) {
+      if (ec) {
+        responder->fail(rpc::errc::unavailable, "server shutting down");
+      } else {
+        responder->reply("slept");
+      }
+    });
+    if (!started) responder->fail(rpc::errc::unavailable, "server shutting down");
+  });
+}
+
+/// "ip:port", "[ip]:port" for IPv6. Appends rather than `"[" + s + "]"`, which
+/// g++ 12 at -O3 flags with a bogus -Wrestrict (GCC bug 105329).
+std::string endpoint_text(const asio::ip::tcp::endpoint& ep) {
+  const auto addr = ep.address();
+  std::string text;
+  if (addr.is_v6()) text.append("[").append(addr.to_string()).append("]");
+  else text.append(addr.to_string());
+  text.append(":").append(std::to_string(ep.port()));
+  return text;
+}
+
+int run(const Config& cfg) {
+  install_loggers();
+
+  asio::ip::tcp::endpoint endpoint;
+  if (!wheelrpc::transport::parse_endpoint(cfg.host + ":" + std::to_string(cfg.port), endpoint)) {
+    return usage("invalid --host '" + cfg.host + "' (expected an IPv4/IPv6 literal or localhost)");
+  }
+
+  wheelrpc::timer::HashedWheelTimer timer;  // the one timer of the process
+  asio::io_context io(cfg.threads);
+  SleepTimers sleeps;
+  rpc::ServerOptions options;
+  options.heartbeat = cfg.heartbeat;
+  rpc::Server server(io.get_executor(), timer, options);
+  register_methods(server, io, sleeps);
+
+  if (const error_code ec = server.listen(endpoint)) {
+    std::fprintf(stderr, "echo_server: cannot listen on %s: %s\n", endpoint_text(endpoint).c_str(),
+                 ec.message().c_str());
+    return 1;
+  }
+  std::printf("listening on %s\n", endpoint_text(server.local_endpoint()).c_str());
+  std::fflush(stdout);
+
+  // Shutdown: stop the server (closes the connections), cancel the sleeps;
+  // the io threads then run out of work and return.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop_requested = false;
+  int threads_running = cfg.threads;
+  auto work = asio::make_work_guard(io);
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const error_code& ec, int signo) {
+    if (ec) return;
+    std::fprintf(stderr, "echo_server: signal %d, stopping\n", signo);
+    server.stop();
+    sleeps.cancel_all();
+    work.reset();
+    std::lock_guard lock(mu);
+    stop_requested = true;
+    cv.notify_all();
+  });
+
+  std::vector<std::thread> threads;
+  for (int i = 0; i < cfg.threads; ++i) {
+    threads.emplace_back([&] {
+      io.run();
+      std::lock_guard lock(mu);
+      --threads_running;
+      cv.notify_all();
+    });
+  }
+
+  bool forced = false;
+  {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return stop_requested || threads_running == 0; });
+    // Bounded drain: whatever is still running after 5 s is abandoned.
+    if (!cv.wait_for(lock, std::chrono::seconds(5), [&] { return threads_running == 0; })) {
+      forced = true;
+      io.stop();
+    }
+  }
+  for (auto& t : threads) t.join();
+  if (forced) std::fprintf(stderr, "echo_server: the io_context did not drain within 5 s; stopped it\n");
+
+  const rpc::ServerStats s = server.stats();
+  std::fprintf(stderr,
+               "echo_server: stopped. accepted=%llu requests=%llu replies=%llu errors=%llu "
+               "server_timeouts=%llu late_replies=%llu method_not_found=%llu protocol_errors=%llu "
+               "connections_open=%llu\n",
+               static_cast<unsigned long long>(s.accepted), static_cast<unsigned long long>(s.requests),
+               static_cast<unsigned long long>(s.replies), static_cast<unsigned long long>(s.errors),
+               static_cast<unsigned long long>(s.server_timeouts),
+               static_cast<unsigned long long>(s.late_replies),
+               static_cast<unsigned long long>(s.method_not_found),
+               static_cast<unsigned long long>(s.protocol_errors),
+               static_cast<unsigned long long>(s.connections));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config cfg;
+  if (const auto status = parse_args(argc, argv, cfg)) return *status;
+  try {
+    return run(cfg);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "echo_server: %s\n", e.what());
+    return 1;
+  }
+}
