@@ -2,10 +2,13 @@
 # Installs the Debian 12 packages wheelrpc builds with, if any is missing.
 # Needs root (or sudo) only when something has to be installed; does nothing
 # when everything is present.
+#   scripts/install_deps.sh         # what the build and the tests need
+#   scripts/install_deps.sh fuzz    # plus clang and libFuzzer (scripts/fuzz.sh)
 set -euo pipefail
 
 PKGS=(g++ cmake ninja-build pkg-config libboost1.81-dev libspdlog-dev libfmt-dev
       libgtest-dev libgmock-dev libbenchmark-dev)
+if [ "${1:-}" = fuzz ]; then PKGS+=(clang libclang-rt-14-dev); fi
 
 missing=()
 for p in "${PKGS[@]}"; do
