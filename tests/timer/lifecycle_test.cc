@@ -143,9 +143,10 @@ TEST(Lifecycle, NeverStartedTimerCanBeStopped) {
 }
 
 TEST(Lifecycle, StopFromInsideATaskFailsClearly) {
-  HashedWheelTimer timer;
   wheelrpc::test::Latch done(1);
+  wheelrpc::test::Latch again(1);
   std::string error;
+  HashedWheelTimer timer;
   timer.new_timeout([&] {
     try {
       timer.stop();
@@ -158,7 +159,6 @@ TEST(Lifecycle, StopFromInsideATaskFailsClearly) {
   EXPECT_NE(error.find("stop()"), std::string::npos) << error;
   EXPECT_FALSE(timer.is_stopped());
   // The wheel goes on.
-  wheelrpc::test::Latch again(1);
   timer.new_timeout([&] { again.count_down(); }, 1ms);
   EXPECT_TRUE(again.wait_for());
 }

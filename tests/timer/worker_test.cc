@@ -25,10 +25,12 @@ using wheelrpc::timer::Timeout;
 namespace {
 
 TEST(Worker, NeverFiresEarlyAndFiresWithinABound) {
-  HashedWheelTimer timer;  // 1 ms tick
   constexpr int kN = 200;
   std::vector<Clock::time_point> due(kN), fired(kN);
   Latch done(kN);
+  // Declared after what its tasks touch: destroyed first, it joins its worker
+  // before those go away.
+  HashedWheelTimer timer;  // 1 ms tick
   std::mt19937 rng(7);
   for (int i = 0; i < kN; ++i) {
     const auto delay = std::chrono::microseconds(std::uniform_int_distribution<int>(0, 30000)(rng));
@@ -47,9 +49,9 @@ TEST(Worker, NeverFiresEarlyAndFiresWithinABound) {
 }
 
 TEST(Worker, NewEarliestTimeoutWakesASleepingWorker) {
+  Latch done(1);
   HashedWheelTimer timer;
   timer.new_timeout([] {}, 1h);  // the worker now sleeps until then
-  Latch done(1);
   const auto t0 = Clock::now();
   timer.new_timeout([&] { done.count_down(); }, 5ms);
   ASSERT_TRUE(done.wait_for(10s)) << "the worker was not woken for the earlier timeout";
@@ -66,10 +68,10 @@ TEST(Worker, IdleWorkerDoesNotTick) {
 }
 
 TEST(Worker, ManyProducerThreadsEachTimeoutCompletesExactlyOnce) {
-  HashedWheelTimer timer;
   constexpr int kThreads = 8, kPerThread = 4000;
   std::vector<std::atomic<int>> runs(kThreads * kPerThread);
   std::vector<char> cancelled(kThreads * kPerThread, 0);
+  HashedWheelTimer timer;
   std::vector<std::thread> producers;
   for (int t = 0; t < kThreads; ++t) {
     producers.emplace_back([&, t] {
@@ -87,6 +89,7 @@ TEST(Worker, ManyProducerThreadsEachTimeoutCompletesExactlyOnce) {
   }
   for (auto& p : producers) p.join();
   ASSERT_TRUE(wait_until([&] { return timer.stats().pending == 0; }));
+  timer.stop();  // joins the worker: every task that expired has finished running
   const auto st = timer.stats();
   std::uint64_t ran = 0, n_cancelled = 0;
   for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -101,11 +104,11 @@ TEST(Worker, ManyProducerThreadsEachTimeoutCompletesExactlyOnce) {
 }
 
 TEST(Worker, CancelRacingExpiryHasExactlyOneWinner) {
-  HashedWheelTimer timer(100us);
   constexpr int kN = 3000;
   std::vector<std::atomic<int>> runs(kN);
   std::vector<Timeout> ts(kN);
   Latch first_ran(1);
+  HashedWheelTimer timer(100us);
   for (int i = 0; i < kN; ++i) {
     const auto u = static_cast<std::size_t>(i);
     ts[u] = timer.new_timeout([&runs, &first_ran, u] {
@@ -126,6 +129,7 @@ TEST(Worker, CancelRacingExpiryHasExactlyOneWinner) {
   a.join();
   b.join();
   ASSERT_TRUE(wait_until([&] { return timer.stats().pending == 0; }));
+  timer.stop();  // every expired task has finished running
   ASSERT_TRUE(wait_until([&] {
     int total = 0;
     for (int i = 0; i < kN; ++i) total += runs[static_cast<std::size_t>(i)].load() + cancel_wins[static_cast<std::size_t>(i)].load();
@@ -141,11 +145,11 @@ TEST(Worker, CancelRacingExpiryHasExactlyOneWinner) {
 }
 
 TEST(Worker, TasksRunOnTheWorkerThreadNamedInOptions) {
+  Latch done(1);
+  std::string name;
   HashedWheelTimerOptions o;
   o.thread_name = "my-wheel";
   HashedWheelTimer timer(o);
-  Latch done(1);
-  std::string name;
   timer.new_timeout([&] {
     char buf[16] = {};
     pthread_getname_np(pthread_self(), buf, sizeof buf);
@@ -157,9 +161,9 @@ TEST(Worker, TasksRunOnTheWorkerThreadNamedInOptions) {
 }
 
 TEST(Worker, ATaskCanRescheduleItselfRepeatedly) {
-  HashedWheelTimer timer;
   std::atomic<int> runs{0};
   Latch done(1);
+  HashedWheelTimer timer;
   struct Again {
     std::atomic<int>* runs;
     Latch* done;
