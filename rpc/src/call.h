@@ -35,6 +35,8 @@ struct Call {
   transport::Attachments attachments;
   Clock::time_point start;
   bool has_deadline = true;
+  bool waited = false;  // went through the waiting list before being sent
+  std::chrono::milliseconds budget{0};
   Clock::time_point deadline;
   timer::Timeout timeout;
   boost::asio::any_completion_handler<Client::Signature> handler;

@@ -155,6 +155,7 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
   call->attachments = std::move(options.attachments);
   call->start = Clock::now();
   call->has_deadline = has_deadline;
+  call->budget = options.timeout;
   call->deadline = has_deadline ? call->start + options.timeout : Clock::time_point::max();
   // Not `call->handler = std::move(handler)`: Boost 1.81's move assignment of
   // any_completion_handler wraps the handler in itself until the stack runs out.
@@ -207,6 +208,7 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
     return;
   }
   call->waiting = true;
+  call->waited = true;
   waiting_.push_back(call);
   for (auto& c : conns_) {
     if (c->state == ClientConnection::State::idle) connect(c.get());
@@ -247,8 +249,12 @@ void ClientCore::send_now(std::unique_lock<std::mutex>& lock, ClientConnection* 
   f.header.flags = transport::kFlagRequest | transport::kFlagTwoWay;
   f.header.request_id = id;
   if (call->has_deadline) {
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(call->deadline - Clock::now()).count();
-    f.header.deadline_ms = static_cast<std::uint32_t>(std::clamp<long long>(left, 1, 0xffffffffLL));
+    // A call sent as it starts carries its whole budget (microseconds have
+    // passed, and the server counts from its own later receipt anyway); one
+    // that waited for a connection carries what is left.
+    const auto left = call->waited ? std::chrono::ceil<std::chrono::milliseconds>(call->deadline - Clock::now())
+                                   : call->budget;
+    f.header.deadline_ms = static_cast<std::uint32_t>(std::clamp<long long>(left.count(), 1, 0xffffffffLL));
   }
   f.method = call->method;
   f.attachments = std::move(call->attachments);
