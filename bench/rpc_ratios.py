@@ -85,7 +85,7 @@ def deadline_cost(rows, c):
         cost = 1.0 - rate(with_dl) / rate(without)
     note = ""
     if without is not None and without.get("deadline_ms") == 0:
-        note = " (no_deadline = 24 h deadline, timer still used)"
+        note = " (no_deadline = CallOptions::kNoDeadline)"
     return (f"echo C={c} deadline cost{note}", num(rate(with_dl), "/s"),
             f"no_deadline {num(rate(without), '/s')}",
             "-" if cost is None else f"1 - echo/no_deadline = {cost * 100:+.1f} %",

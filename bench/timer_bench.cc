@@ -33,6 +33,7 @@
 #include <wheelrpc/timer/timeout.h>
 
 #include "bench_util.h"
+#include "fast_clock.h"  // timer/src: what the timer reads when scheduling
 
 namespace {
 
@@ -451,8 +452,34 @@ std::optional<double> parse_seconds(const char* s) {
   }
 }
 
+/// What the churn loop's floor is made of: the cost of one reading of each
+/// clock, and of the benchmark's delay generator, per call (N calls each).
+int clock_cost(std::size_t n) {
+  wb::SplitMix64 rng(42);
+  std::int64_t sink = 0;
+  auto per_call = [n](auto&& body) {
+    const std::int64_t t0 = wb::now_ns();
+    for (std::size_t i = 0; i < n; ++i) body();
+    return static_cast<double>(wb::now_ns() - t0) / static_cast<double>(n);
+  };
+  const double rng_ns = per_call([&] { sink += churn_delay(rng).count(); });
+  const double steady_ns =
+      per_call([&] { sink += std::chrono::steady_clock::now().time_since_epoch().count(); });
+  const double fast_ns = per_call([&] { sink += wheelrpc::timer::detail::FastClock::now_ns(); });
+  result_line("clock")
+      .num("calls", static_cast<unsigned long long>(n))
+      .num("rng_ns", rng_ns, 1)
+      .num("steady_clock_ns", steady_ns, 1)
+      .num("fast_clock_ns", fast_ns, 1)
+      .str("fast_clock_source", wheelrpc::timer::detail::FastClock::uses_tsc() ? "tsc" : "steady_clock")
+      .num("sink", static_cast<long long>(sink & 1))
+      .str("check", "ok")
+      .print();
+  return 0;
+}
+
 int usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s churn P K | churn_mt P K | accuracy N | idle SECONDS\n", argv0);
+  std::fprintf(stderr, "usage: %s churn P K | churn_mt P K | accuracy N | idle SECONDS | clock N\n", argv0);
   return 2;
 }
 
@@ -471,6 +498,11 @@ int main(int argc, char** argv) {
       const auto n = parse_count(argv[2]);
       if (!n) return usage(argv[0]);
       return accuracy(*n);
+    }
+    if (workload == "clock" && argc == 3) {
+      const auto n = parse_count(argv[2]);
+      if (!n) return usage(argv[0]);
+      return clock_cost(*n);
     }
     if (workload == "idle" && argc == 3) {
       const auto secs = parse_seconds(argv[2]);

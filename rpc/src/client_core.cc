@@ -133,19 +133,18 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
                          method, options.timeout.count()));
     return;
   }
-  {
-    std::lock_guard lock(mu_);
-    if (closed_) {
-      fail_now(errc::cancelled, "client closed: call to '" + method + "' not sent");
-      return;
-    }
-    if (pending_.load(std::memory_order_relaxed) >= options_.max_pending_calls) {
-      fail_now(errc::too_many_pending,
-               fmt::format("{} calls already pending (max_pending_calls): call to '{}' not sent",
-                           options_.max_pending_calls, method));
-      return;
-    }
-    pending_.fetch_add(1, std::memory_order_relaxed);
+  // Checked without the lock: close() is re-checked under it below, and the
+  // limit may be overshot by the calls racing in at the same instant.
+  if (closed_flag_.load(std::memory_order_acquire)) {
+    fail_now(errc::cancelled, "client closed: call to '" + method + "' not sent");
+    return;
+  }
+  if (pending_.fetch_add(1, std::memory_order_relaxed) >= options_.max_pending_calls) {
+    pending_.fetch_sub(1, std::memory_order_relaxed);
+    fail_now(errc::too_many_pending,
+             fmt::format("{} calls already pending (max_pending_calls): call to '{}' not sent",
+                         options_.max_pending_calls, method));
+    return;
   }
 
   Call* call = std::make_unique<Call>().release();  // freed by the last release()
@@ -409,7 +408,7 @@ void ClientCore::fail_waiting(std::unique_lock<std::mutex>& lock, error_code ec,
 bool ClientCore::complete(Call* call, error_code ec, Response response, Origin origin) {
   if (call->done.exchange(true, std::memory_order_acq_rel)) return false;
   bool release_books = false;
-  {
+  if (origin != Origin::reply) {  // a reply was taken out of the table already
     std::lock_guard lock(mu_);
     if (call->id != 0) {
       table_take(call->id);
@@ -451,6 +450,7 @@ void ClientCore::close() {
     std::lock_guard lock(mu_);
     if (closed_) return;
     closed_ = true;
+    closed_flag_.store(true, std::memory_order_release);
     table_.for_each([&](std::uint64_t, Call* c) { sent.push_back(c); });
     for (Call* c : sent) table_take(c->id);
     waiting.swap(waiting_);

@@ -101,6 +101,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   mutable std::mutex mu_;
   bool closed_ = false;
+  std::atomic<bool> closed_flag_{false};  // closed_, readable without the lock
   std::vector<std::shared_ptr<ClientConnection>> conns_;
   std::size_t next_conn_ = 0;
   std::vector<Call*> waiting_;  // each holds the books' reference; done ones are dropped lazily
