@@ -2,6 +2,9 @@
 
 #include <future>
 #include <stdexcept>
+#include <string>
+
+#include <wheelrpc/rpc/backoff.h>
 
 #include "client_core.h"
 
@@ -10,6 +13,16 @@ namespace wheelrpc::rpc {
 Client::Client(executor_type ex, timer::Timer& timer, std::vector<boost::asio::ip::tcp::endpoint> servers,
                ClientOptions options) {
   if (servers.empty()) throw std::invalid_argument("wheelrpc::rpc::Client needs at least one server");
+  if (options.heartbeat.count() <= 0) throw std::invalid_argument("ClientOptions::heartbeat must be > 0");
+  if (options.idle_timeout.count() < 0 ||
+      (options.idle_timeout.count() > 0 && options.idle_timeout < 2 * options.heartbeat)) {
+    throw std::invalid_argument(
+        "ClientOptions::idle_timeout must be 0 (3 x heartbeat) or at least 2 x heartbeat, got " +
+        std::to_string(options.idle_timeout.count()) + " ms with a heartbeat of " +
+        std::to_string(options.heartbeat.count()) + " ms");
+  }
+  if (options.connect_timeout.count() <= 0) throw std::invalid_argument("ClientOptions::connect_timeout must be > 0");
+  Backoff check(options.reconnect);  // throws on absurd backoff options
   core_ = std::make_shared<detail::ClientCore>(std::move(ex), timer, std::move(options));
   core_->init(servers);
 }

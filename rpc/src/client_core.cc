@@ -107,14 +107,72 @@ void ClientCore::init(const std::vector<asio::ip::tcp::endpoint>& servers) {
     else peer.append(addr.to_string());
     peer.append(":").append(std::to_string(ep.port()));
     all_peers_ += (all_peers_.empty() ? "" : ",") + peer;
-    conns_.push_back(std::make_shared<ClientConnection>(shared_from_this(), ep, std::move(peer)));
+    conns_.push_back(std::make_shared<ClientConnection>(shared_from_this(), ep, std::move(peer),
+                                                        options_.reconnect, conns_.size() + 1));
   }
+  // Heartbeats and reconnects, every heartbeat / 3 (Dubbo's check tick). The
+  // tasks see the client through a weak reference and stop once it is gone.
+  const auto tick = std::max(options_.heartbeat / 3, std::chrono::milliseconds(1));
+  auto provider = [weak = weak_from_this()]() -> std::optional<std::vector<WatchedChannel>> {
+    auto self = weak.lock();
+    if (!self) return std::nullopt;
+    return self->watched();
+  };
+  heartbeat_task_ = std::make_shared<HeartbeatTimerTask>(provider, tick);
+  reconnect_task_ = std::make_shared<ReconnectTimerTask>(provider, tick);
+  heartbeat_task_->start(timer_);
+  reconnect_task_->start(timer_);
 }
 
 std::string ClientCore::describe(const Call* call, const char* what) const {
   // A call not sent yet names every server it could have gone to.
   const std::string& peer = call->conn ? call->conn->peer() : all_peers_;
   return fmt::format("{} after {} ms calling '{}' on {}", what, elapsed_ms(call), call->method, peer);
+}
+
+std::chrono::milliseconds ClientCore::idle_timeout_for(const ClientConnection& conn) const {
+  if (options_.idle_timeout.count() > 0) return std::max(options_.idle_timeout, 2 * conn.heartbeat);
+  return 3 * conn.heartbeat;
+}
+
+std::optional<std::vector<WatchedChannel>> ClientCore::watched() {
+  std::lock_guard lock(mu_);
+  if (closed_) return std::nullopt;
+  std::vector<WatchedChannel> out;
+  out.reserve(conns_.size());
+  for (auto& c : conns_) {
+    if (!c->wanted) continue;
+    WatchedChannel w;
+    if (c->state == ClientConnection::State::ready) {
+      w.channel = c->channel;
+      w.heartbeat = c->heartbeat;
+      w.idle_timeout = idle_timeout_for(*c);
+    }
+    w.reconnect = [weak = weak_from_this(), conn = c.get()](Clock::time_point now) {
+      if (auto self = weak.lock()) self->maybe_reconnect(conn, now);
+    };
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+void ClientCore::maybe_reconnect(ClientConnection* conn, Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  if (closed_) return;
+  for (auto& c : conns_) {
+    if (c.get() == conn) attempt(conn, now);  // still one of ours
+  }
+}
+
+void ClientCore::attempt(ClientConnection* conn, Clock::time_point now) {
+  if (conn->state != ClientConnection::State::idle || now < conn->next_attempt) return;
+  // The backoff's delays are "before attempt 1, 2, 3...". Attempt 1 (after a
+  // loss, or ever) waits `first`, which next_attempt = {} already granted;
+  // consume it, then set the earliest start of attempt 2. Delays count from
+  // the start of each attempt, as gRPC's do.
+  if (conn->backoff.attempts() == 0) conn->backoff.next();
+  conn->next_attempt = now + conn->backoff.next();
+  connect(conn);
 }
 
 void ClientCore::start_call(std::string method, std::string payload, CallOptions options,
@@ -199,18 +257,27 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
     return;
   }
   if (!options.wait_for_ready) {
+    std::string why = "unavailable (no connection ready, wait_for_ready off";
+    for (const auto& c : conns_) {
+      if (!c->last_error.empty()) why += "; " + c->last_error;
+    }
+    why += ")";
+    for (auto& c : conns_) {
+      c->wanted = true;
+      attempt(c.get(), Clock::now());
+    }
     lock.unlock();
-    complete(call, errc::unavailable,
-             Response{{}, {}, describe(call, "unavailable: no connection ready (wait_for_ready off)")},
-             Origin::other);
+    complete(call, errc::unavailable, Response{{}, {}, describe(call, why.c_str())}, Origin::other);
     release(call);
     return;
   }
   call->waiting = true;
   call->waited = true;
   waiting_.push_back(call);
+  const auto now = Clock::now();
   for (auto& c : conns_) {
-    if (c->state == ClientConnection::State::idle) connect(c.get());
+    c->wanted = true;
+    attempt(c.get(), now);
   }
 }
 
@@ -280,6 +347,7 @@ void ClientCore::send_now(std::unique_lock<std::mutex>& lock, ClientConnection* 
 
 void ClientCore::connect(ClientConnection* conn) {
   conn->state = ClientConnection::State::connecting;
+  conn->wanted = true;
   std::shared_ptr<ClientConnection> keep;
   for (auto& c : conns_) {
     if (c.get() == conn) keep = c;
@@ -294,12 +362,12 @@ void ClientCore::on_connected(ClientConnection* conn, error_code ec, asio::ip::t
   std::unique_lock lock(mu_);
   if (closed_) return;
   if (ec) {
+    // Calls waiting for a connection go on waiting (until their deadlines); the
+    // ReconnectTimerTask retries under the connection's backoff.
     conn->state = ClientConnection::State::idle;
+    conn->last_error = "cannot connect: " + ec.message();
     connect_failures_.fetch_add(1, std::memory_order_relaxed);
     logger()->warn("connect to {} failed: {}", conn->peer(), ec.message());
-    if (!pick_ready() && !any_connecting()) {
-      fail_waiting(lock, errc::unavailable, "cannot connect: " + ec.message());
-    }
     return;
   }
   std::shared_ptr<ClientConnection> handler;
@@ -319,7 +387,10 @@ void ClientCore::on_hello(ClientConnection* conn, const transport::Frame& frame)
   std::unique_lock lock(mu_);
   if (closed_ || conn->state != ClientConnection::State::handshaking) return;
   conn->state = ClientConnection::State::ready;
-  conn->heartbeat = hello_heartbeat(frame).value_or(options_.heartbeat);
+  conn->heartbeat = std::max(hello_heartbeat(frame).value_or(options_.heartbeat), options_.heartbeat);
+  conn->backoff.reset();
+  conn->next_attempt = {};  // the first attempt after a loss is immediate
+  conn->last_error.clear();
   connects_.fetch_add(1, std::memory_order_relaxed);
   logger()->debug("conn={} peer={} ready, heartbeat {} ms", conn->channel ? conn->channel->id() : 0,
                   conn->peer(), conn->heartbeat.count());
@@ -376,13 +447,15 @@ void ClientCore::on_closed(ClientConnection* conn, const error_code& ec, const s
   const bool was_ready = conn->state == ClientConnection::State::ready;
   conn->state = ClientConnection::State::idle;
   conn->channel.reset();
+  if (was_ready) conn->next_attempt = Clock::now() + options_.reconnect.first;  // the first attempt's delay
   table_.for_each([&](std::uint64_t, Call* c) {
     if (c->conn == conn) lost.push_back(c);
   });
   for (Call* c : lost) table_take(c->id);
-  if (!closed_ && !pick_ready() && !any_connecting()) {
-    fail_waiting(lock, errc::unavailable, "the connection closed before it was ready: " + reason);
-  }
+  if (!was_ready) conn->last_error = "the connection closed before it was ready: " + reason;
+  // Reconnect at once if calls are waiting (the ReconnectTimerTask would, at
+  // its next check); the backoff decides whether an attempt is due.
+  if (!closed_ && !waiting_.empty()) attempt(conn, Clock::now());
   lock.unlock();
   if (!closed_ && (was_ready || !lost.empty())) {
     logger()->info("peer={} connection lost ({}): {} calls in flight", conn->peer(), reason, lost.size());
@@ -392,17 +465,6 @@ void ClientCore::on_closed(ClientConnection* conn, const error_code& ec, const s
     complete(c, errc::connection_lost, Response{{}, {}, describe(c, what.c_str())}, Origin::other);
     release(c);
   }
-}
-
-void ClientCore::fail_waiting(std::unique_lock<std::mutex>& lock, error_code ec, const std::string& why) {
-  std::vector<Call*> batch;
-  batch.swap(waiting_);
-  lock.unlock();
-  for (Call* c : batch) {
-    complete(c, ec, Response{{}, {}, describe(c, ("unavailable (" + why + ")").c_str())}, Origin::other);
-    release(c);
-  }
-  lock.lock();
 }
 
 bool ClientCore::complete(Call* call, error_code ec, Response response, Origin origin) {
@@ -432,12 +494,30 @@ bool ClientCore::complete(Call* call, error_code ec, Response response, Origin o
 void ClientCore::on_deadline(Call* call) {
   if (!call->done.load(std::memory_order_acquire)) {
     std::string message;
+    error_code ec = errc::timeout;
     {
       std::lock_guard lock(mu_);
-      message = describe(call, call->id != 0 ? "timeout (sent, waiting for the reply)"
-                                             : "timeout (not sent: no connection ready)");
+      if (call->id != 0) {
+        message = describe(call, "timeout (sent, waiting for the reply)");
+      } else {
+        // Never sent: say why. If every server failed to connect, the call
+        // could not have been served at all: unavailable, with the reason.
+        std::string last_error;
+        bool all_failed = !conns_.empty();
+        for (const auto& c : conns_) {
+          if (c->last_error.empty()) all_failed = false;
+          else last_error = c->last_error;
+        }
+        if (all_failed) {
+          ec = errc::unavailable;
+          message = describe(call, ("unavailable (no connection could be made before the deadline; " +
+                                    last_error + ")").c_str());
+        } else {
+          message = describe(call, "timeout (not sent: no connection ready)");
+        }
+      }
     }
-    complete(call, errc::timeout, Response{{}, {}, std::move(message)}, Origin::timer);
+    complete(call, ec, Response{{}, {}, std::move(message)}, Origin::timer);
   }
   release(call);  // the timer's reference
 }
@@ -463,6 +543,8 @@ void ClientCore::close() {
     }
     conns.swap(conns_);  // breaks the core <-> connection cycle
   }
+  if (heartbeat_task_) heartbeat_task_->cancel();
+  if (reconnect_task_) reconnect_task_->cancel();
   for (Call* c : sent) {
     complete(c, errc::cancelled, Response{{}, {}, describe(c, "client closed")}, Origin::other);
     release(c);

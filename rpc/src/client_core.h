@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,8 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include <wheelrpc/rpc/backoff.h>
+#include <wheelrpc/rpc/channel_timer_task.h>
 #include <wheelrpc/rpc/client.h>
 #include <wheelrpc/transport/channel.h>
 
@@ -28,8 +31,8 @@ class ClientConnection final : public transport::ChannelHandler {
   enum class State { idle, connecting, handshaking, ready };
 
   ClientConnection(std::shared_ptr<ClientCore> core, boost::asio::ip::tcp::endpoint endpoint,
-                   std::string peer)
-      : core_(std::move(core)), endpoint_(endpoint), peer_(std::move(peer)) {}
+                   std::string peer, const BackoffOptions& backoff_options, std::uint64_t seed)
+      : backoff(backoff_options, seed), core_(std::move(core)), endpoint_(endpoint), peer_(std::move(peer)) {}
 
   void on_frame(transport::Channel& channel, transport::Frame& frame) override;
   void on_close(transport::Channel& channel, const boost::system::error_code& ec,
@@ -42,6 +45,10 @@ class ClientConnection final : public transport::ChannelHandler {
   State state = State::idle;
   std::shared_ptr<transport::Channel> channel;
   std::chrono::milliseconds heartbeat{0};  // agreed in the HELLO exchange
+  bool wanted = false;                     // used once: keep it connected from now on
+  Backoff backoff;                         // delays between connect attempts
+  std::chrono::steady_clock::time_point next_attempt{};  // no attempt before this
+  std::string last_error;                  // of the last failed attempt, "" once connected
 
  private:
   std::shared_ptr<ClientCore> core_;  // the cycle is broken by ClientCore::close()
@@ -82,10 +89,14 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// Sends calls (lock held on entry, released inside).
   void send_now(std::unique_lock<std::mutex>& lock, ClientConnection* conn, Call* call);
   void connect(ClientConnection* conn);  // lock held
+  /// Starts an attempt if the connection is down, wanted and its backoff
+  /// allows one now (lock held).
+  void attempt(ClientConnection* conn, Clock::time_point now);
+  void maybe_reconnect(ClientConnection* conn, Clock::time_point now);
+  std::optional<std::vector<WatchedChannel>> watched();
+  std::chrono::milliseconds idle_timeout_for(const ClientConnection& conn) const;
   ClientConnection* pick_ready();        // lock held
   bool any_connecting() const;           // lock held
-  void fail_waiting(std::unique_lock<std::mutex>& lock, boost::system::error_code ec,
-                    const std::string& why);
   void table_insert(Call* call) { call->id = table_.insert(call); }  // lock held
   Call* table_take(std::uint64_t id) {                                // lock held
     Call* c = table_.take(id);
@@ -109,6 +120,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   PendingTable<Call> table_;
   std::uint64_t next_event_id_ = 1;
   boost::asio::executor_work_guard<boost::asio::any_io_executor> work_;
+  std::shared_ptr<HeartbeatTimerTask> heartbeat_task_;
+  std::shared_ptr<ReconnectTimerTask> reconnect_task_;
 
   std::atomic<std::uint64_t> calls_{0}, ok_{0}, failed_{0}, timeouts_{0}, late_{0}, connects_{0},
       connect_failures_{0}, pending_{0};

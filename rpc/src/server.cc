@@ -1,6 +1,7 @@
 #include <wheelrpc/rpc/server.h>
 
 #include <exception>
+#include <stdexcept>
 
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
@@ -21,7 +22,8 @@ namespace {
 // One accepted connection: expects a HELLO first, then requests.
 class ServerConnection final : public transport::ChannelHandler {
  public:
-  explicit ServerConnection(std::shared_ptr<ServerCore> core) : core_(std::move(core)) {}
+  explicit ServerConnection(std::shared_ptr<ServerCore> core)
+      : core_(std::move(core)), heartbeat_ms_(std::make_shared<std::atomic<std::int64_t>>(0)) {}
 
   void on_frame(transport::Channel& channel, transport::Frame& frame) override {
     if (!hello_done_) {
@@ -37,6 +39,7 @@ class ServerConnection final : public transport::ChannelHandler {
       // connection idle.
       const auto theirs = hello_heartbeat(frame).value_or(core_->options().heartbeat);
       const auto agreed = std::max(theirs, core_->options().heartbeat);
+      heartbeat_ms_->store(agreed.count(), std::memory_order_relaxed);
       channel.send(make_hello(frame.header.request_id, agreed, false));
       return;
     }
@@ -54,9 +57,11 @@ class ServerConnection final : public transport::ChannelHandler {
   }
 
   timer::Timeout hello_timeout_;
+  const std::shared_ptr<std::atomic<std::int64_t>>& heartbeat_ms() const { return heartbeat_ms_; }
 
  private:
   std::shared_ptr<ServerCore> core_;
+  std::shared_ptr<std::atomic<std::int64_t>> heartbeat_ms_;  // agreed; read by the timer tasks
   bool hello_done_ = false;
 };
 
@@ -71,7 +76,43 @@ error_code ServerCore::listen(const asio::ip::tcp::endpoint& endpoint) {
       ex_, [weak = weak_from_this()](asio::ip::tcp::socket s) {
         if (auto self = weak.lock()) self->on_accept(std::move(s));
       });
-  return acceptor_->listen(endpoint);
+  if (auto ec = acceptor_->listen(endpoint)) return ec;
+  // Idle connections are closed (and, if configured, heartbeats sent) every
+  // heartbeat / 3; the tasks see the server weakly and stop with it.
+  const auto tick = std::max(options_.heartbeat / 3, std::chrono::milliseconds(1));
+  auto provider = [weak = weak_from_this()]() -> std::optional<std::vector<WatchedChannel>> {
+    auto self = weak.lock();
+    if (!self) return std::nullopt;
+    return self->watched();
+  };
+  std::lock_guard lock(mu_);
+  close_task_ = std::make_shared<CloseTimerTask>(provider, tick);
+  close_task_->start(timer_);
+  if (options_.send_heartbeats) {
+    heartbeat_task_ = std::make_shared<HeartbeatTimerTask>(provider, tick);
+    heartbeat_task_->start(timer_);
+  }
+  return {};
+}
+
+std::chrono::milliseconds ServerCore::close_timeout_for(std::chrono::milliseconds agreed) const {
+  if (options_.close_timeout.count() > 0) return std::max(options_.close_timeout, 2 * agreed);
+  return 3 * agreed;
+}
+
+std::optional<std::vector<WatchedChannel>> ServerCore::watched() {
+  std::lock_guard lock(mu_);
+  if (stopped_) return std::nullopt;
+  std::vector<WatchedChannel> out;
+  out.reserve(channels_.size());
+  for (auto& [id, c] : channels_) {
+    auto ch = c.channel.lock();
+    if (!ch) continue;
+    std::chrono::milliseconds agreed(c.heartbeat_ms->load(std::memory_order_relaxed));
+    if (agreed.count() == 0) agreed = options_.heartbeat;  // before HELLO (hello_timeout applies too)
+    out.push_back({std::move(ch), agreed, close_timeout_for(agreed), {}});
+  }
+  return out;
 }
 
 asio::ip::tcp::endpoint ServerCore::local_endpoint() const {
@@ -87,7 +128,7 @@ void ServerCore::on_accept(asio::ip::tcp::socket socket) {
       channel->close(transport::make_error_code(transport::errc::closed), "server stopped");
       return;
     }
-    channels_[channel->id()] = channel;
+    channels_[channel->id()] = Conn{channel, handler->heartbeat_ms()};
   }
   accepted_.fetch_add(1, std::memory_order_relaxed);
   // A connection must say HELLO within hello_timeout; the task only posts a
@@ -179,16 +220,18 @@ bool ServerCore::finish(ReplySlot* slot, transport::Status status, std::string p
 }
 
 void ServerCore::stop() {
-  std::unordered_map<std::uint64_t, std::weak_ptr<transport::Channel>> channels;
+  std::unordered_map<std::uint64_t, Conn> channels;
   {
     std::lock_guard lock(mu_);
     if (stopped_) return;
     stopped_ = true;
     channels.swap(channels_);
+    if (close_task_) close_task_->cancel();
+    if (heartbeat_task_) heartbeat_task_->cancel();
   }
   if (acceptor_) acceptor_->close();
-  for (auto& [id, weak] : channels) {
-    if (auto ch = weak.lock()) ch->close(transport::make_error_code(transport::errc::closed), "server stopped");
+  for (auto& [id, c] : channels) {
+    if (auto ch = c.channel.lock()) ch->close(transport::make_error_code(transport::errc::closed), "server stopped");
   }
 }
 
@@ -259,8 +302,17 @@ bool Responder::pending() const noexcept {
 
 // ---------------------------------------------------------------- Server
 
+namespace {
+ServerOptions validated(ServerOptions o) {
+  if (o.heartbeat.count() <= 0) throw std::invalid_argument("ServerOptions::heartbeat must be > 0");
+  if (o.hello_timeout.count() <= 0) throw std::invalid_argument("ServerOptions::hello_timeout must be > 0");
+  if (o.close_timeout.count() < 0) throw std::invalid_argument("ServerOptions::close_timeout must be >= 0");
+  return o;
+}
+}  // namespace
+
 Server::Server(asio::any_io_executor ex, timer::Timer& timer, ServerOptions options)
-    : core_(std::make_shared<detail::ServerCore>(std::move(ex), timer, std::move(options))) {}
+    : core_(std::make_shared<detail::ServerCore>(std::move(ex), timer, validated(std::move(options)))) {}
 
 Server::~Server() { stop(); }
 

@@ -11,6 +11,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <wheelrpc/rpc/channel_timer_task.h>
 #include <wheelrpc/rpc/server.h>
 #include <wheelrpc/transport/acceptor.h>
 #include <wheelrpc/transport/channel.h>
@@ -51,6 +52,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   // From connections (their strands).
   void on_request(transport::Channel& channel, transport::Frame& frame);
   void on_connection_closed(std::uint64_t id);
+  std::chrono::milliseconds close_timeout_for(std::chrono::milliseconds agreed) const;
   void count_protocol_error() { protocol_errors_.fetch_add(1, std::memory_order_relaxed); }
   const ServerOptions& options() const noexcept { return options_; }
 
@@ -68,9 +70,17 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   std::unordered_map<std::string, Server::Handler> handlers_;  // fixed once listening
   std::shared_ptr<transport::Acceptor> acceptor_;
 
+  std::optional<std::vector<WatchedChannel>> watched();
+
   mutable std::mutex mu_;
   bool stopped_ = false;
-  std::unordered_map<std::uint64_t, std::weak_ptr<transport::Channel>> channels_;
+  struct Conn {
+    std::weak_ptr<transport::Channel> channel;
+    std::shared_ptr<std::atomic<std::int64_t>> heartbeat_ms;  // agreed in HELLO; 0 before
+  };
+  std::unordered_map<std::uint64_t, Conn> channels_;
+  std::shared_ptr<CloseTimerTask> close_task_;
+  std::shared_ptr<HeartbeatTimerTask> heartbeat_task_;
 
   std::atomic<std::uint64_t> accepted_{0}, requests_{0}, replies_{0}, errors_{0}, server_timeouts_{0},
       late_replies_{0}, method_not_found_{0}, protocol_errors_{0};

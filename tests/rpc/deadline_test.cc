@@ -241,14 +241,22 @@ TEST(Deadline, NoServerListeningFailsWithUnavailable) {
     dead = a.local_endpoint();
   }
   Client client(io.io.get_executor(), timer, {dead});
-  auto f = start(client, "echo", "x", with_timeout(5s));
+  // wait_for_ready (the default): waits through reconnect attempts until the
+  // deadline, then fails with unavailable and the reason.
+  const auto t0 = Clock::now();
+  auto f = start(client, "echo", "x", with_timeout(300ms));
   auto out = wait(f);
   EXPECT_EQ(out.ec, errc::unavailable) << out.response.error_message;
   EXPECT_NE(out.response.error_message.find("cannot connect"), std::string::npos) << out.response.error_message;
+  EXPECT_GE(out.at - t0, 300ms);
+  // Without wait_for_ready: at once.
   CallOptions no_wait = with_timeout(5s);
   no_wait.wait_for_ready = false;
+  const auto t1 = Clock::now();
   auto g = start(client, "echo", "x", no_wait);
-  EXPECT_EQ(wait(g).ec, errc::unavailable);
+  auto out2 = wait(g);
+  EXPECT_EQ(out2.ec, errc::unavailable);
+  EXPECT_LT(out2.at - t1, 2s);
   client.close();
 }
 

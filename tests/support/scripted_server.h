@@ -44,6 +44,9 @@ class ScriptedServer {
   boost::asio::ip::tcp::endpoint endpoint() const { return acceptor_->local_endpoint(); }
   int accepted() const { return state_->accepted.load(); }
   int requests() const { return state_->requests.load(); }
+  int heartbeats() const { return state_->heartbeats.load(); }
+  /// Whether heartbeats are answered (default yes). No: a half-open peer.
+  void answer_heartbeats(bool yes) { state_->answer_heartbeats.store(yes); }
 
   /// Closes the listener and every connection.
   void stop() {
@@ -69,7 +72,8 @@ class ScriptedServer {
     OnRequest on_request;
     std::mutex mu;
     std::vector<std::shared_ptr<transport::Channel>> channels;
-    std::atomic<int> accepted{0}, requests{0};
+    std::atomic<int> accepted{0}, requests{0}, heartbeats{0};
+    std::atomic<bool> answer_heartbeats{true};
   };
   struct Conn : transport::ChannelHandler {
     explicit Conn(std::shared_ptr<State> s) : state(std::move(s)) {}
@@ -82,6 +86,8 @@ class ScriptedServer {
           r.attachments = f.attachments;
           ch.send(r);
         } else if (f.header.is_request() && f.method.empty()) {
+          state->heartbeats.fetch_add(1);
+          if (!state->answer_heartbeats.load()) return;
           transport::Frame r;
           r.header.flags = transport::kFlagEvent;
           r.header.request_id = f.header.request_id;

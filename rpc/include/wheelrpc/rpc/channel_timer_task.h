@@ -1,0 +1,124 @@
+#pragma once
+/// Channel timer tasks (Dubbo's AbstractTimerTask and its subclasses): periodic
+/// checks of a set of channels on the shared HashedWheelTimer.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <wheelrpc/rpc/backoff.h>
+#include <wheelrpc/timer/timer.h>
+#include <wheelrpc/transport/channel.h>
+
+namespace wheelrpc::rpc {
+
+/// A channel a task watches, with the intervals agreed for it.
+struct WatchedChannel {
+  /// The connection; null while a client connection is down.
+  std::shared_ptr<transport::Channel> channel;
+  /// Heartbeat interval agreed in the HELLO exchange.
+  std::chrono::milliseconds heartbeat{0};
+  /// How long the channel may stay idle before it is closed: CloseTimerTask
+  /// (no read or no write for that long) and ReconnectTimerTask (no read).
+  std::chrono::milliseconds idle_timeout{0};
+  /// ReconnectTimerTask: starts a reconnect attempt if one is due under the
+  /// connection's backoff (asynchronous; must not block). Empty elsewhere.
+  std::function<void(std::chrono::steady_clock::time_point now)> reconnect;
+};
+
+/// Returns the channels to check, each time the task runs; std::nullopt once
+/// their owner is gone (the task then stops for good). Called on the timer's
+/// worker; must be cheap and must not block.
+using ChannelProvider = std::function<std::optional<std::vector<WatchedChannel>>()>;
+
+/// Runs `do_task` on every channel the provider returns, every `tick`, on the
+/// shared timer, and reschedules itself after each run. Stops for good when
+/// cancelled, when the provider reports its owner gone, or when the timer
+/// stops. An exception from the work is logged (logger "wheelrpc.rpc") and the
+/// task is still rescheduled. Runs on the timer's worker thread: the work must
+/// not block (sending on or closing a Channel is fine: both are asynchronous).
+class AbstractTimerTask : public timer::TimerTask, public std::enable_shared_from_this<AbstractTimerTask> {
+ public:
+  AbstractTimerTask(ChannelProvider provider, std::chrono::milliseconds tick);
+
+  /// Schedules the first run one tick from now. Thread-safe.
+  void start(timer::Timer& timer);
+  /// Stops the task for good (a run in progress finishes). Thread-safe.
+  void cancel() noexcept;
+  bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
+  std::chrono::milliseconds tick() const noexcept { return tick_; }
+  /// Runs so far (for tests and stats).
+  std::uint64_t runs() const noexcept { return runs_.load(std::memory_order_relaxed); }
+
+  void run(timer::Timeout& timeout) final;
+
+ protected:
+  /// The check for one channel.
+  virtual void do_task(const WatchedChannel& watched, std::chrono::steady_clock::time_point now) = 0;
+  /// A name for logs.
+  virtual const char* name() const noexcept = 0;
+
+ private:
+  void reschedule(timer::Timer& timer);
+
+  ChannelProvider provider_;
+  const std::chrono::milliseconds tick_;
+  std::atomic<bool> cancelled_{false};
+  std::atomic<std::uint64_t> runs_{0};
+  std::mutex mu_;
+  timer::Timeout next_;  // guarded by mu_
+};
+
+/// Sends a heartbeat (a two-way event request with an empty body) on every
+/// channel idle in reads or in writes for one heartbeat interval; a busy
+/// channel sends none. Dubbo's HEARTBEAT_CHECK_TICK: run every interval / 3.
+class HeartbeatTimerTask final : public AbstractTimerTask {
+ public:
+  HeartbeatTimerTask(ChannelProvider provider, std::chrono::milliseconds tick)
+      : AbstractTimerTask(std::move(provider), tick) {}
+  std::uint64_t heartbeats_sent() const noexcept { return sent_.load(std::memory_order_relaxed); }
+
+ private:
+  void do_task(const WatchedChannel& w, std::chrono::steady_clock::time_point now) override;
+  const char* name() const noexcept override { return "HeartbeatTimerTask"; }
+  std::atomic<std::uint64_t> sent_{0};
+  std::atomic<std::uint64_t> next_id_{1};
+};
+
+/// Closes every channel that has read nothing or written nothing for longer
+/// than its idle timeout (a server's idle connections).
+class CloseTimerTask final : public AbstractTimerTask {
+ public:
+  CloseTimerTask(ChannelProvider provider, std::chrono::milliseconds tick)
+      : AbstractTimerTask(std::move(provider), tick) {}
+  std::uint64_t closed() const noexcept { return closed_.load(std::memory_order_relaxed); }
+
+ private:
+  void do_task(const WatchedChannel& w, std::chrono::steady_clock::time_point now) override;
+  const char* name() const noexcept override { return "CloseTimerTask"; }
+  std::atomic<std::uint64_t> closed_{0};
+};
+
+/// For a client: reconnects every connection that is down (when its backoff
+/// says an attempt is due) and closes, to reconnect, every connection that has
+/// read nothing for its idle timeout (a half-open peer: heartbeats go out,
+/// nothing comes back).
+class ReconnectTimerTask final : public AbstractTimerTask {
+ public:
+  ReconnectTimerTask(ChannelProvider provider, std::chrono::milliseconds tick)
+      : AbstractTimerTask(std::move(provider), tick) {}
+  std::uint64_t idle_closes() const noexcept { return idle_closes_.load(std::memory_order_relaxed); }
+
+ private:
+  void do_task(const WatchedChannel& w, std::chrono::steady_clock::time_point now) override;
+  const char* name() const noexcept override { return "ReconnectTimerTask"; }
+  std::atomic<std::uint64_t> idle_closes_{0};
+};
+
+}  // namespace wheelrpc::rpc

@@ -1,0 +1,94 @@
+#include <wheelrpc/rpc/channel_timer_task.h>
+
+#include <fmt/format.h>
+
+#include <wheelrpc/transport/errc.h>
+
+#include "hello.h"
+#include "log.h"
+
+namespace wheelrpc::rpc {
+
+AbstractTimerTask::AbstractTimerTask(ChannelProvider provider, std::chrono::milliseconds tick)
+    : provider_(std::move(provider)), tick_(std::max(tick, std::chrono::milliseconds(1))) {}
+
+void AbstractTimerTask::start(timer::Timer& timer) { reschedule(timer); }
+
+void AbstractTimerTask::reschedule(timer::Timer& timer) {
+  std::lock_guard lock(mu_);
+  if (cancelled()) return;
+  std::error_code ec;
+  next_ = timer.new_timeout(std::static_pointer_cast<timer::TimerTask>(shared_from_this()), tick_, ec);
+  if (ec) {  // the timer stopped: so do we
+    cancelled_.store(true, std::memory_order_release);
+    detail::logger()->debug("{} stops: {}", name(), ec.message());
+  }
+}
+
+void AbstractTimerTask::cancel() noexcept {
+  std::lock_guard lock(mu_);
+  cancelled_.store(true, std::memory_order_release);
+  next_.cancel();
+}
+
+void AbstractTimerTask::run(timer::Timeout& timeout) {
+  if (cancelled()) return;
+  runs_.fetch_add(1, std::memory_order_relaxed);
+  try {
+    auto channels = provider_();
+    if (!channels) {  // the owner is gone
+      cancelled_.store(true, std::memory_order_release);
+      return;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    for (const auto& w : *channels) {
+      try {
+        do_task(w, now);
+      } catch (const std::exception& e) {
+        detail::logger()->error("{} failed on conn={}: {}", name(), w.channel ? w.channel->id() : 0, e.what());
+      }
+    }
+  } catch (const std::exception& e) {
+    detail::logger()->error("{} failed: {}", name(), e.what());
+  }
+  reschedule(*timeout.timer());
+}
+
+void HeartbeatTimerTask::do_task(const WatchedChannel& w, std::chrono::steady_clock::time_point now) {
+  if (!w.channel || !w.channel->is_open() || w.heartbeat.count() <= 0) return;
+  if (now - w.channel->last_read() < w.heartbeat && now - w.channel->last_write() < w.heartbeat) return;
+  transport::Frame f;
+  f.header.flags = transport::kFlagRequest | transport::kFlagTwoWay | transport::kFlagEvent;
+  f.header.request_id = next_id_.fetch_add(1, std::memory_order_relaxed);
+  if (!w.channel->send(f)) sent_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void CloseTimerTask::do_task(const WatchedChannel& w, std::chrono::steady_clock::time_point now) {
+  if (!w.channel || !w.channel->is_open() || w.idle_timeout.count() <= 0) return;
+  const auto read_idle = now - w.channel->last_read();
+  const auto write_idle = now - w.channel->last_write();
+  if (read_idle <= w.idle_timeout && write_idle <= w.idle_timeout) return;
+  closed_.fetch_add(1, std::memory_order_relaxed);
+  w.channel->close(transport::make_error_code(transport::errc::idle_timeout),
+                   fmt::format("idle for {} ms (no {}), close timeout {} ms",
+                               std::chrono::duration_cast<std::chrono::milliseconds>(std::max(read_idle, write_idle)).count(),
+                               read_idle > w.idle_timeout ? "read" : "write", w.idle_timeout.count()));
+}
+
+void ReconnectTimerTask::do_task(const WatchedChannel& w, std::chrono::steady_clock::time_point now) {
+  if (!w.channel || !w.channel->is_open()) {
+    if (w.reconnect) w.reconnect(now);
+    return;
+  }
+  if (w.idle_timeout.count() <= 0) return;
+  const auto read_idle = now - w.channel->last_read();
+  if (read_idle <= w.idle_timeout) return;
+  idle_closes_.fetch_add(1, std::memory_order_relaxed);
+  // Close; the next run reconnects (the first attempt after a loss is fast).
+  w.channel->close(transport::make_error_code(transport::errc::idle_timeout),
+                   fmt::format("read nothing for {} ms (idle timeout {} ms): peer unresponsive",
+                               std::chrono::duration_cast<std::chrono::milliseconds>(read_idle).count(),
+                               w.idle_timeout.count()));
+}
+
+}  // namespace wheelrpc::rpc

@@ -1,0 +1,113 @@
+// AbstractTimerTask on a manual clock: reschedules itself every tick, survives
+// its own exceptions, stops when cancelled, when its owner is gone, and when
+// the timer stops.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+#include <wheelrpc/rpc/channel_timer_task.h>
+
+#include "support/log_capture.h"
+#include "support/manual_timer.h"
+
+using namespace std::chrono_literals;
+using wheelrpc::rpc::AbstractTimerTask;
+using wheelrpc::rpc::ChannelProvider;
+using wheelrpc::rpc::WatchedChannel;
+using wheelrpc::test::ManualTimer;
+
+namespace {
+
+// Counts visits; throws on the visits listed in `throw_on`.
+class CountingTask final : public AbstractTimerTask {
+ public:
+  CountingTask(ChannelProvider p, std::chrono::milliseconds tick) : AbstractTimerTask(std::move(p), tick) {}
+  std::atomic<int> visits{0};
+  int throw_on = -1;
+
+ private:
+  void do_task(const WatchedChannel&, std::chrono::steady_clock::time_point) override {
+    if (visits.fetch_add(1) == throw_on) throw std::runtime_error("task work failed");
+  }
+  const char* name() const noexcept override { return "CountingTask"; }
+};
+
+ChannelProvider two_entries() {
+  return [] { return std::optional<std::vector<WatchedChannel>>(std::vector<WatchedChannel>(2)); };
+}
+
+TEST(TimerTask, RunsEveryTickAndReschedulesItself) {
+  ManualTimer mt;
+  auto task = std::make_shared<CountingTask>(two_entries(), 10ms);
+  task->start(mt.timer);
+  mt.advance(9ms);
+  EXPECT_EQ(task->runs(), 0u);
+  mt.advance(1ms);
+  EXPECT_EQ(task->runs(), 1u);
+  EXPECT_EQ(task->visits.load(), 2) << "once per watched channel";
+  for (int i = 0; i < 5; ++i) mt.advance(10ms);
+  EXPECT_EQ(task->runs(), 6u);
+  EXPECT_EQ(mt.timer.stats().pending, 1u) << "always exactly one next run scheduled";
+}
+
+TEST(TimerTask, SurvivesItsOwnExceptions) {
+  wheelrpc::test::LogCapture log("wheelrpc.rpc");
+  ManualTimer mt;
+  auto task = std::make_shared<CountingTask>(two_entries(), 10ms);
+  task->throw_on = 0;
+  task->start(mt.timer);
+  mt.advance(10ms);
+  EXPECT_EQ(task->visits.load(), 2) << "the other channel is still visited";
+  mt.advance(10ms);
+  EXPECT_EQ(task->runs(), 2u) << "rescheduled after the failure";
+  EXPECT_EQ(log.count("task work failed"), 1u);
+}
+
+TEST(TimerTask, CancelStopsItForGood) {
+  ManualTimer mt;
+  auto task = std::make_shared<CountingTask>(two_entries(), 10ms);
+  std::weak_ptr<CountingTask> weak = task;
+  task->start(mt.timer);
+  mt.advance(10ms);
+  task->cancel();
+  EXPECT_TRUE(task->cancelled());
+  mt.advance(100ms);
+  EXPECT_EQ(task->runs(), 1u);
+  EXPECT_EQ(mt.timer.stats().pending, 0u);
+  task.reset();
+  EXPECT_TRUE(weak.expired()) << "the timer holds no reference to a cancelled task";
+}
+
+TEST(TimerTask, StopsWhenItsOwnerIsGone) {
+  ManualTimer mt;
+  auto owner = std::make_shared<int>(1);
+  ChannelProvider provider = [weak = std::weak_ptr<int>(owner)]() -> std::optional<std::vector<WatchedChannel>> {
+    if (weak.expired()) return std::nullopt;
+    return std::vector<WatchedChannel>(1);
+  };
+  auto task = std::make_shared<CountingTask>(provider, 10ms);
+  task->start(mt.timer);
+  mt.advance(10ms);
+  EXPECT_EQ(task->runs(), 1u);
+  owner.reset();
+  mt.advance(10ms);
+  EXPECT_TRUE(task->cancelled());
+  mt.advance(100ms);
+  EXPECT_EQ(task->runs(), 2u) << "the run that found the owner gone, then none";
+  EXPECT_EQ(mt.timer.stats().pending, 0u);
+}
+
+TEST(TimerTask, StopsWhenTheTimerStops) {
+  ManualTimer mt;
+  auto task = std::make_shared<CountingTask>(two_entries(), 10ms);
+  task->start(mt.timer);
+  auto left = mt.timer.stop();
+  EXPECT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].task(), task);
+}
+
+}  // namespace
