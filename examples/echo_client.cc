@@ -4,7 +4,7 @@
 //   echo_client --server HOST:PORT[,HOST:PORT...] (--calls N | --duration-s S)
 //               [--concurrency C] [--timeout-ms T] [--payload-bytes B]
 //               [--method echo|sleep] [--sleep-ms X] [--report-interval-ms I]
-//               [--json] [--heartbeat-ms H]
+//               [--json] [--heartbeat-ms H] [--idle-timeout-ms I]
 //
 // Every call has a deadline of T ms (the client's wheel timer). Outcomes are
 // counted by error code; each call must complete exactly once: "lost" counts
@@ -32,6 +32,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -66,6 +67,7 @@ struct Config {
   std::chrono::milliseconds report_interval{1000};
   bool json = false;
   std::chrono::milliseconds heartbeat{15000};
+  std::chrono::milliseconds idle_timeout{0};
 };
 
 int usage(const std::string& problem) {
@@ -75,7 +77,7 @@ int usage(const std::string& problem) {
       "usage: echo_client --server HOST:PORT[,HOST:PORT...] (--calls N | --duration-s S)\n"
       "                   [--concurrency C] [--timeout-ms T] [--payload-bytes B]\n"
       "                   [--method echo|sleep] [--sleep-ms X] [--report-interval-ms I]\n"
-      "                   [--json] [--heartbeat-ms H]\n"
+      "                   [--json] [--heartbeat-ms H] [--idle-timeout-ms I]\n"
       "  --server          servers to call, round robin (e.g. 127.0.0.1:7001,127.0.0.1:7002)\n"
       "  --calls N         issue N calls in total, or\n"
       "  --duration-s S    keep issuing for S seconds (decimals allowed)\n"
@@ -87,6 +89,8 @@ int usage(const std::string& problem) {
       "  --report-interval-ms I  progress every I ms (default 1000)\n"
       "  --json            JSON lines instead of text\n"
       "  --heartbeat-ms H  heartbeat interval proposed to the server (default 15000)\n"
+      "  --idle-timeout-ms I  reconnect a connection that read nothing for I ms\n"
+      "                    (default 0 = 3 x the agreed heartbeat; else at least 2 x H)\n"
       "Exit status: 0 ok (failed calls included), 1 if a call was lost or completed twice, 2 usage.\n");
   return 2;
 }
@@ -180,6 +184,10 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
       const auto v = parse_int(value, 1, 86'400'000);
       if (!v) return usage("--heartbeat-ms must be a positive number of milliseconds");
       cfg.heartbeat = std::chrono::milliseconds(*v);
+    } else if (name == "--idle-timeout-ms") {
+      const auto v = parse_int(value, 1, 86'400'000);
+      if (!v) return usage("--idle-timeout-ms must be a positive number of milliseconds");
+      cfg.idle_timeout = std::chrono::milliseconds(*v);
     } else {
       return usage("unknown flag " + std::string(name));
     }
@@ -563,6 +571,7 @@ int run(const Config& cfg) {
   wheelrpc::timer::HashedWheelTimer timer;  // must outlive the client
   rpc::ClientOptions options;
   options.heartbeat = cfg.heartbeat;
+  options.idle_timeout = cfg.idle_timeout;
   rpc::Client client(io.get_executor(), timer, cfg.servers, options);
   Load load(cfg, io, client);
   asio::post(io, [&load] { load.start(); });
@@ -577,6 +586,9 @@ int main(int argc, char** argv) {
   if (const auto status = parse_args(argc, argv, cfg)) return *status;
   try {
     return run(cfg);
+  } catch (const std::invalid_argument& e) {  // options the library rejects
+    std::fprintf(stderr, "echo_client: %s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "echo_client: %s\n", e.what());
     return 1;

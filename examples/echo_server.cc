@@ -5,7 +5,7 @@
 //   sleep  payload = decimal milliseconds; replies "slept" after that long,
 //          without blocking a thread (one boost::asio::steady_timer per call).
 //
-//   echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H]
+//   echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H] [--idle-timeout-ms I]
 //
 // Port 0 picks a free port. The first line on stdout is exactly
 // "listening on HOST:PORT". SIGINT or SIGTERM stops the server: it closes every
@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -52,16 +53,19 @@ struct Config {
   bool port_given = false;
   int threads = 1;
   std::chrono::milliseconds heartbeat{15000};
+  std::chrono::milliseconds idle_timeout{0};
 };
 
 int usage(const std::string& problem) {
   if (!problem.empty()) std::fprintf(stderr, "echo_server: %s\n", problem.c_str());
   std::fprintf(stderr,
-               "usage: echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H]\n"
+               "usage: echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H] [--idle-timeout-ms I]\n"
                "  --port P          TCP port to listen on (0 = pick a free one)\n"
                "  --host A          address to bind (IPv4/IPv6 literal or localhost; default 127.0.0.1)\n"
                "  --threads N       threads running the io_context (default 1)\n"
                "  --heartbeat-ms H  heartbeat interval proposed to clients (default 15000)\n"
+               "  --idle-timeout-ms I  close connections idle (no read or no write) for I ms\n"
+               "                    (default 0 = 3 x the agreed heartbeat; never below 2 x it)\n"
                "Methods: echo (returns the payload), sleep (payload = milliseconds; replies \"slept\").\n");
   return 2;
 }
@@ -96,6 +100,10 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
       const auto v = parse_int(value, 1, 86'400'000);
       if (!v) return usage("--heartbeat-ms must be a positive number of milliseconds");
       cfg.heartbeat = std::chrono::milliseconds(*v);
+    } else if (name == "--idle-timeout-ms") {
+      const auto v = parse_int(value, 1, 86'400'000);
+      if (!v) return usage("--idle-timeout-ms must be a positive number of milliseconds");
+      cfg.idle_timeout = std::chrono::milliseconds(*v);
     } else {
       return usage("unknown flag " + std::string(name));
     }
@@ -198,6 +206,7 @@ int run(const Config& cfg) {
   SleepTimers sleeps;
   rpc::ServerOptions options;
   options.heartbeat = cfg.heartbeat;
+  options.close_timeout = cfg.idle_timeout;
   rpc::Server server(io.get_executor(), timer, options);
   register_methods(server, io, sleeps);
 
@@ -273,6 +282,9 @@ int main(int argc, char** argv) {
   if (const auto status = parse_args(argc, argv, cfg)) return *status;
   try {
     return run(cfg);
+  } catch (const std::invalid_argument& e) {  // options the library rejects
+    std::fprintf(stderr, "echo_server: %s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "echo_server: %s\n", e.what());
     return 1;
