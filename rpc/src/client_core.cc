@@ -101,11 +101,7 @@ ClientCore::ClientCore(asio::any_io_executor ex, timer::Timer& timer, ClientOpti
 
 void ClientCore::init(const std::vector<asio::ip::tcp::endpoint>& servers) {
   for (const auto& ep : servers) {
-    const auto addr = ep.address();
-    std::string peer;
-    if (addr.is_v6()) peer.append("[").append(addr.to_string()).append("]");
-    else peer.append(addr.to_string());
-    peer.append(":").append(std::to_string(ep.port()));
+    std::string peer = transport::endpoint_text(ep);
     all_peers_ += (all_peers_.empty() ? "" : ",") + peer;
     conns_.push_back(std::make_shared<ClientConnection>(shared_from_this(), ep, std::move(peer),
                                                         options_.reconnect, conns_.size() + 1));

@@ -1,4 +1,5 @@
 #include <wheelrpc/transport/acceptor.h>
+#include <wheelrpc/transport/connector.h>
 
 #include <chrono>
 
@@ -6,7 +7,6 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "endpoint_text.h"
 #include "log.h"
 
 namespace wheelrpc::transport {
@@ -30,7 +30,7 @@ error_code Acceptor::listen(const asio::ip::tcp::endpoint& endpoint, int backlog
   if (ec) {
     error_code ignored;
     acceptor_.close(ignored);
-    detail::logger()->error("cannot listen on {}: {}", detail::to_text(endpoint), ec.message());
+    detail::logger()->error("cannot listen on {}: {}", endpoint_text(endpoint), ec.message());
     return ec;
   }
   asio::dispatch(strand_, [self = shared_from_this()] { self->do_accept(); });

@@ -1,4 +1,5 @@
 #include <wheelrpc/transport/channel.h>
+#include <wheelrpc/transport/connector.h>
 
 #include <algorithm>
 #include <cstring>
@@ -10,7 +11,6 @@
 
 #include <wheelrpc/transport/errc.h>
 
-#include "endpoint_text.h"
 #include "log.h"
 
 namespace wheelrpc::transport {
@@ -57,9 +57,9 @@ Channel::Channel(asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> h
   error_code ec;
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
   auto remote = socket_.remote_endpoint(ec);
-  remote_ = ec ? "?" : detail::to_text(remote);
+  remote_ = ec ? "?" : endpoint_text(remote);
   auto local = socket_.local_endpoint(ec);
-  local_ = ec ? "?" : detail::to_text(local);
+  local_ = ec ? "?" : endpoint_text(local);
   g_counters.opened.fetch_add(1, std::memory_order_relaxed);
 }
 

@@ -63,6 +63,20 @@ void async_connect(asio::any_io_executor ex, timer::Timer& timer,
       }));
 }
 
+std::string endpoint_text(const asio::ip::tcp::endpoint& endpoint) {
+  // Built with append: g++ 12 at -O3 reports a false -Wrestrict for the
+  // operator+ chain.
+  const auto addr = endpoint.address();
+  std::string out;
+  if (addr.is_v6()) {
+    out.append("[").append(addr.to_string()).append("]");
+  } else {
+    out.append(addr.to_string());
+  }
+  out.append(":").append(std::to_string(endpoint.port()));
+  return out;
+}
+
 bool parse_endpoint(const std::string& text, asio::ip::tcp::endpoint& out) {
   const auto colon = text.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 >= text.size()) return false;

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <functional>
+#include <string>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -25,5 +26,8 @@ void async_connect(boost::asio::any_io_executor ex, timer::Timer& timer,
 /// Parses "host:port" (host: IPv4/IPv6 literal or "localhost"). Returns false on
 /// a malformed string.
 bool parse_endpoint(const std::string& text, boost::asio::ip::tcp::endpoint& out);
+
+/// "ip:port" ("[ip]:port" for IPv6), as logs and error messages show endpoints.
+std::string endpoint_text(const boost::asio::ip::tcp::endpoint& endpoint);
 
 }  // namespace wheelrpc::transport
