@@ -143,6 +143,11 @@ std::optional<std::vector<WatchedChannel>> ClientCore::watched() {
       w.channel = c->channel;
       w.heartbeat = c->heartbeat;
       w.idle_timeout = idle_timeout_for(*c);
+    } else if (c->state == ClientConnection::State::handshaking) {
+      // Connected, HELLO sent, no answer yet: a peer that accepts and says
+      // nothing gets connect_timeout, then the connection is closed and retried.
+      w.channel = c->channel;
+      w.idle_timeout = options_.connect_timeout;
     }
     w.reconnect = [weak = weak_from_this(), conn = c.get()](Clock::time_point now) {
       if (auto self = weak.lock()) self->maybe_reconnect(conn, now);

@@ -295,3 +295,24 @@ TEST(KeepAlive, ReconnectAttemptsFollowTheBackoffCurveAndStopWhenClosed) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(KeepAlive, PeerThatNeverAnswersHelloIsDroppedAfterTheConnectTimeout) {
+  wheelrpc::timer::HashedWheelTimer timer;
+  IoThreads io;
+  ScriptedServer mute(io.io.get_executor(), /*answer_hello=*/false, nullptr);
+  ClientOptions co = client_options(30ms);
+  co.connect_timeout = 100ms;
+  Client client(io.io.get_executor(), timer, {mute.endpoint()}, co);
+  std::promise<error_code> result;
+  client.async_call("echo", "x", timeout(2s), [&](error_code ec, Response) { result.set_value(ec); });
+  // The first handshake is dropped after ~100 ms and retried under the backoff.
+  ASSERT_TRUE(wait_until([&] { return mute.accepted() >= 2; }, 5s));
+  auto f = result.get_future();
+  ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(f.get(), errc::unavailable) << "never ready: unavailable at the deadline";
+  client.close();
+}
+
+}  // namespace

@@ -39,7 +39,9 @@ struct CallOptions {
 
 /// Per client; fixed at construction.
 struct ClientOptions {
-  /// Limit on one TCP connect attempt. Default 3000 ms.
+  /// Limit on one connect attempt: the TCP connect, and then again the HELLO
+  /// exchange (a peer that accepts but never answers is dropped after it).
+  /// Default 3000 ms.
   std::chrono::milliseconds connect_timeout{3000};
 
   /// Heartbeat interval this client proposes in the HELLO exchange; the
