@@ -472,9 +472,11 @@ class Load {
       const std::uint64_t failed = total_errors();
       const double dt = std::chrono::duration<double>(now - last_report_at_).count();
       const double rate = dt > 0 ? static_cast<double>(ok_ - last_report_ok_) / dt : 0;
-      std::printf("[%6.1f s] %llu ok, %llu failed, %zu in flight, %.0f ok calls/s\n", elapsed_s(now),
-                  static_cast<unsigned long long>(ok_), static_cast<unsigned long long>(failed), in_flight_,
-                  rate);
+      // Connections made so far: a reconnect shows up as this number growing.
+      const auto st = client_.stats();
+      std::printf("[%6.1f s] %llu ok, %llu failed, %zu in flight, %.0f ok calls/s, %llu connects\n",
+                  elapsed_s(now), static_cast<unsigned long long>(ok_), static_cast<unsigned long long>(failed),
+                  in_flight_, rate, static_cast<unsigned long long>(st.connects));
     }
     std::fflush(stdout);
     last_report_at_ = now;
