@@ -12,6 +12,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <wheelrpc/fault/fault_proxy.h>
+
 #include "counters.h"
 #include "pipe.h"
 

@@ -13,8 +13,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/system/error_code.hpp>
 
-#include <wheelrpc/fault/fault_proxy.h>
-
 #include "counters.h"
 #include "stage.h"
 

@@ -8,6 +8,8 @@
 #include <boost/asio/socket_base.hpp>
 #include <boost/asio/strand.hpp>
 
+#include <wheelrpc/transport/connector.h>
+
 #include "connection_pair.h"
 #include "log.h"
 
@@ -44,8 +46,7 @@ error_code ProxyState::open_locked() {
   if (ec) {
     error_code ignored;
     acceptor_.close(ignored);
-    logger()->error("fault proxy cannot listen on {}:{}: {}", listen_.address().to_string(), listen_.port(),
-                    ec.message());
+    logger()->error("fault proxy cannot listen on {}: {}", transport::endpoint_text(listen_), ec.message());
     return ec;
   }
   up_ = true;

@@ -10,6 +10,8 @@
 
 #include <boost/json/parse.hpp>
 
+#include <wheelrpc/transport/connector.h>
+
 namespace wheelrpc::fault::detail {
 namespace json = boost::json;
 
@@ -112,13 +114,6 @@ json::object attributes_json(const ToxicAttributes& attributes) {
   return a;
 }
 
-std::string endpoint_text(const boost::asio::ip::tcp::endpoint& ep) {
-  std::string out;
-  if (ep.address().is_v6()) out.append("[").append(ep.address().to_string()).append("]");
-  else out.append(ep.address().to_string());
-  return out.append(":").append(std::to_string(ep.port()));
-}
-
 }  // namespace
 
 std::string parse_toxic(std::string_view body, Toxic& out) {
@@ -169,7 +164,7 @@ json::object to_json(const ToxicInfo& info) {
   o["name"] = info.toxic.name;
   o["type"] = type_name(info.toxic.attributes);
   o["stream"] = stream_name(info.toxic.stream);
-  o["toxicity"] = 1.0;
+  o["toxicity"] = 1;
   o["attributes"] = attributes_json(info.toxic.attributes);
   o["applied"] = info.applied;
   return o;
@@ -179,8 +174,8 @@ json::object to_json(const ProxyStats& s, const boost::asio::ip::tcp::endpoint& 
                      const boost::asio::ip::tcp::endpoint& upstream) {
   json::object o;
   o["up"] = s.up;
-  o["listen"] = endpoint_text(listen);
-  o["upstream"] = endpoint_text(upstream);
+  o["listen"] = transport::endpoint_text(listen);
+  o["upstream"] = transport::endpoint_text(upstream);
   o["connections_accepted"] = s.connections_accepted;
   o["connections_active"] = s.connections_active;
   o["upstream_connect_failures"] = s.upstream_connect_failures;

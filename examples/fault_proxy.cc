@@ -1,0 +1,160 @@
+// A fault-injecting TCP proxy for trying wheelrpc (or anything on TCP) under
+// latency, bandwidth limits, blackholes, resets, ... (docs/fault_proxy.md).
+//
+//   fault_proxy --listen HOST:PORT --upstream HOST:PORT [--control-port P]
+//
+// Port 0 picks a free port. The first line on stdout is exactly
+// "listening on HOST:PORT"; with --control-port the second is
+// "control on 127.0.0.1:PORT", the HTTP/1.1 JSON control API (always bound to
+// 127.0.0.1). SIGINT or SIGTERM stops the proxy: it closes every connection,
+// prints its counters on stderr and exits 0. Exit status 1 when it cannot
+// listen, 2 on a usage error.
+#include <wheelrpc/fault/control_server.h>
+#include <wheelrpc/fault/fault_proxy.h>
+#include <wheelrpc/transport/connector.h>
+
+#include <charconv>
+#include <csignal>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <spdlog/logger.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+namespace {
+
+namespace asio = boost::asio;
+namespace fault = wheelrpc::fault;
+using boost::system::error_code;
+using wheelrpc::transport::endpoint_text;
+
+struct Config {
+  asio::ip::tcp::endpoint listen;
+  asio::ip::tcp::endpoint upstream;
+  bool listen_given = false, upstream_given = false;
+  std::optional<unsigned short> control_port;
+};
+
+int usage(const std::string& problem) {
+  if (!problem.empty()) std::fprintf(stderr, "fault_proxy: %s\n", problem.c_str());
+  std::fprintf(stderr,
+               "usage: fault_proxy --listen HOST:PORT --upstream HOST:PORT [--control-port P]\n"
+               "  --listen HOST:PORT    where clients connect (port 0 = pick a free one)\n"
+               "  --upstream HOST:PORT  the server the proxy forwards to\n"
+               "  --control-port P      serve the HTTP control API on 127.0.0.1:P (0 = pick one)\n"
+               "Control API: GET/POST /toxics, GET/DELETE /toxics/NAME, POST /down, POST /up, GET /stats.\n"
+               "Toxic types: latency, bandwidth, blackhole, reset_peer, limit_data, slicer.\n");
+  return 2;
+}
+
+std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view name = argv[i];
+    if (name == "-h" || name == "--help") return usage("");
+    if (i + 1 >= argc) return usage("missing value after " + std::string(name));
+    const std::string value = argv[++i];
+    if (name == "--listen" || name == "--upstream") {
+      asio::ip::tcp::endpoint ep;
+      if (!wheelrpc::transport::parse_endpoint(value, ep)) {
+        return usage(std::string(name) + " '" + value + "' is not HOST:PORT (IPv4/IPv6 literal or localhost)");
+      }
+      if (name == "--listen") {
+        cfg.listen = ep;
+        cfg.listen_given = true;
+      } else {
+        cfg.upstream = ep;
+        cfg.upstream_given = true;
+      }
+    } else if (name == "--control-port") {
+      unsigned port = 0;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), port);
+      if (ec != std::errc() || end != value.data() + value.size() || port > 65535) {
+        return usage("--control-port must be 0..65535");
+      }
+      cfg.control_port = static_cast<unsigned short>(port);
+    } else {
+      return usage("unknown flag " + std::string(name));
+    }
+  }
+  if (!cfg.listen_given) return usage("--listen is required");
+  if (!cfg.upstream_given) return usage("--upstream is required");
+  if (cfg.upstream.port() == 0) return usage("--upstream needs a port other than 0");
+  return std::nullopt;
+}
+
+void install_loggers() {
+  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+  for (const char* name : {"wheelrpc.fault", "wheelrpc.transport", "wheelrpc.timer"}) {
+    auto logger = std::make_shared<spdlog::logger>(name, sink);
+    logger->set_level(spdlog::level::warn);
+    spdlog::register_logger(logger);
+  }
+}
+
+int run(const Config& cfg) {
+  install_loggers();
+  asio::io_context io(1);
+  fault::FaultProxy proxy(io.get_executor(), cfg.listen, cfg.upstream);
+  if (const error_code ec = proxy.start()) {
+    std::fprintf(stderr, "fault_proxy: cannot listen on %s: %s\n", endpoint_text(cfg.listen).c_str(),
+                 ec.message().c_str());
+    return 1;
+  }
+  std::optional<fault::ControlServer> control;
+  if (cfg.control_port) {
+    control.emplace(io.get_executor(), proxy, *cfg.control_port);
+    if (const error_code ec = control->start()) {
+      std::fprintf(stderr, "fault_proxy: cannot serve the control API on 127.0.0.1:%u: %s\n",
+                   static_cast<unsigned>(*cfg.control_port), ec.message().c_str());
+      return 1;
+    }
+  }
+  std::printf("listening on %s\n", endpoint_text(proxy.local_endpoint()).c_str());
+  if (control) std::printf("control on %s\n", endpoint_text(control->local_endpoint()).c_str());
+  std::fflush(stdout);
+
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const error_code& ec, int signo) {
+    if (ec) return;
+    std::fprintf(stderr, "fault_proxy: signal %d, stopping\n", signo);
+    if (control) control->stop();
+    proxy.stop();
+  });
+  // Runs until the signal's handler has stopped everything and the
+  // connections have closed: then the io_context runs out of work.
+  io.run();
+
+  const fault::ProxyStats s = proxy.stats();
+  std::fprintf(stderr,
+               "fault_proxy: stopped. accepted=%llu upstream_connect_failures=%llu bytes_upstream=%llu/%llu "
+               "bytes_downstream=%llu/%llu bytes_dropped=%llu toxics_applied=%llu resets=%llu limit_closes=%llu\n",
+               static_cast<unsigned long long>(s.connections_accepted),
+               static_cast<unsigned long long>(s.upstream_connect_failures),
+               static_cast<unsigned long long>(s.bytes_upstream_in),
+               static_cast<unsigned long long>(s.bytes_upstream_out),
+               static_cast<unsigned long long>(s.bytes_downstream_in),
+               static_cast<unsigned long long>(s.bytes_downstream_out),
+               static_cast<unsigned long long>(s.bytes_dropped), static_cast<unsigned long long>(s.toxics_applied),
+               static_cast<unsigned long long>(s.resets), static_cast<unsigned long long>(s.limit_closes));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config cfg;
+  if (const auto status = parse_args(argc, argv, cfg)) return *status;
+  try {
+    return run(cfg);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fault_proxy: %s\n", e.what());
+    return 1;
+  }
+}
