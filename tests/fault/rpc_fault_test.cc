@@ -167,7 +167,9 @@ TEST(Fault, BlackholeIsDetectedReconnectedAndNoCallWaitsPastItsDeadline) {
   // timeout (90 ms) plus one check (10 ms), and tries again (through the hole,
   // so the new handshakes time out too).
   ASSERT_TRUE(wait_until([&] { return fx.proxy.stats().connections_accepted >= 2; }, 10s));
-  EXPECT_GE(Clock::now() - t0, 90ms);
+  const auto detected = Clock::now() - t0;
+  EXPECT_GE(detected, 90ms);
+  EXPECT_LT(detected, 90ms + 10ms + 400ms) << "idle timeout + one check interval (+ slack)";
   ASSERT_TRUE(wait_until([&] { return rec.all_completed(); }, 10s));
   rec.check({errc::timeout, errc::connection_lost}, kMaxOverrun);
   ASSERT_FALSE(fx.proxy.remove_toxic("hole"));
@@ -238,7 +240,7 @@ TEST(Fault, LatencyAboveTheTimeoutTimesOutWhileSentBelowItAllSucceed) {
 
 TEST(Fault, ChaosSoakEveryCallCompletesExactlyOnceAndTheClientEndsHealthy) {
   const char* env = std::getenv("WHEELRPC_CHAOS_SECONDS");
-  const auto soak = std::chrono::seconds(env ? std::max(1, std::atoi(env)) : 12);
+  const auto soak = std::chrono::seconds(env ? std::max(1, std::atoi(env)) : 20);
   FaultFixture fx;
   ASSERT_EQ(fx.client->call("echo", "up").payload, "up");
   Recorder rec;
