@@ -109,39 +109,10 @@ inline pid_t find_thread(std::string_view name) {
   return 0;
 }
 
-/// CPU seconds of thread `tid` of this process, or -1 if it is gone.
-/// Reads the thread's CPU-time clock (ns resolution; the clockid encoding is
-/// the one glibc's pthread_getcpuclockid uses), falling back to utime + stime
-/// from /proc/self/task/<tid>/stat (clock-tick resolution).
-inline double thread_cpu_s(pid_t tid) {
-  // MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED): (~tid << 3) | CPUCLOCK_PERTHREAD_MASK | SCHED.
-  const auto cid = static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6u);
-  timespec ts{};
-  if (::clock_gettime(cid, &ts) == 0) {
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-  }
-  const std::string s = read_small_file("/proc/self/task/" + std::to_string(tid) + "/stat");
-  const auto close = s.rfind(')');  // comm may contain spaces; fields restart after ')'
-  if (close == std::string::npos) return -1;
-  std::vector<std::string> fields;  // fields[0] is field 3 (state)
-  std::string tok;
-  for (std::size_t i = close + 2; i <= s.size(); ++i) {
-    if (i == s.size() || s[i] == ' ') {
-      fields.push_back(tok);
-      tok.clear();
-    } else {
-      tok += s[i];
-    }
-  }
-  if (fields.size() < 13) return -1;
-  // utime is field 14, stime field 15.
-  return (std::stod(fields[11]) + std::stod(fields[12])) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
-
-/// CPU seconds (utime + stime, clock-tick resolution) of another process, from
-/// /proc/PID/stat; -1 if it is gone (or a zombie). As the peers measure a server.
-inline double other_process_cpu_s(pid_t pid) {
-  const std::string s = read_small_file("/proc/" + std::to_string(pid) + "/stat");
+/// utime + stime in seconds (clock-tick resolution) from a /proc .../stat
+/// file; -1 if it cannot be read or the process is a zombie.
+inline double stat_cpu_s(const std::string& path) {
+  const std::string s = read_small_file(path);
   const auto close = s.rfind(')');  // comm may contain spaces; fields restart after ')'
   if (close == std::string::npos) return -1;
   std::vector<std::string> fields;  // fields[0] is field 3 (state)
@@ -155,12 +126,30 @@ inline double other_process_cpu_s(pid_t pid) {
     }
   }
   if (fields.size() < 13 || fields[0] == "Z") return -1;
-  try {
+  try {  // utime is field 14, stime field 15
     return (std::stod(fields[11]) + std::stod(fields[12])) / static_cast<double>(::sysconf(_SC_CLK_TCK));
   } catch (const std::exception&) {
     return -1;
   }
 }
+
+/// CPU seconds of thread `tid` of this process, or -1 if it is gone.
+/// Reads the thread's CPU-time clock (ns resolution; the clockid encoding is
+/// the one glibc's pthread_getcpuclockid uses), falling back to utime + stime
+/// from /proc/self/task/<tid>/stat (clock-tick resolution).
+inline double thread_cpu_s(pid_t tid) {
+  // MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED): (~tid << 3) | CPUCLOCK_PERTHREAD_MASK | SCHED.
+  const auto cid = static_cast<clockid_t>((~static_cast<unsigned>(tid) << 3) | 6u);
+  timespec ts{};
+  if (::clock_gettime(cid, &ts) == 0) {
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+  }
+  return stat_cpu_s("/proc/self/task/" + std::to_string(tid) + "/stat");
+}
+
+/// CPU seconds (utime + stime, clock-tick resolution) of another process, from
+/// /proc/PID/stat; -1 if it is gone (or a zombie). As the peers measure a server.
+inline double other_process_cpu_s(pid_t pid) { return stat_cpu_s("/proc/" + std::to_string(pid) + "/stat"); }
 
 /// Log-linear histogram of non-negative integers (ns), the peers' `Hist`:
 /// 128 sub-buckets per power of two (< 0.8 % relative error); record() never

@@ -55,22 +55,13 @@ if [ ! -x "$peers/build/asio_echo" ] || [ ! -x "$peers/build/grpc_echo" ]; then
 fi
 
 # ---- run ---------------------------------------------------------------------
-model="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)"
-ncpu="$(nproc)"
-when="$(date '+%F %T %Z')"
-kernel="$(uname -r)"
-commit="$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo none)"
+# shellcheck source=bench/machine.sh
+source "$repo/bench/machine.sh"
+machine_info "$repo"
 
 mkdir -p "$(dirname "$out")"
-# First line: the machine (no "workload" field, so table scripts skip it).
-MODEL="$model" NCPU="$ncpu" WHEN="$when" KERNEL="$kernel" COMMIT="$commit" python3 -c '
-import json, os
-e = os.environ
-print(json.dumps({"meta": "machine", "cpu": e["MODEL"], "nproc": int(e["NCPU"]), "date": e["WHEN"],
-                  "kernel": e["KERNEL"], "wheelrpc_commit": e["COMMIT"],
-                  "duration_s": int(e["DURATION"]), "warmup_s": int(e["WARMUP"]),
-                  "payload_bytes": int(e["PAYLOAD"]), "concurrency": e["CONCURRENCY"]}))
-' > "$out"
+# First line: the machine.
+machine_line duration_s="$DURATION" warmup_s="$WARMUP" payload_bytes="$PAYLOAD" concurrency="$CONCURRENCY" > "$out"
 
 # Each line goes to the results file and, as progress, to stderr.
 save() { tee -a "$out" >&2; }

@@ -51,20 +51,13 @@ if [ ! -x "$peers/build/asio_timer_bench" ] || [ ! -f "$peers/build/java/NettyTi
 fi
 
 # ---- run ---------------------------------------------------------------------
-model="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)"
-ncpu="$(nproc)"
-when="$(date '+%F %T %Z')"
-kernel="$(uname -r)"
-commit="$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo none)"
+# shellcheck source=bench/machine.sh
+source "$repo/bench/machine.sh"
+machine_info "$repo"
 
 mkdir -p "$(dirname "$out")"
-# First line: the machine (no "workload" field, so table scripts skip it).
-MODEL="$model" NCPU="$ncpu" WHEN="$when" KERNEL="$kernel" COMMIT="$commit" ITER="$K" python3 -c '
-import json, os
-print(json.dumps({"meta": "machine", "cpu": os.environ["MODEL"], "nproc": int(os.environ["NCPU"]),
-                  "date": os.environ["WHEN"], "kernel": os.environ["KERNEL"],
-                  "wheelrpc_commit": os.environ["COMMIT"], "K": int(os.environ["ITER"])}))
-' > "$out"
+# First line: the machine.
+machine_line K="$K" > "$out"
 
 # Each line goes to the results file and, as progress, to stderr.
 save() { tee -a "$out" >&2; }

@@ -42,11 +42,12 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <spdlog/logger.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
+
+#include "example_support.h"
 
 namespace {
+
+using wheelrpc::examples::parse_int;
 
 namespace asio = boost::asio;
 namespace rpc = wheelrpc::rpc;
@@ -93,13 +94,6 @@ int usage(const std::string& problem) {
       "                    (default 0 = 3 x the agreed heartbeat; else at least 2 x H)\n"
       "Exit status: 0 ok (failed calls included), 1 if a call was lost or completed twice, 2 usage.\n");
   return 2;
-}
-
-std::optional<long long> parse_int(std::string_view s, long long lo, long long hi) {
-  long long v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi) return std::nullopt;
-  return v;
 }
 
 std::optional<double> parse_seconds(std::string_view s) {
@@ -295,15 +289,6 @@ std::string json_escaped(std::string_view s) {
     }
   }
   return out;
-}
-
-void install_loggers() {
-  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-  for (const char* name : {"wheelrpc.rpc", "wheelrpc.transport", "wheelrpc.timer"}) {
-    auto logger = std::make_shared<spdlog::logger>(name, sink);
-    logger->set_level(spdlog::level::warn);
-    spdlog::register_logger(logger);
-  }
 }
 
 // ---------------------------------------------------------------- the load
@@ -568,7 +553,7 @@ class Load {
 };
 
 int run(const Config& cfg) {
-  install_loggers();
+  wheelrpc::examples::install_loggers({"wheelrpc.rpc", "wheelrpc.transport", "wheelrpc.timer"});
   asio::io_context io(1);
   wheelrpc::timer::HashedWheelTimer timer;  // must outlive the client
   rpc::ClientOptions options;

@@ -12,6 +12,7 @@
 // connection, prints its counters on stderr and exits 0. Exit status 1 when it
 // cannot listen, 2 on a usage error.
 #include <wheelrpc/rpc/server.h>
+#include <wheelrpc/transport/connector.h>
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 #include <wheelrpc/transport/connector.h>
 
@@ -37,11 +38,14 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <spdlog/logger.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
+
+#include "example_support.h"
 
 namespace {
+
+using wheelrpc::transport::endpoint_text;
+
+using wheelrpc::examples::parse_int;
 
 namespace asio = boost::asio;
 namespace rpc = wheelrpc::rpc;
@@ -70,13 +74,6 @@ int usage(const std::string& problem) {
   return 2;
 }
 
-/// A whole decimal number in [lo, hi], or nothing.
-std::optional<long long> parse_int(std::string_view s, long long lo, long long hi) {
-  long long v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi) return std::nullopt;
-  return v;
-}
 
 /// Parses the command line; returns the exit status of a usage error, if any.
 std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
@@ -112,16 +109,6 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
   return std::nullopt;
 }
 
-/// Shows the library's warnings and errors on stderr: wheelrpc logs through
-/// the application's loggers of these names and never installs sinks itself.
-void install_loggers() {
-  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-  for (const char* name : {"wheelrpc.rpc", "wheelrpc.transport", "wheelrpc.timer"}) {
-    auto logger = std::make_shared<spdlog::logger>(name, sink);
-    logger->set_level(spdlog::level::warn);
-    spdlog::register_logger(logger);
-  }
-}
 
 /// The timers of pending `sleep` calls, so that shutdown can cancel them
 /// instead of waiting for them.
@@ -182,19 +169,9 @@ void register_methods(rpc::Server& server, asio::io_context& io, SleepTimers& sl
   });
 }
 
-/// "ip:port", "[ip]:port" for IPv6. Appends rather than `"[" + s + "]"`, which
-/// g++ 12 at -O3 flags with a bogus -Wrestrict (GCC bug 105329).
-std::string endpoint_text(const asio::ip::tcp::endpoint& ep) {
-  const auto addr = ep.address();
-  std::string text;
-  if (addr.is_v6()) text.append("[").append(addr.to_string()).append("]");
-  else text.append(addr.to_string());
-  text.append(":").append(std::to_string(ep.port()));
-  return text;
-}
 
 int run(const Config& cfg) {
-  install_loggers();
+  wheelrpc::examples::install_loggers({"wheelrpc.rpc", "wheelrpc.transport", "wheelrpc.timer"});
 
   asio::ip::tcp::endpoint endpoint;
   if (!wheelrpc::transport::parse_endpoint(cfg.host + ":" + std::to_string(cfg.port), endpoint)) {

@@ -24,9 +24,8 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <spdlog/logger.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
+
+#include "example_support.h"
 
 namespace {
 
@@ -89,17 +88,8 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
   return std::nullopt;
 }
 
-void install_loggers() {
-  auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-  for (const char* name : {"wheelrpc.fault", "wheelrpc.transport", "wheelrpc.timer"}) {
-    auto logger = std::make_shared<spdlog::logger>(name, sink);
-    logger->set_level(spdlog::level::warn);
-    spdlog::register_logger(logger);
-  }
-}
-
 int run(const Config& cfg) {
-  install_loggers();
+  wheelrpc::examples::install_loggers({"wheelrpc.fault", "wheelrpc.transport", "wheelrpc.timer"});
   asio::io_context io(1);
   fault::FaultProxy proxy(io.get_executor(), cfg.listen, cfg.upstream);
   if (const error_code ec = proxy.start()) {
