@@ -23,6 +23,18 @@ Client::Client(executor_type ex, timer::Timer& timer, std::vector<boost::asio::i
   }
   if (options.connect_timeout.count() <= 0) throw std::invalid_argument("ClientOptions::connect_timeout must be > 0");
   Backoff check(options.reconnect);  // throws on absurd backoff options
+  try {
+    Backoff retry_check(options.retry.backoff);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("ClientOptions::retry.backoff: ") + e.what());
+  }
+  if (!(options.retry.budget_ratio >= 0.0 && options.retry.budget_ratio <= 10.0)) {
+    throw std::invalid_argument("ClientOptions::retry.budget_ratio must be between 0 and 10");
+  }
+  if (options.retry.budget_window.count() < 1 || options.retry.budget_window.count() > 600) {
+    throw std::invalid_argument("ClientOptions::retry.budget_window must be between 1 and 600 s");
+  }
+  if (options.failback.interval.count() <= 0) throw std::invalid_argument("ClientOptions::failback.interval must be > 0");
   core_ = std::make_shared<detail::ClientCore>(std::move(ex), timer, std::move(options));
   core_->init(servers);
 }
@@ -43,6 +55,13 @@ Response Client::call(std::string method, std::string payload, CallOptions optio
   if (ec) throw CallError(ec, response.error_message.empty() ? ec.message() : response.error_message);
   return std::move(response);
 }
+
+void Client::send_failback(std::string method, std::string payload, CallOptions options) {
+  core_->send_failback(RetryTimerTask::Delivery{std::move(method), std::move(payload), std::move(options), 1});
+}
+
+void Client::connect() { core_->connect_all(); }
+std::vector<ProviderStats> Client::providers() const { return core_->providers(); }
 
 void Client::close() { core_->close(); }
 ClientStats Client::stats() const { return core_->stats(); }

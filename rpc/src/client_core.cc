@@ -10,6 +10,7 @@
 #include <boost/asio/system_executor.hpp>
 #include <fmt/format.h>
 
+#include <wheelrpc/rpc/deadline.h>
 #include <wheelrpc/transport/connector.h>
 #include <wheelrpc/transport/errc.h>
 
@@ -19,6 +20,7 @@
 namespace wheelrpc::rpc::detail {
 namespace asio = boost::asio;
 using boost::system::error_code;
+using Phase = Call::Phase;
 
 namespace {
 
@@ -29,31 +31,41 @@ struct CancelHandler {
   CancelHandler& operator=(const CancelHandler&) = delete;
   ~CancelHandler() { release(call); }
   void operator()(asio::cancellation_type) {
-    call->core->complete(call, asio::error::operation_aborted,
-                         Response{{}, {}, "call to '" + call->method + "' cancelled"},
-                         ClientCore::Origin::cancel_slot);
+    call->core->cancel(call, asio::error::operation_aborted, "call to '" + call->method + "' cancelled");
   }
   Call* call;
 };
 
-long long elapsed_ms(const Call* c) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Call::Clock::now() - c->start).count();
+long long ms_between(Call::Clock::time_point from, Call::Clock::time_point to) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
+}
+long long elapsed_ms(const Call* c) { return ms_between(c->start, Call::Clock::now()); }
+
+void release_n(Call* call, int n) {
+  for (; n > 0; --n) release(call);
 }
 
 // Invokes the handler on its associated executor: inline when the completion
 // comes from a reply (already on an I/O thread), posted otherwise (the timer's
 // worker must never run user code; a cancellation handler must not clear its
-// own slot while it runs).
+// own slot while it runs). A call that inherited its deadline completes with
+// that deadline in force, so the caller's next nested call inherits it too.
 void invoke(asio::any_completion_handler<Client::Signature> handler, const asio::any_io_executor& fallback,
-            error_code ec, Response response, bool may_run_inline) {
+            error_code ec, Response response, bool may_run_inline,
+            std::optional<Call::Clock::time_point> deadline) {
   // Asking for the handler's executor with our executor as the fallback would
   // wrap ours in an any_completion_executor (a heap-allocated, refcounted
   // target) on every call; ask without one and fall back ourselves.
   auto associated = asio::get_associated_executor(handler);
   const bool has_own = associated.target<asio::system_executor>() == nullptr;
-  auto fn = [h = std::move(handler), ec, r = std::move(response)]() mutable {
+  auto fn = [h = std::move(handler), ec, r = std::move(response), deadline]() mutable {
     asio::get_associated_cancellation_slot(h).clear();
-    std::move(h)(ec, std::move(r));
+    if (deadline) {
+      DeadlineScope scope(deadline);
+      std::move(h)(ec, std::move(r));
+    } else {
+      std::move(h)(ec, std::move(r));
+    }
   };
   if (!has_own) {
     if (may_run_inline) {
@@ -97,7 +109,12 @@ void ClientConnection::on_close(transport::Channel&, const error_code& ec, const
 // ---------------------------------------------------------------- core
 
 ClientCore::ClientCore(asio::any_io_executor ex, timer::Timer& timer, ClientOptions options)
-    : ex_(std::move(ex)), timer_(timer), options_(std::move(options)), work_(asio::make_work_guard(ex_)) {}
+    : ex_(std::move(ex)),
+      timer_(timer),
+      options_(std::move(options)),
+      rng_(reinterpret_cast<std::uintptr_t>(this) ^ static_cast<std::uint64_t>(Clock::now().time_since_epoch().count())),
+      budget_(options_.retry.budget_ratio, options_.retry.budget_min_per_second, options_.retry.budget_window),
+      work_(asio::make_work_guard(ex_)) {}
 
 void ClientCore::init(const std::vector<asio::ip::tcp::endpoint>& servers) {
   for (const auto& ep : servers) {
@@ -120,10 +137,23 @@ void ClientCore::init(const std::vector<asio::ip::tcp::endpoint>& servers) {
   reconnect_task_->start(timer_);
 }
 
+std::uint64_t ClientCore::random() noexcept {
+  // splitmix64; guarded by the lock like the rest of the picking state.
+  std::uint64_t z = (rng_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 std::string ClientCore::describe(const Call* call, const char* what) const {
   // A call not sent yet names every server it could have gone to.
   const std::string& peer = call->conn ? call->conn->peer() : all_peers_;
   return fmt::format("{} after {} ms calling '{}' on {}", what, elapsed_ms(call), call->method, peer);
+}
+
+std::string ClientCore::attempt_note(const Call* call) const {
+  if (call->max_attempts <= 1 && call->attempts <= 1) return {};
+  return fmt::format(" (attempt {} of {})", call->attempts, call->max_attempts);
 }
 
 std::chrono::milliseconds ClientCore::idle_timeout_for(const ClientConnection& conn) const {
@@ -176,21 +206,71 @@ void ClientCore::attempt(ClientConnection* conn, Clock::time_point now) {
   connect(conn);
 }
 
+void ClientCore::wake_all(Clock::time_point now) {
+  for (auto& c : conns_) {
+    c->wanted = true;
+    attempt(c.get(), now);
+  }
+}
+
+void ClientCore::connect_all() {
+  std::lock_guard lock(mu_);
+  if (!closed_) wake_all(Clock::now());
+}
+
+// ---------------------------------------------------------------- starting a call
+
 void ClientCore::start_call(std::string method, std::string payload, CallOptions options,
                             asio::any_completion_handler<Client::Signature> handler) {
   calls_.fetch_add(1, std::memory_order_relaxed);
   auto fail_now = [&](error_code ec, std::string message) {
     failed_.fetch_add(1, std::memory_order_relaxed);
     if (ec == errc::timeout) timeouts_.fetch_add(1, std::memory_order_relaxed);
-    invoke(std::move(handler), ex_, ec, Response{{}, {}, std::move(message)}, false);
+    invoke(std::move(handler), ex_, ec, Response{{}, {}, std::move(message)}, false, current_deadline());
   };
-  const bool has_deadline = options.timeout != CallOptions::kNoDeadline;
+  if (options.retries < 0 || options.retries > CallOptions::kMaxRetries) {
+    fail_now(errc::bad_request, fmt::format("CallOptions::retries must be 0 .. {}, got {}: call to '{}' not sent",
+                                            CallOptions::kMaxRetries, options.retries, method));
+    return;
+  }
+  if (options.attempt_timeout.count() < 0 || options.hedge_delay.count() < 0) {
+    fail_now(errc::bad_request, "CallOptions::attempt_timeout and hedge_delay must be >= 0: call to '" + method +
+                                    "' not sent");
+    return;
+  }
+  if (options.hedge_delay.count() > 0 && !options.idempotent) {
+    fail_now(errc::bad_request, "CallOptions::hedge_delay needs an idempotent call (a hedge runs it twice): "
+                                "call to '" + method + "' not sent");
+    return;
+  }
+  bool has_deadline = options.timeout != CallOptions::kNoDeadline;
   if (options.timeout.count() <= 0) {
     fail_now(errc::timeout,
              fmt::format("timeout: the deadline of the call to '{}' had already passed ({} ms), "
                          "not sent",
                          method, options.timeout.count()));
     return;
+  }
+  const auto start = Clock::now();
+  auto deadline = has_deadline ? start + options.timeout : Clock::time_point::max();
+  auto budget = options.timeout;
+  bool inherited = false;
+  if (options.inherit_deadline) {
+    if (auto outer = current_deadline()) {
+      if (*outer <= start) {
+        fail_now(errc::timeout,
+                 fmt::format("timeout: the deadline inherited from the request being served passed {} ms "
+                             "ago: call to '{}' not sent",
+                             ms_between(*outer, start), method));
+        return;
+      }
+      if (*outer < deadline) {
+        deadline = *outer;
+        budget = std::chrono::ceil<std::chrono::milliseconds>(*outer - start);
+        has_deadline = true;
+        inherited = true;
+      }
+    }
   }
   // Checked without the lock: close() is re-checked under it below, and the
   // limit may be overshot by the calls racing in at the same instant.
@@ -211,10 +291,16 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
   call->method = std::move(method);
   call->payload = std::move(payload);
   call->attachments = std::move(options.attachments);
-  call->start = Clock::now();
+  call->start = start;
   call->has_deadline = has_deadline;
-  call->budget = options.timeout;
-  call->deadline = has_deadline ? call->start + options.timeout : Clock::time_point::max();
+  call->inherited = inherited;
+  call->budget = budget;
+  call->deadline = deadline;
+  call->max_attempts = options.retries + 1;
+  call->idempotent = options.idempotent;
+  call->wait_for_ready = options.wait_for_ready;
+  call->attempt_timeout = options.attempt_timeout;
+  call->hedge_delay = options.hedge_delay;
   // Not `call->handler = std::move(handler)`: Boost 1.81's move assignment of
   // any_completion_handler wraps the handler in itself until the stack runs out.
   call->handler.swap(handler);
@@ -225,13 +311,14 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
   std::error_code tec;
   if (has_deadline) {
     add_ref(call);
-    call->timeout = timer_.new_timeout([call] { call->core->on_deadline(call); }, options.timeout, tec);
+    call->timeout = timer_.new_timeout([call] { call->core->on_deadline(call); }, budget, tec);
+    if (tec) release(call);
   }
+  Lock lock(mu_);
   if (tec) {
-    release(call);
-    complete(call, errc::unavailable,
-             Response{{}, {}, "cannot schedule the deadline of '" + call->method + "': " + tec.message()},
-             Origin::other);
+    finish(lock, call,  errc::unavailable,
+           Response{{}, {}, "cannot schedule the deadline of '" + call->method + "': " + tec.message()},
+           Origin::other);
     release(call);
     return;
   }
@@ -240,111 +327,364 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
     add_ref(call);
     slot.template emplace<CancelHandler>(call);
   }
-
-  std::unique_lock lock(mu_);
-  if (call->done.load(std::memory_order_acquire)) {  // completed already (deadline, cancel)
+  if (call->done.load(std::memory_order_relaxed)) {  // completed already (deadline, cancel)
     lock.unlock();
     release(call);
     return;
   }
   if (closed_) {
-    lock.unlock();
-    complete(call, errc::cancelled, Response{{}, {}, describe(call, "client closed")}, Origin::other);
+    finish(lock, call, errc::cancelled, Response{{}, {}, describe(call, "client closed")}, Origin::other);
     release(call);
     return;
   }
-  if (ClientConnection* conn = pick_ready()) {
-    send_now(lock, conn, call);
-    return;
-  }
-  if (!options.wait_for_ready) {
-    std::string why = "unavailable (no connection ready, wait_for_ready off";
-    for (const auto& c : conns_) {
-      if (!c->last_error.empty()) why += "; " + c->last_error;
-    }
-    why += ")";
-    for (auto& c : conns_) {
-      c->wanted = true;
-      attempt(c.get(), Clock::now());
-    }
-    lock.unlock();
-    complete(call, errc::unavailable, Response{{}, {}, describe(call, why.c_str())}, Origin::other);
-    release(call);
-    return;
-  }
-  call->waiting = true;
-  call->waited = true;
-  waiting_.push_back(call);
-  const auto now = Clock::now();
-  for (auto& c : conns_) {
-    c->wanted = true;
-    attempt(c.get(), now);
-  }
+  budget_.on_call(start);
+  dispatch(lock, call);
+  release(call);
 }
 
-ClientConnection* ClientCore::pick_ready() {
+// ---------------------------------------------------------------- attempts
+
+ClientConnection* ClientCore::pick(const Call* call) {
   const std::size_t n = conns_.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    ClientConnection* c = conns_[(next_conn_ + i) % n].get();
-    if (c->state == ClientConnection::State::ready) {
-      next_conn_ = (next_conn_ + i + 1) % n;
-      return c;
+  // Tiers of preference: providers this call has not tried; then any but the
+  // one that failed last; then any. Within a tier, the load-balancing policy.
+  for (int tier = (call->tried.empty() ? 2 : 0); tier <= 2; ++tier) {
+    auto eligible = [&](const ClientConnection* c) {
+      if (c->state != ClientConnection::State::ready) return false;
+      if (tier == 0) return std::find(call->tried.begin(), call->tried.end(), c) == call->tried.end();
+      if (tier == 1) return c != call->last_failed;
+      return true;
+    };
+    switch (options_.load_balance) {
+      case LoadBalance::round_robin:
+        for (std::size_t i = 0; i < n; ++i) {
+          ClientConnection* c = conns_[(next_conn_ + i) % n].get();
+          if (eligible(c)) {
+            next_conn_ = (next_conn_ + i + 1) % n;
+            return c;
+          }
+        }
+        break;
+      case LoadBalance::least_active: {
+        ClientConnection* best = nullptr;
+        std::uint64_t ties = 0;
+        for (auto& c : conns_) {
+          if (!eligible(c.get())) continue;
+          if (!best || c->active < best->active) {
+            best = c.get();
+            ties = 1;
+          } else if (c->active == best->active && random() % ++ties == 0) {
+            best = c.get();  // reservoir sampling: each tie equally likely
+          }
+        }
+        if (best) return best;
+        break;
+      }
+      case LoadBalance::power_of_two: {
+        boost::container::small_vector<ClientConnection*, 8> ready;
+        for (auto& c : conns_) {
+          if (eligible(c.get())) ready.push_back(c.get());
+        }
+        if (ready.size() == 1) return ready[0];
+        if (ready.size() > 1) {
+          const std::size_t a = random() % ready.size();
+          std::size_t b = random() % (ready.size() - 1);
+          if (b >= a) ++b;
+          return ready[b]->active < ready[a]->active ? ready[b] : ready[a];
+        }
+        break;
+      }
     }
   }
   return nullptr;
 }
 
-bool ClientCore::any_connecting() const {
-  return std::any_of(conns_.begin(), conns_.end(), [](const auto& c) {
-    return c->state == ClientConnection::State::connecting ||
-           c->state == ClientConnection::State::handshaking;
-  });
+void ClientCore::dispatch(Lock& lock, Call* call) {
+  call->phase = Phase::idle;
+  if (ClientConnection* conn = pick(call)) {
+    send_attempt(lock, conn, call);
+    return;
+  }
+  const auto now = Clock::now();
+  if (!call->wait_for_ready) {
+    std::string why = "unavailable (no connection ready, wait_for_ready off";
+    for (const auto& c : conns_) {
+      if (!c->last_error.empty()) why += "; " + c->last_error;
+    }
+    why += ")";
+    wake_all(now);
+    ++call->attempts;
+    attempts_.fetch_add(1, std::memory_order_relaxed);
+    attempt_failed(lock, call, nullptr, errc::unavailable, describe(call, why.c_str()), Retry::always);
+    return;
+  }
+  call->phase = Phase::waiting;
+  call->waited = true;
+  add_ref(call);
+  waiting_.push_back(call);
+  wake_all(now);
+  lock.unlock();
 }
 
-// Registers the call as sent on `conn` and writes it; the lock is released
-// before touching the socket.
-void ClientCore::send_now(std::unique_lock<std::mutex>& lock, ClientConnection* conn, Call* call) {
-  call->waiting = false;
+void ClientCore::send_attempt(Lock& lock, ClientConnection* conn, Call* call) {
+  const auto now = Clock::now();
+  Call::Attempt a;
+  a.conn = conn;
+  a.sent = now;
+  a.number = ++call->attempts;
+  // This attempt's budget: what is left of the call's, or, for an idempotent
+  // call that may still retry, its share of it (see CallOptions::attempt_timeout).
+  std::chrono::milliseconds budget{0};
+  if (call->has_deadline) {
+    budget = call->waited || a.number > 1 ? std::chrono::ceil<std::chrono::milliseconds>(call->deadline - now)
+                                          : call->budget;
+    const int left = call->max_attempts - a.number + 1;
+    if (call->idempotent && call->hedge_delay.count() == 0 && left > 1) {
+      const auto share = call->attempt_timeout.count() > 0 ? call->attempt_timeout : budget / left;
+      if (share < budget) {
+        budget = std::max(share, std::chrono::milliseconds(1));
+        a.expires = now + budget;
+      }
+    }
+  } else if (call->idempotent && call->attempt_timeout.count() > 0 && call->hedge_delay.count() == 0 &&
+             a.number < call->max_attempts) {
+    budget = call->attempt_timeout;
+    a.expires = now + budget;
+  }
+  a.id = table_.insert(call);
+  add_ref(call);  // the table entry's
+  call->live.push_back(a);
+  call->phase = Phase::sent;
   call->conn = conn;
-  table_insert(call);
-  const std::uint64_t id = call->id;
+  if (std::find(call->tried.begin(), call->tried.end(), conn) == call->tried.end()) call->tried.push_back(conn);
+  ++conn->active;
+  ++conn->attempts;
+  attempts_.fetch_add(1, std::memory_order_relaxed);
+  call->hedge_at = call->hedge_delay.count() > 0 && a.number < call->max_attempts ? now + call->hedge_delay
+                                                                                  : Call::kNever;
+  int drop = 0;
+  if (a.expires != Call::kNever || call->hedge_at != Call::kNever || call->aux_at != Call::kNever) {
+    drop = rearm_aux(call, now);
+  }
   auto channel = conn->channel;
   add_ref(call);  // for the use below, outside the lock
   lock.unlock();
+  release_n(call, drop);
 
   transport::Frame f;
   f.header.flags = transport::kFlagRequest | transport::kFlagTwoWay;
-  f.header.request_id = id;
-  if (call->has_deadline) {
-    // A call sent as it starts carries its whole budget (microseconds have
-    // passed, and the server counts from its own later receipt anyway); one
-    // that waited for a connection carries what is left.
-    const auto left = call->waited ? std::chrono::ceil<std::chrono::milliseconds>(call->deadline - Clock::now())
-                                   : call->budget;
-    f.header.deadline_ms = static_cast<std::uint32_t>(std::clamp<long long>(left.count(), 1, 0xffffffffLL));
+  f.header.request_id = a.id;
+  if (budget.count() > 0) {
+    f.header.deadline_ms = static_cast<std::uint32_t>(std::clamp<long long>(budget.count(), 1, 0xffffffffLL));
   }
-  f.method = call->method;
-  f.attachments = std::move(call->attachments);
-  f.payload = std::move(call->payload);
-  const std::size_t body = transport::encoded_size(f) - transport::kHeaderSize;
-  if (body > options_.channel.max_body) {
-    // The peer would close the connection on it (and fail every call on it).
-    complete(call, errc::bad_request,
-             Response{{}, {}, describe(call, fmt::format("request body of {} bytes exceeds the limit of {} "
-                                                         "bytes, not sent", body, options_.channel.max_body).c_str())},
-             Origin::other);
-    release(call);
-    return;
+  error_code ec;
+  bool too_big = false;
+  std::size_t body = 0;
+  {
+    // The payload and attachments are lent to the frame for the encoding and
+    // given back: a retry or hedge may need them again.
+    std::lock_guard send_lock(call->send_mu);
+    f.method = call->method;
+    f.attachments = std::move(call->attachments);
+    f.payload = std::move(call->payload);
+    body = transport::encoded_size(f) - transport::kHeaderSize;
+    if (body > options_.channel.max_body) {
+      too_big = true;  // the peer would close the connection on it (and fail every call on it)
+    } else {
+      ec = channel ? channel->send(f) : make_error_code(transport::errc::closed);
+    }
+    call->payload = std::move(f.payload);
+    call->attachments = std::move(f.attachments);
   }
-  const error_code ec = channel ? channel->send(f) : make_error_code(transport::errc::closed);
-  if (ec) {
-    const bool full = ec == transport::errc::write_queue_full;
-    complete(call, full ? errc::too_many_pending : errc::connection_lost,
-             Response{{}, {}, describe(call, full ? "write queue full, not sent" : "connection closed, not sent")},
-             Origin::other);
+  if (too_big || ec) {
+    lock.lock();
+    auto it = std::find_if(call->live.begin(), call->live.end(), [&](const Call::Attempt& x) { return x.id == a.id; });
+    if (it == call->live.end()) {  // the call completed meanwhile
+      lock.unlock();
+    } else {
+      drop_attempt(call, static_cast<std::size_t>(it - call->live.begin()), true);
+      release(call);  // the table entry's (not the last: we hold one)
+      if (too_big) {
+        finish(lock, call, errc::bad_request,
+               Response{{}, {}, describe(call, fmt::format("request body of {} bytes exceeds the limit of {} "
+                                                           "bytes, not sent", body, options_.channel.max_body).c_str())},
+               Origin::other);
+      } else {
+        const bool full = ec == transport::errc::write_queue_full;
+        attempt_failed(lock, call, conn, full ? errc::too_many_pending : errc::connection_lost,
+                       describe(call, full ? "write queue full, not sent" : "connection closed, not sent"),
+                       Retry::always);
+      }
+    }
   }
   release(call);
 }
+
+void ClientCore::drop_attempt(Call* call, std::size_t index, bool failed) {
+  Call::Attempt& a = call->live[index];
+  table_.take(a.id);
+  --a.conn->active;
+  if (failed) ++a.conn->failures;
+  call->live.erase(call->live.begin() + static_cast<std::ptrdiff_t>(index));
+}
+
+std::chrono::milliseconds ClientCore::retry_delay(int retry) {
+  Backoff b(options_.retry.backoff, random() | 1);
+  std::chrono::milliseconds d{0};
+  for (int i = 0; i < retry; ++i) d = b.next();
+  return d;
+}
+
+void ClientCore::attempt_failed(Lock& lock, Call* call, ClientConnection* conn, error_code ec, std::string message,
+                                Retry retry) {
+  if (call->done.load(std::memory_order_relaxed)) {
+    lock.unlock();
+    return;
+  }
+  call->last_ec = ec;
+  call->last_error = message;
+  call->last_failed = conn;
+  if (!call->live.empty()) {
+    // A hedge is still running: the call waits for it (and may hedge again).
+    lock.unlock();
+    return;
+  }
+  const bool allowed = retry == Retry::always || (retry == Retry::if_idempotent && call->idempotent);
+  if (!allowed) {
+    finish(lock, call, ec, Response{{}, {}, message + attempt_note(call)}, Origin::other);
+    return;
+  }
+  if (call->attempts >= call->max_attempts) {
+    finish(lock, call, ec, Response{{}, {}, message + attempt_note(call)}, Origin::other);
+    return;
+  }
+  const auto now = Clock::now();
+  const auto delay = retry_delay(call->attempts);
+  if (call->has_deadline && now + delay >= call->deadline) {
+    finish(lock, call, ec,
+           Response{{}, {}, message + attempt_note(call) +
+                                fmt::format("; no time left to retry: backoff {} ms, {} ms left before the deadline",
+                                            delay.count(), ms_between(now, call->deadline))},
+           Origin::other);
+    return;
+  }
+  if (!budget_.try_retry(now)) {
+    refusals_.fetch_add(1, std::memory_order_relaxed);
+    finish(lock, call, ec,
+           Response{{}, {}, message + attempt_note(call) + "; retry refused by the client's retry budget"},
+           Origin::other);
+    return;
+  }
+  retries_.fetch_add(1, std::memory_order_relaxed);
+  logger()->debug("retrying '{}' in {} ms after attempt {}: {}", call->method, delay.count(), call->attempts,
+                  message);
+  if (delay.count() <= 0) {
+    dispatch(lock, call);
+    return;
+  }
+  call->phase = Phase::backoff;
+  call->retry_at = now + delay;
+  add_ref(call);
+  backoff_.insert(call);
+  const int drop = rearm_aux(call, now);
+  lock.unlock();
+  release_n(call, drop);
+}
+
+int ClientCore::rearm_aux(Call* call, Clock::time_point now) {
+  Clock::time_point next = Call::kNever;
+  if (call->phase == Phase::backoff) {
+    next = call->retry_at;
+  } else if (call->phase == Phase::sent) {
+    next = call->hedge_at;
+    for (const auto& a : call->live) next = std::min(next, a.expires);
+  }
+  const bool pending = call->aux_at != Call::kNever && call->aux.state() == timer::TimeoutState::pending;
+  if (pending && next == call->aux_at) return 0;
+  int drop = 0;
+  if (pending && call->aux.cancel()) ++drop;
+  call->aux_at = Call::kNever;
+  call->aux = {};
+  if (next == Call::kNever || next >= call->deadline) return drop;  // the deadline covers it
+  add_ref(call);
+  std::error_code tec;
+  call->aux = timer_.new_timeout([call] { call->core->on_aux(call); }, next - now, tec);
+  if (tec) {
+    ++drop;  // the deadline will end the call
+  } else {
+    call->aux_at = next;
+  }
+  return drop;
+}
+
+void ClientCore::on_aux(Call* call) {
+  int drop = 1;  // the aux timeout's reference
+  Lock lock(mu_);
+  if (call->done.load(std::memory_order_relaxed) || closed_) {
+    lock.unlock();
+    release_n(call, drop);
+    return;
+  }
+  const auto now = Clock::now();
+  if (call->phase == Phase::backoff && now >= call->retry_at) {
+    if (backoff_.erase(call)) ++drop;
+    call->retry_at = Call::kNever;
+    dispatch(lock, call);
+    release_n(call, drop);
+    return;
+  }
+  if (call->phase == Phase::sent) {
+    // Attempts past their own timeout are abandoned (a late reply is dropped);
+    // the server was given the same budget and has given up too.
+    ClientConnection* timed_out = nullptr;
+    std::string message;
+    for (std::size_t i = 0; i < call->live.size();) {
+      const Call::Attempt& a = call->live[i];
+      if (a.expires <= now) {
+        timed_out = a.conn;
+        message = fmt::format("timeout (sent, attempt {} got no reply within its {} ms) after {} ms calling '{}' on {}",
+                              a.number, ms_between(a.sent, a.expires), elapsed_ms(call), call->method,
+                              a.conn->peer());
+        drop_attempt(call, i, true);
+        ++drop;
+        attempt_timeouts_.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        ++i;
+      }
+    }
+    if (timed_out) {
+      const int d = rearm_aux(call, now);  // nothing is due now; cancels what is left
+      drop += d;
+      attempt_failed(lock, call, timed_out, errc::timeout, std::move(message), Retry::if_idempotent);
+      release_n(call, drop);
+      return;
+    }
+    if (now >= call->hedge_at && !call->live.empty() && call->attempts < call->max_attempts) {
+      // Hedge on a provider this call is not already waiting on.
+      call->hedge_at = Call::kNever;
+      ClientConnection* target = pick(call);
+      for (const auto& a : call->live) {
+        if (a.conn == target) target = nullptr;
+      }
+      if (!target) {
+        call->hedge_at = now + call->hedge_delay;  // none free now; look again later
+      } else if (budget_.try_retry(now)) {
+        hedges_.fetch_add(1, std::memory_order_relaxed);
+        logger()->debug("hedging '{}' on {} after {} ms", call->method, target->peer(), elapsed_ms(call));
+        send_attempt(lock, target, call);
+        release_n(call, drop);
+        return;
+      } else {
+        refusals_.fetch_add(1, std::memory_order_relaxed);  // no more hedges for this call
+      }
+    }
+  }
+  drop += rearm_aux(call, now);
+  lock.unlock();
+  release_n(call, drop);
+}
+
+// ---------------------------------------------------------------- connections
 
 void ClientCore::connect(ClientConnection* conn) {
   conn->state = ClientConnection::State::connecting;
@@ -366,7 +706,7 @@ void ClientCore::on_connected(ClientConnection* conn, error_code ec, asio::ip::t
     // Calls waiting for a connection go on waiting (until their deadlines); the
     // ReconnectTimerTask retries under the connection's backoff.
     conn->state = ClientConnection::State::idle;
-    conn->last_error = "cannot connect: " + ec.message();
+    conn->last_error = "cannot connect to " + conn->peer() + ": " + ec.message();
     connect_failures_.fetch_add(1, std::memory_order_relaxed);
     logger()->warn("connect to {} failed: {}", conn->peer(), ec.message());
     return;
@@ -385,7 +725,7 @@ void ClientCore::on_connected(ClientConnection* conn, error_code ec, asio::ip::t
 }
 
 void ClientCore::on_hello(ClientConnection* conn, const transport::Frame& frame) {
-  std::unique_lock lock(mu_);
+  Lock lock(mu_);
   if (closed_ || conn->state != ClientConnection::State::handshaking) return;
   conn->state = ClientConnection::State::ready;
   conn->heartbeat = std::max(hello_heartbeat(frame).value_or(options_.heartbeat), options_.heartbeat);
@@ -399,86 +739,141 @@ void ClientCore::on_hello(ClientConnection* conn, const transport::Frame& frame)
   std::vector<Call*> batch;
   batch.swap(waiting_);
   for (Call* c : batch) {
-    if (c->done.load(std::memory_order_acquire)) {
-      c->waiting = false;
+    if (!c->done.load(std::memory_order_relaxed) && c->phase == Phase::waiting) {
+      dispatch(lock, c);
+    } else {
       lock.unlock();
-      release(c);  // completed while waiting: drop the books' reference
-      lock.lock();
-      continue;
     }
-    ClientConnection* target = pick_ready();
-    if (!target) target = conn;
-    send_now(lock, target, c);
+    release(c);  // the waiting list's reference
     lock.lock();
   }
 }
 
 void ClientCore::on_reply(ClientConnection*, transport::Frame& frame) {
-  Call* call;
-  {
-    std::lock_guard lock(mu_);
-    call = table_take(frame.header.request_id);
-  }
+  Lock lock(mu_);
+  Call* call = table_.take(frame.header.request_id);
   if (!call) {
+    lock.unlock();
     late_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  // The attempt this reply answers (the table entry's reference is ours now).
+  std::size_t index = 0;
+  while (index < call->live.size() && call->live[index].id != frame.header.request_id) ++index;
+  const Call::Attempt a = call->live[index];
+  --a.conn->active;
+  call->live.erase(call->live.begin() + static_cast<std::ptrdiff_t>(index));
+
   const auto status = static_cast<transport::Status>(frame.header.status);
   error_code ec = status_error(status);
+  if (ec) ++a.conn->failures;
+  Retry retry = Retry::never;
+  if (status == transport::Status::server_timeout) retry = Retry::if_idempotent;
+  if (status == transport::Status::overloaded || status == transport::Status::shutting_down) retry = Retry::always;
   Response r;
   if (status == transport::Status::server_timeout && call->has_deadline && Clock::now() >= call->deadline) {
     // Our deadline passed too (the server counts the same budget from a little
     // later): to the caller this is its own timeout, which the wheel was about
     // to report.
     ec = errc::timeout;
-    r.error_message = describe(call, "timeout (sent, waiting for the reply; the server timed out too)");
+    retry = Retry::never;
+    r.error_message = describe(call, "timeout (sent, waiting for the reply; the server timed out too)") +
+                      attempt_note(call);
   } else if (ec) {
-    r.error_message = describe(call, ec.message().c_str()) + ": " + frame.payload;
+    std::string message = fmt::format("{} after {} ms calling '{}' on {}: {}", ec.message(), elapsed_ms(call),
+                                      call->method, a.conn->peer(), frame.payload);
+    if (retry != Retry::never) {
+      attempt_failed(lock, call, a.conn, ec, std::move(message), retry);
+      release(call);
+      return;
+    }
+    r.error_message = std::move(message) + attempt_note(call);
   } else {
     r.payload = std::move(frame.payload);
     r.attachments = std::move(frame.attachments);
   }
-  if (!complete(call, ec, std::move(r), Origin::reply)) late_.fetch_add(1, std::memory_order_relaxed);
-  release(call);  // the books' reference, taken out of the table above
+  if (!finish(lock, call, ec, std::move(r), Origin::reply)) late_.fetch_add(1, std::memory_order_relaxed);
+  release(call);  // the table entry's
 }
 
 void ClientCore::on_closed(ClientConnection* conn, const error_code& ec, const std::string& reason) {
   std::vector<Call*> lost;
-  std::unique_lock lock(mu_);
+  Lock lock(mu_);
   const bool was_ready = conn->state == ClientConnection::State::ready;
   conn->state = ClientConnection::State::idle;
   conn->channel.reset();
   if (was_ready) conn->next_attempt = Clock::now() + options_.reconnect.first;  // the first attempt's delay
   table_.for_each([&](std::uint64_t, Call* c) {
-    if (c->conn == conn) lost.push_back(c);
+    if (std::find(lost.begin(), lost.end(), c) != lost.end()) return;
+    for (const auto& a : c->live) {
+      if (a.conn == conn) {
+        lost.push_back(c);
+        return;
+      }
+    }
   });
-  for (Call* c : lost) table_take(c->id);
-  if (!was_ready) conn->last_error = "the connection closed before it was ready: " + reason;
+  int lost_attempts = 0;
+  std::vector<int> refs(lost.size(), 0);
+  for (std::size_t k = 0; k < lost.size(); ++k) {
+    Call* c = lost[k];
+    for (std::size_t i = 0; i < c->live.size();) {
+      if (c->live[i].conn == conn) {
+        drop_attempt(c, i, true);
+        ++refs[k];  // the table entry's reference, ours now
+        ++lost_attempts;
+      } else {
+        ++i;
+      }
+    }
+  }
+  if (!was_ready) conn->last_error = "the connection to " + conn->peer() + " closed before it was ready: " + reason;
   // Reconnect at once if calls are waiting (the ReconnectTimerTask would, at
   // its next check); the backoff decides whether an attempt is due.
   if (!closed_ && !waiting_.empty()) attempt(conn, Clock::now());
+  const bool closed = closed_;
   lock.unlock();
-  if (!closed_ && (was_ready || !lost.empty())) {
-    logger()->info("peer={} connection lost ({}): {} calls in flight", conn->peer(), reason, lost.size());
+  if (!closed && (was_ready || lost_attempts > 0)) {
+    logger()->info("peer={} connection lost ({}): {} calls in flight", conn->peer(), reason, lost_attempts);
   }
-  for (Call* c : lost) {
-    const std::string what = "connection lost (" + reason + (ec ? ": " + ec.message() : "") + ")";
-    complete(c, errc::connection_lost, Response{{}, {}, describe(c, what.c_str())}, Origin::other);
-    release(c);
+  const std::string what = "connection lost (" + reason + (ec ? ": " + ec.message() : "") + ")";
+  for (std::size_t k = 0; k < lost.size(); ++k) {
+    Call* c = lost[k];
+    lock.lock();
+    const auto saved = c->conn;
+    c->conn = conn;  // name the provider that was lost
+    std::string message = describe(c, what.c_str());
+    c->conn = saved;
+    attempt_failed(lock, c, conn, errc::connection_lost, std::move(message), Retry::always);
+    release_n(c, refs[k]);
   }
 }
 
-bool ClientCore::complete(Call* call, error_code ec, Response response, Origin origin) {
-  if (call->done.exchange(true, std::memory_order_acq_rel)) return false;
-  bool release_books = false;
-  if (origin != Origin::reply) {  // a reply was taken out of the table already
-    std::lock_guard lock(mu_);
-    if (call->id != 0) {
-      table_take(call->id);
-      release_books = true;
-    }
-    // A waiting call stays in waiting_; whoever drains that list drops it.
+// ---------------------------------------------------------------- completion
+
+int ClientCore::unbook(Call* call) {
+  int drop = 0;
+  while (!call->live.empty()) {
+    drop_attempt(call, call->live.size() - 1, false);
+    cancelled_attempts_.fetch_add(1, std::memory_order_relaxed);
+    ++drop;
   }
+  if (call->phase == Phase::backoff && backoff_.erase(call)) ++drop;
+  if (call->aux_at != Call::kNever) {
+    if (call->aux.cancel()) ++drop;
+    call->aux_at = Call::kNever;
+  }
+  // A waiting call stays in waiting_; whoever drains that list drops it.
+  return drop;
+}
+
+bool ClientCore::finish(Lock& lock, Call* call, error_code ec, Response response, Origin origin) {
+  if (call->done.load(std::memory_order_relaxed)) {
+    lock.unlock();
+    return false;
+  }
+  call->done.store(true, std::memory_order_release);
+  const int drop = unbook(call);
+  lock.unlock();
   pending_.fetch_sub(1, std::memory_order_relaxed);
   if (ec) {
     failed_.fetch_add(1, std::memory_order_relaxed);
@@ -487,53 +882,73 @@ bool ClientCore::complete(Call* call, error_code ec, Response response, Origin o
     ok_.fetch_add(1, std::memory_order_relaxed);
   }
   if (origin != Origin::timer && call->timeout.cancel()) release(call);  // the timer's reference
-  invoke(std::move(call->handler), ex_, ec, std::move(response), origin == Origin::reply);
-  if (release_books) release(call);
+  invoke(std::move(call->handler), ex_, ec, std::move(response), origin == Origin::reply,
+         call->inherited ? std::optional<Clock::time_point>(call->deadline) : std::nullopt);
+  release_n(call, drop);
   return true;
 }
 
+void ClientCore::cancel(Call* call, error_code ec, std::string message) {
+  Lock lock(mu_);
+  finish(lock, call, ec, Response{{}, {}, std::move(message)}, Origin::other);
+}
+
 void ClientCore::on_deadline(Call* call) {
-  if (!call->done.load(std::memory_order_acquire)) {
-    std::string message;
-    error_code ec = errc::timeout;
-    {
-      std::lock_guard lock(mu_);
-      if (call->id != 0) {
-        message = describe(call, "timeout (sent, waiting for the reply)");
-      } else {
-        // Never sent: say why. If every server failed to connect, the call
-        // could not have been served at all: unavailable, with the reason.
-        std::string last_error;
-        bool all_failed = !conns_.empty();
-        for (const auto& c : conns_) {
-          if (c->last_error.empty()) all_failed = false;
-          else last_error = c->last_error;
-        }
-        if (all_failed) {
-          ec = errc::unavailable;
-          message = describe(call, ("unavailable (no connection could be made before the deadline; " +
-                                    last_error + ")").c_str());
-        } else {
-          message = describe(call, "timeout (not sent: no connection ready)");
-        }
-      }
-    }
-    complete(call, ec, Response{{}, {}, std::move(message)}, Origin::timer);
+  Lock lock(mu_);
+  if (call->done.load(std::memory_order_relaxed)) {
+    lock.unlock();
+    release(call);  // the timer's reference
+    return;
   }
+  std::string message;
+  error_code ec = errc::timeout;
+  const char* inherited = call->inherited ? " (the deadline inherited from the request being served)" : "";
+  if (!call->live.empty()) {
+    message = describe(call, "timeout (sent, waiting for the reply)") + attempt_note(call) + inherited;
+    if (call->last_ec) message += "; earlier attempt: " + call->last_error;
+  } else {
+    // Never sent, or waiting to be sent again: say why. If every provider
+    // failed to connect, the call could not have been served at all:
+    // unavailable, with the reason.
+    std::string last_error;
+    bool all_failed = !conns_.empty();
+    for (const auto& c : conns_) {
+      if (c->last_error.empty()) all_failed = false;
+      else last_error = c->last_error;
+    }
+    if (all_failed) {
+      ec = errc::unavailable;
+      message = describe(call, ("unavailable (no connection could be made before the deadline; " + last_error +
+                                ")").c_str());
+    } else if (call->last_ec) {
+      ec = call->last_ec;
+      message = call->last_error + attempt_note(call) + "; no provider was ready for another attempt before the deadline";
+    } else {
+      message = describe(call, "timeout (not sent: no connection ready)") + std::string(inherited);
+    }
+  }
+  finish(lock, call, ec, Response{{}, {}, std::move(message)}, Origin::timer);
   release(call);  // the timer's reference
 }
 
 void ClientCore::close() {
-  std::vector<Call*> sent, waiting;
+  std::vector<Call*> books, waiting;
   std::vector<std::shared_ptr<transport::Channel>> channels;
   std::vector<std::shared_ptr<ClientConnection>> conns;
+  std::vector<timer::Timeout> failback;
   {
     std::lock_guard lock(mu_);
     if (closed_) return;
     closed_ = true;
     closed_flag_.store(true, std::memory_order_release);
-    table_.for_each([&](std::uint64_t, Call* c) { sent.push_back(c); });
-    for (Call* c : sent) table_take(c->id);
+    table_.for_each([&](std::uint64_t, Call* c) {
+      add_ref(c);
+      books.push_back(c);
+    });
+    for (Call* c : backoff_) {
+      add_ref(c);
+      books.push_back(c);
+    }
     waiting.swap(waiting_);
     for (auto& c : conns_) {
       // Break channel <-> connection: if the executor stops before the close
@@ -542,33 +957,132 @@ void ClientCore::close() {
       c->channel.reset();
       c->state = ClientConnection::State::idle;
     }
-    conns.swap(conns_);  // breaks the core <-> connection cycle
+    for (auto& [task, entry] : failback_) failback.push_back(entry.second);
+    failback_.clear();
   }
   if (heartbeat_task_) heartbeat_task_->cancel();
   if (reconnect_task_) reconnect_task_->cancel();
-  for (Call* c : sent) {
-    complete(c, errc::cancelled, Response{{}, {}, describe(c, "client closed")}, Origin::other);
+  for (auto& t : failback) t.cancel();
+  for (Call* c : books) {
+    cancel(c, errc::cancelled, describe(c, "client closed"));
     release(c);
   }
   for (Call* c : waiting) {
-    complete(c, errc::cancelled, Response{{}, {}, describe(c, "client closed")}, Origin::other);
+    cancel(c, errc::cancelled, describe(c, "client closed"));
     release(c);
   }
   for (auto& ch : channels) ch->close(transport::make_error_code(transport::errc::closed), "client closed");
+  {
+    std::lock_guard lock(mu_);
+    conns.swap(conns_);  // breaks the core <-> connection cycle
+  }
   work_.reset();
 }
 
+// ---------------------------------------------------------------- failback
+
+void ClientCore::send_failback(RetryTimerTask::Delivery delivery) {
+  auto method = delivery.method;
+  auto payload = delivery.payload;
+  auto options = delivery.options;
+  start_call(std::move(method), std::move(payload), std::move(options),
+             [weak = weak_from_this(), d = std::move(delivery)](error_code ec, Response r) mutable {
+               if (auto self = weak.lock()) self->failback_result(std::move(d), ec, r);
+             });
+}
+
+void ClientCore::failback_result(RetryTimerTask::Delivery delivery, error_code ec, const Response& r) {
+  if (!ec) {
+    fb_delivered_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const bool fixable = ec == errc::unavailable || ec == errc::connection_lost || ec == errc::timeout ||
+                       ec == errc::server_timeout || ec == errc::too_many_pending;
+  if (ec == errc::cancelled || closed_flag_.load(std::memory_order_acquire)) return;  // the client closed
+  if (!fixable) {
+    fb_given_up_.fetch_add(1, std::memory_order_relaxed);
+    logger()->error("failback '{}': giving up, retrying cannot fix this: {}", delivery.method, r.error_message);
+    return;
+  }
+  if (delivery.tries > options_.failback.retries) {
+    fb_given_up_.fetch_add(1, std::memory_order_relaxed);
+    logger()->error("failback '{}': giving up after {} tries: {}", delivery.method, delivery.tries, r.error_message);
+    return;
+  }
+  std::lock_guard lock(mu_);
+  if (closed_) return;
+  if (failback_.size() >= options_.failback.max_pending) {
+    fb_dropped_.fetch_add(1, std::memory_order_relaxed);
+    logger()->warn("failback '{}': dropped, {} retries already waiting (max_pending): {}", delivery.method,
+                   failback_.size(), r.error_message);
+    return;
+  }
+  logger()->info("failback '{}': try {} failed, retrying in {} ms: {}", delivery.method, delivery.tries,
+                 options_.failback.interval.count(), r.error_message);
+  auto task = std::make_shared<RetryTimerTask>(
+      std::move(delivery), [weak = weak_from_this()](std::shared_ptr<RetryTimerTask> t) {
+        if (auto self = weak.lock()) self->failback_resend(t);
+      });
+  RetryTimerTask* key = task.get();
+  std::error_code tec;
+  auto timeout = timer_.new_timeout(std::shared_ptr<timer::TimerTask>(task), options_.failback.interval, tec);
+  if (tec) {
+    fb_given_up_.fetch_add(1, std::memory_order_relaxed);
+    logger()->error("failback '{}': cannot schedule a retry: {}", key->delivery().method, tec.message());
+    return;
+  }
+  failback_.emplace(key, std::make_pair(std::move(task), timeout));
+}
+
+void ClientCore::failback_resend(const std::shared_ptr<RetryTimerTask>& task) {
+  {
+    std::lock_guard lock(mu_);
+    if (closed_ || failback_.erase(task.get()) == 0) return;
+  }
+  fb_retries_.fetch_add(1, std::memory_order_relaxed);
+  auto delivery = task->take();
+  ++delivery.tries;
+  // Off the timer's worker: the send may connect and encode.
+  asio::post(ex_, [self = shared_from_this(), d = std::move(delivery)]() mutable { self->send_failback(std::move(d)); });
+}
+
+// ---------------------------------------------------------------- stats
+
 ClientStats ClientCore::stats() const {
   ClientStats s;
-  s.calls = calls_.load(std::memory_order_relaxed);
-  s.ok = ok_.load(std::memory_order_relaxed);
-  s.failed = failed_.load(std::memory_order_relaxed);
-  s.timeouts = timeouts_.load(std::memory_order_relaxed);
-  s.late_replies = late_.load(std::memory_order_relaxed);
-  s.connects = connects_.load(std::memory_order_relaxed);
-  s.connect_failures = connect_failures_.load(std::memory_order_relaxed);
-  s.pending = pending_.load(std::memory_order_relaxed);
+  auto get = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  s.calls = get(calls_);
+  s.ok = get(ok_);
+  s.failed = get(failed_);
+  s.timeouts = get(timeouts_);
+  s.late_replies = get(late_);
+  s.connects = get(connects_);
+  s.connect_failures = get(connect_failures_);
+  s.pending = get(pending_);
+  s.attempts = get(attempts_);
+  s.retries = get(retries_);
+  s.hedges = get(hedges_);
+  s.budget_refusals = get(refusals_);
+  s.attempts_cancelled = get(cancelled_attempts_);
+  s.attempt_timeouts = get(attempt_timeouts_);
+  s.failback_delivered = get(fb_delivered_);
+  s.failback_retries = get(fb_retries_);
+  s.failback_given_up = get(fb_given_up_);
+  s.failback_dropped = get(fb_dropped_);
+  std::lock_guard lock(mu_);
+  s.failback_pending = failback_.size();
   return s;
+}
+
+std::vector<ProviderStats> ClientCore::providers() const {
+  std::lock_guard lock(mu_);
+  std::vector<ProviderStats> out;
+  out.reserve(conns_.size());
+  for (const auto& c : conns_) {
+    out.push_back(ProviderStats{c->peer(), c->state == ClientConnection::State::ready, c->active, c->attempts,
+                                c->failures, c->last_error});
+  }
+  return out;
 }
 
 }  // namespace wheelrpc::rpc::detail

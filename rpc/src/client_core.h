@@ -7,6 +7,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -16,10 +18,12 @@
 #include <wheelrpc/rpc/backoff.h>
 #include <wheelrpc/rpc/channel_timer_task.h>
 #include <wheelrpc/rpc/client.h>
+#include <wheelrpc/rpc/retry_timer_task.h>
 #include <wheelrpc/transport/channel.h>
 
 #include "call.h"
 #include "pending_table.h"
+#include "retry_budget.h"
 
 namespace wheelrpc::rpc::detail {
 
@@ -49,6 +53,9 @@ class ClientConnection final : public transport::ChannelHandler {
   Backoff backoff;                         // delays between connect attempts
   std::chrono::steady_clock::time_point next_attempt{};  // no attempt before this
   std::string last_error;                  // of the last failed attempt, "" once connected
+  std::uint64_t active = 0;                // attempts in flight on it
+  std::uint64_t attempts = 0;              // attempts sent to it
+  std::uint64_t failures = 0;              // of which failed
 
  private:
   std::shared_ptr<ClientCore> core_;  // the cycle is broken by ClientCore::close()
@@ -66,8 +73,11 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   void start_call(std::string method, std::string payload, CallOptions options,
                   boost::asio::any_completion_handler<Client::Signature> handler);
+  void send_failback(RetryTimerTask::Delivery delivery);
+  void connect_all();
   void close();
   ClientStats stats() const;
+  std::vector<ProviderStats> providers() const;
   const boost::asio::any_io_executor& executor() const noexcept { return ex_; }
 
   // From connections (their strands).
@@ -79,31 +89,56 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   /// Where a completion comes from: it decides whether the deadline must be
   /// cancelled and whether the handler may run inline.
-  enum class Origin { reply, timer, cancel_slot, other };
-  /// Completes `call` if nobody did yet. Thread-safe; never holds the lock
-  /// while invoking anything.
-  bool complete(Call* call, boost::system::error_code ec, Response response, Origin origin);
+  enum class Origin { reply, timer, other };
+  /// Completes `call` if nobody did yet (thread-safe).
+  void cancel(Call* call, boost::system::error_code ec, std::string message);
+  // From the call's timeouts (timer worker; the aux one via the executor).
   void on_deadline(Call* call);
+  void on_aux(Call* call);
 
  private:
-  /// Sends calls (lock held on entry, released inside).
-  void send_now(std::unique_lock<std::mutex>& lock, ClientConnection* conn, Call* call);
-  void connect(ClientConnection* conn);  // lock held
+  /// How a failed attempt may be retried.
+  enum class Retry { always, if_idempotent, never };
+  using Lock = std::unique_lock<std::mutex>;
+
+  // Each of these is entered with the lock held and returns with it released.
+  /// Starts the call's next attempt: on a ready provider, else into the
+  /// waiting list (or failed, without wait_for_ready).
+  void dispatch(Lock& lock, Call* call);
+  /// Sends an attempt of `call` on `conn`.
+  void send_attempt(Lock& lock, ClientConnection* conn, Call* call);
+  /// An attempt failed (already out of the books): retry it, or complete the call.
+  void attempt_failed(Lock& lock, Call* call, ClientConnection* conn, boost::system::error_code ec,
+                      std::string message, Retry retry);
+  /// Completes the call (false if it was done already).
+  bool finish(Lock& lock, Call* call, boost::system::error_code ec, Response response, Origin origin);
+
+  // Lock held.
+  /// Takes the call out of every book; returns the references to release.
+  int unbook(Call* call);
+  /// Removes one sent attempt (by position) from the table and its provider.
+  void drop_attempt(Call* call, std::size_t index, bool failed);
+  /// Schedules the aux timeout for the call's nearest event (or none).
+  /// Returns references to release (an aux timeout it cancelled).
+  int rearm_aux(Call* call, Clock::time_point now);
+  ClientConnection* pick(const Call* call);
+  std::chrono::milliseconds retry_delay(int retry);
+  void wake_all(Clock::time_point now);
+  std::uint64_t random() noexcept;
+  std::string describe(const Call* call, const char* what) const;
+  std::string attempt_note(const Call* call) const;
+
   /// Starts an attempt if the connection is down, wanted and its backoff
   /// allows one now (lock held).
   void attempt(ClientConnection* conn, Clock::time_point now);
+  void connect(ClientConnection* conn);  // lock held
   void maybe_reconnect(ClientConnection* conn, Clock::time_point now);
   std::optional<std::vector<WatchedChannel>> watched();
   std::chrono::milliseconds idle_timeout_for(const ClientConnection& conn) const;
-  ClientConnection* pick_ready();        // lock held
-  bool any_connecting() const;           // lock held
-  void table_insert(Call* call) { call->id = table_.insert(call); }  // lock held
-  Call* table_take(std::uint64_t id) {                                // lock held
-    Call* c = table_.take(id);
-    if (c) c->id = 0;
-    return c;
-  }
-  std::string describe(const Call* call, const char* what) const;
+
+  // Failback.
+  void failback_result(RetryTimerTask::Delivery delivery, boost::system::error_code ec, const Response& r);
+  void failback_resend(const std::shared_ptr<RetryTimerTask>& task);
 
   boost::asio::any_io_executor ex_;
   timer::Timer& timer_;
@@ -115,16 +150,21 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::atomic<bool> closed_flag_{false};  // closed_, readable without the lock
   std::vector<std::shared_ptr<ClientConnection>> conns_;
   std::size_t next_conn_ = 0;
-  std::vector<Call*> waiting_;  // each holds the books' reference; done ones are dropped lazily
-  // Calls sent and awaiting a reply; each entry holds the books' reference.
-  PendingTable<Call> table_;
+  std::uint64_t rng_;
+  std::vector<Call*> waiting_;      // each holds a reference; done ones are dropped lazily
+  std::unordered_set<Call*> backoff_;  // calls between attempts; each holds a reference
+  PendingTable<Call> table_;        // sent attempts; each entry holds a reference
+  RetryBudget budget_;
+  std::unordered_map<RetryTimerTask*, std::pair<std::shared_ptr<RetryTimerTask>, timer::Timeout>> failback_;
   std::uint64_t next_event_id_ = 1;
   boost::asio::executor_work_guard<boost::asio::any_io_executor> work_;
   std::shared_ptr<HeartbeatTimerTask> heartbeat_task_;
   std::shared_ptr<ReconnectTimerTask> reconnect_task_;
 
   std::atomic<std::uint64_t> calls_{0}, ok_{0}, failed_{0}, timeouts_{0}, late_{0}, connects_{0},
-      connect_failures_{0}, pending_{0};
+      connect_failures_{0}, pending_{0}, attempts_{0}, retries_{0}, hedges_{0}, refusals_{0},
+      cancelled_attempts_{0}, attempt_timeouts_{0}, fb_delivered_{0}, fb_retries_{0}, fb_given_up_{0},
+      fb_dropped_{0};
 };
 
 }  // namespace wheelrpc::rpc::detail

@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
+#include <wheelrpc/rpc/deadline.h>
 #include <wheelrpc/transport/errc.h>
 
 #include "hello.h"
@@ -185,6 +186,8 @@ void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame
   Request req{std::move(frame.method), std::move(frame.payload), std::move(frame.attachments),
               slot->deadline, channel.remote()};
   try {
+    // Calls the handler starts inherit the caller's deadline (deadline propagation).
+    DeadlineScope scope(slot->deadline);
     it->second(std::move(req), Responder(slot));
   } catch (const std::exception& e) {
     // The Responder was consumed by the call; if the handler had not replied,

@@ -93,11 +93,17 @@ struct Result {
 /// double completion.
 class Recorder {
  public:
+  // These tests watch what one connection's faults do to the calls on it, so
+  // a call makes one attempt unless a test says otherwise (retries across
+  // providers have their own tests, in retry_test.cc).
+  int retries = 0;
+
   void call(Client& client, std::string method, std::string payload, std::chrono::milliseconds timeout,
             std::function<void()> on_done = {}) {
     const std::size_t id = issue();
     CallOptions o;
     o.timeout = timeout;
+    o.retries = retries;
     const auto deadline = Clock::now() + timeout;
     client.async_call(std::move(method), std::move(payload), o,
                       [this, id, deadline, on_done = std::move(on_done)](error_code ec, Response r) {

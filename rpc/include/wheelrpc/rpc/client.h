@@ -35,6 +35,27 @@ struct ClientStats {
   std::uint64_t connects = 0;       ///< connections established (HELLO done)
   std::uint64_t connect_failures = 0;
   std::uint64_t pending = 0;        ///< calls in flight now
+  std::uint64_t attempts = 0;       ///< attempts started (first attempts, retries and hedges)
+  std::uint64_t retries = 0;        ///< retries started after a failed attempt
+  std::uint64_t hedges = 0;         ///< hedged attempts started while another was in flight
+  std::uint64_t budget_refusals = 0;     ///< retries and hedges the retry budget refused
+  std::uint64_t attempts_cancelled = 0;  ///< attempts abandoned in flight: a hedge won, the call completed
+  std::uint64_t attempt_timeouts = 0;    ///< attempts of idempotent calls that timed out and were retried or ended the call
+  std::uint64_t failback_pending = 0;    ///< send_failback deliveries waiting for a retry now
+  std::uint64_t failback_delivered = 0;  ///< send_failback calls that got a reply
+  std::uint64_t failback_retries = 0;    ///< retry tasks that ran
+  std::uint64_t failback_given_up = 0;   ///< deliveries abandoned: out of retries, or an error retrying cannot fix
+  std::uint64_t failback_dropped = 0;    ///< failures not retried because max_pending retry tasks were waiting
+};
+
+/// One provider (server) of a client, as `Client::providers()` reports it.
+struct ProviderStats {
+  std::string peer;                 ///< "ip:port"
+  bool ready = false;               ///< its connection is ready for calls
+  std::uint64_t active = 0;         ///< attempts in flight on it now
+  std::uint64_t attempts = 0;       ///< attempts sent to it so far
+  std::uint64_t failures = 0;       ///< of which failed (errors, lost, timed out, not sent)
+  std::string last_error;           ///< why the last connect attempt failed; "" once connected
 };
 
 /// Thrown by the blocking `call()`; `code()` is the call's error and `what()`
@@ -45,9 +66,12 @@ class CallError : public boost::system::system_error {
       : boost::system::system_error(ec, message) {}
 };
 
-/// A client of one or more servers (round robin over those with a ready
-/// connection). Connects lazily, on the first call, and again on the next call
-/// after a connection is lost.
+/// A client of one or more servers ("providers"): each has its own connection,
+/// kept alive and reconnected by the client's HeartbeatTimerTask and
+/// ReconnectTimerTask. Each attempt of a call goes to a provider with a ready
+/// connection, chosen by ClientOptions::load_balance; a failed attempt is
+/// retried on another provider within the call's deadline (see
+/// CallOptions::retries). Connects lazily, on the first call (or `connect()`).
 ///
 /// Thread-safety: every method may be called from any thread. Completion
 /// handlers run on their associated executor (by default the client's).
@@ -79,6 +103,8 @@ class Client {
   /// - errc::server_timeout, method_not_found, bad_request, server_error from
   ///   the server;
   /// - errc::connection_lost when the connection closed with the call sent;
+  ///   (retried on another provider first, up to CallOptions::retries: the
+  ///   error is that of the last attempt, and the message counts attempts);
   /// - errc::unavailable when no connection could be made (or wait_for_ready is
   ///   off and none is ready), errc::too_many_pending at the client's limit,
   ///   errc::cancelled when the client is closed first;
@@ -100,6 +126,23 @@ class Client {
   /// CallError on failure. Must not be called from a thread that runs the
   /// client's executor (it would wait for itself).
   Response call(std::string method, std::string payload, CallOptions options = {});
+
+  /// Fire-and-forget with delayed redelivery (Dubbo's failback): sends the call
+  /// now; if it fails with an error a later try may fix (unavailable,
+  /// connection lost, timeout, server_timeout, overloaded), a RetryTimerTask
+  /// on the shared timer sends it again after ClientOptions::failback.interval,
+  /// up to failback.retries times. At most failback.max_pending deliveries wait
+  /// at once; beyond that a failure is dropped. Outcomes are counted in
+  /// `stats()` (failback_*) and logged (logger "wheelrpc.rpc"). The reply, if
+  /// any, is discarded. close() cancels the waiting retries.
+  void send_failback(std::string method, std::string payload, CallOptions options = {});
+
+  /// Starts connecting to every provider now, instead of on the first call.
+  /// Returns at once.
+  void connect();
+
+  /// Per provider, in the order given to the constructor.
+  std::vector<ProviderStats> providers() const;
 
   /// Fails every pending call with errc::cancelled, closes the connections and
   /// releases the executor. Later calls fail with errc::cancelled. Idempotent.

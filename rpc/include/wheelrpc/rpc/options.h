@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
+#include <string_view>
 
 #include <wheelrpc/rpc/backoff.h>
 #include <wheelrpc/transport/channel.h>
@@ -35,6 +37,92 @@ struct CallOptions {
   /// Sent with the request; the handler sees them in `Request::attachments`.
   /// Keys at most 255 bytes. Default none.
   transport::Attachments attachments;
+
+  /// Further attempts after a failed one (Dubbo's failover): default 2, i.e. up
+  /// to 3 attempts, each on another ready provider than the one that just
+  /// failed when there is one. 0 .. kMaxRetries; more fails the call at once
+  /// with errc::bad_request. Retried: connection failures, calls never sent or
+  /// refused unprocessed (unavailable, overloaded). Timeouts and server_timeout
+  /// only when `idempotent`. Application errors (method_not_found, bad_request,
+  /// server_error) never. Every attempt fits inside the one deadline, and
+  /// retries are subject to the client's retry budget (ClientOptions::retry).
+  int retries = 2;
+  static constexpr int kMaxRetries = 16;
+
+  /// The call may safely run more than once (a read, or a write the server
+  /// deduplicates): its timeouts may be retried, and it may be hedged.
+  /// Default false.
+  bool idempotent = false;
+
+  /// Idempotent calls only: how long one attempt may wait for its reply before
+  /// it is abandoned and retried (the server is told this budget, so it gives
+  /// up too). 0 (default) = the remaining budget split evenly over the
+  /// attempts left; otherwise at most the remaining budget. The last attempt
+  /// always gets all that is left. Ignored for calls that are not idempotent
+  /// and for hedged calls (every attempt of those runs until the deadline).
+  std::chrono::milliseconds attempt_timeout{0};
+
+  /// Hedging (brpc's backup request), idempotent calls only: if no reply has
+  /// come this long after the last attempt started, another attempt starts on
+  /// another provider while the first keeps running, up to `retries` more;
+  /// the first reply wins and the others are cancelled (their replies are
+  /// dropped). Each hedge is paid from the retry budget. 0 (default) = off;
+  /// set on a call that is not idempotent, the call fails at once with
+  /// errc::bad_request.
+  std::chrono::milliseconds hedge_delay{0};
+
+  /// Deadline propagation: when true (default) and the call starts while a
+  /// request is being served on this thread (inside a Server handler, or in
+  /// the completion of a call made from one, or under a DeadlineScope), the
+  /// call's deadline is the earlier of its own and that request's. A call
+  /// whose inherited deadline already passed fails at once with errc::timeout
+  /// and is not sent.
+  bool inherit_deadline = true;
+};
+
+/// How a client picks the provider for each attempt; providers whose
+/// connection is not ready are always skipped.
+enum class LoadBalance {
+  round_robin,   ///< in turn (default)
+  least_active,  ///< fewest attempts in flight; ties broken at random (Dubbo's LeastActive)
+  power_of_two,  ///< two at random, the one with fewer attempts in flight (P2C)
+};
+/// "round_robin", "least_active", "p2c".
+const char* to_string(LoadBalance lb) noexcept;
+/// Parses the names above ("power_of_two" too); std::nullopt otherwise.
+std::optional<LoadBalance> parse_load_balance(std::string_view text) noexcept;
+
+/// Retries of calls, per client.
+struct RetryOptions {
+  /// Delay before each retry of a call: `first` before the first retry, then
+  /// `initial`, x `multiplier` per retry, at most `max`, each +- `jitter`. A
+  /// retry that could not start before the call's deadline is not made: the
+  /// call completes at once with its last error. Default 10 ms, then 20 ms x 2
+  /// +- 20 %, at most 1 s.
+  BackoffOptions backoff{std::chrono::milliseconds(10), std::chrono::milliseconds(20), 2.0, 0.2,
+                         std::chrono::milliseconds(1000)};
+
+  /// Retry budget (Finagle's and Envoy's): over the last `budget_window`,
+  /// retries and hedges may number at most `budget_ratio` x the calls started
+  /// plus `budget_min_per_second` x the window's seconds. Beyond it a call
+  /// completes with its own error instead of retrying (counted in
+  /// ClientStats::budget_refusals), so retries cannot multiply the load on a
+  /// failing service. Defaults 0.2, 10 per second, 10 s. Ratio 0 .. 10;
+  /// window 1 .. 600 s.
+  double budget_ratio = 0.2;
+  unsigned budget_min_per_second = 10;
+  std::chrono::seconds budget_window{10};
+};
+
+/// Failback (Dubbo's FailbackClusterInvoker): `Client::send_failback`.
+struct FailbackOptions {
+  /// Delay between a failed delivery and its next try. Default 5000 ms; > 0.
+  std::chrono::milliseconds interval{5000};
+  /// Tries after the first, before giving up. Default 3.
+  unsigned retries = 3;
+  /// Most deliveries waiting for a retry at once; a failure beyond it is
+  /// dropped (counted in ClientStats::failback_dropped and logged). Default 100.
+  std::size_t max_pending = 100;
 };
 
 /// Per client; fixed at construction.
@@ -67,6 +155,15 @@ struct ClientOptions {
 
   /// Socket-level limits (largest body accepted, write queue bound, buffers).
   transport::ChannelOptions channel;
+
+  /// How each attempt picks its provider. Default round robin.
+  LoadBalance load_balance = LoadBalance::round_robin;
+
+  /// Backoff between retries of a call, and the retry budget.
+  RetryOptions retry;
+
+  /// Delayed redelivery of fire-and-forget calls.
+  FailbackOptions failback;
 };
 
 /// Per server; fixed at construction.
