@@ -5,8 +5,14 @@
 //               [--concurrency C] [--timeout-ms T] [--payload-bytes B]
 //               [--method echo|sleep] [--sleep-ms X] [--report-interval-ms I]
 //               [--json] [--heartbeat-ms H] [--idle-timeout-ms I]
+//               [--retries N] [--idempotent] [--lb round_robin|least_active|p2c]
+//               [--hedge-ms H]
 //
-// Every call has a deadline of T ms (the client's wheel timer). Outcomes are
+// Every call has a deadline of T ms (the client's wheel timer). Each attempt
+// goes to a ready server chosen by --lb; a failed attempt is retried (up to
+// --retries more, within the deadline and the client's retry budget), and with
+// --idempotent --hedge-ms H a call with no reply after H ms gets a backup
+// attempt on another server (first reply wins). Outcomes are
 // counted by error code; each call must complete exactly once: "lost" counts
 // calls that never completed (within T + 5 s after the last one was issued) and
 // "completed_twice" calls that completed more than once. Both must be 0: the
@@ -14,8 +20,11 @@
 // reported, not fatal).
 //
 // With --json, one line per interval {"t_ms":..,"ok":..,"errors":{..}}
-// (cumulative) and a final summary line; otherwise readable progress lines,
-// a summary and the first few distinct error messages.
+// (cumulative) and a final summary line, which also carries the client's
+// attempts, retries, hedges and budget refusals, the load balancing policy and
+// per server {"peer","attempts","failures"}; otherwise readable progress
+// lines, a summary (the same counters included) and the first few distinct
+// error messages.
 #include <wheelrpc/rpc/client.h>
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 #include <wheelrpc/transport/connector.h>
@@ -69,6 +78,10 @@ struct Config {
   bool json = false;
   std::chrono::milliseconds heartbeat{15000};
   std::chrono::milliseconds idle_timeout{0};
+  int retries = rpc::CallOptions{}.retries;
+  bool idempotent = false;
+  rpc::LoadBalance load_balance = rpc::ClientOptions{}.load_balance;
+  std::chrono::milliseconds hedge_delay{0};  // 0 = no hedging
 };
 
 int usage(const std::string& problem) {
@@ -79,7 +92,10 @@ int usage(const std::string& problem) {
       "                   [--concurrency C] [--timeout-ms T] [--payload-bytes B]\n"
       "                   [--method echo|sleep] [--sleep-ms X] [--report-interval-ms I]\n"
       "                   [--json] [--heartbeat-ms H] [--idle-timeout-ms I]\n"
-      "  --server          servers to call, round robin (e.g. 127.0.0.1:7001,127.0.0.1:7002)\n"
+      "                   [--retries N] [--idempotent] [--lb round_robin|least_active|p2c]\n"
+      "                   [--hedge-ms H]\n"
+      "  --server          servers to call, chosen per attempt by --lb\n"
+      "                    (e.g. 127.0.0.1:7001,127.0.0.1:7002)\n"
       "  --calls N         issue N calls in total, or\n"
       "  --duration-s S    keep issuing for S seconds (decimals allowed)\n"
       "  --concurrency C   calls in flight at once (default 1)\n"
@@ -92,6 +108,12 @@ int usage(const std::string& problem) {
       "  --heartbeat-ms H  heartbeat interval proposed to the server (default 15000)\n"
       "  --idle-timeout-ms I  reconnect a connection that read nothing for I ms\n"
       "                    (default 0 = 3 x the agreed heartbeat; else at least 2 x H)\n"
+      "  --retries N       further attempts after a failed one, 0..16 (default 2)\n"
+      "  --idempotent      calls may run more than once: timeouts are retried, hedging allowed\n"
+      "  --lb P            how each attempt picks its server: round_robin (default),\n"
+      "                    least_active or p2c\n"
+      "  --hedge-ms H      with --idempotent: start a backup attempt on another server\n"
+      "                    when no reply came within H ms (default 0 = off)\n"
       "Exit status: 0 ok (failed calls included), 1 if a call was lost or completed twice, 2 usage.\n");
   return 2;
 }
@@ -131,6 +153,10 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
     if (name == "-h" || name == "--help") return usage("");
     if (name == "--json") {
       cfg.json = true;
+      continue;
+    }
+    if (name == "--idempotent") {
+      cfg.idempotent = true;
       continue;
     }
     if (i + 1 >= argc) return usage("missing value after " + std::string(name));
@@ -182,12 +208,28 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
       const auto v = parse_int(value, 1, 86'400'000);
       if (!v) return usage("--idle-timeout-ms must be a positive number of milliseconds");
       cfg.idle_timeout = std::chrono::milliseconds(*v);
+    } else if (name == "--retries") {
+      const auto v = parse_int(value, 0, rpc::CallOptions::kMaxRetries);
+      if (!v) return usage("--retries must be 0.." + std::to_string(rpc::CallOptions::kMaxRetries));
+      cfg.retries = static_cast<int>(*v);
+    } else if (name == "--lb") {
+      const auto lb = rpc::parse_load_balance(value);
+      if (!lb) return usage("--lb must be round_robin, least_active or p2c, not '" + std::string(value) + "'");
+      cfg.load_balance = *lb;
+    } else if (name == "--hedge-ms") {
+      const auto v = parse_int(value, 0, 86'400'000);
+      if (!v) return usage("--hedge-ms must be 0..86400000 milliseconds (0 = no hedging)");
+      cfg.hedge_delay = std::chrono::milliseconds(*v);
     } else {
       return usage("unknown flag " + std::string(name));
     }
   }
   if (cfg.servers.empty()) return usage("--server is required");
   if (cfg.calls.has_value() == cfg.duration_s.has_value()) return usage("give exactly one of --calls and --duration-s");
+  // The library fails every hedged call that is not idempotent (bad_request).
+  if (cfg.hedge_delay.count() > 0 && !cfg.idempotent) {
+    return usage("--hedge-ms needs --idempotent: only idempotent calls may be hedged (run more than once)");
+  }
   return std::nullopt;
 }
 
@@ -350,6 +392,9 @@ class Load {
     std::string expected = cfg_.method == "sleep" ? std::string("slept") : payload;
     rpc::CallOptions options;
     options.timeout = cfg_.timeout;
+    options.retries = cfg_.retries;
+    options.idempotent = cfg_.idempotent;
+    options.hedge_delay = cfg_.hedge_delay;
     const Clock::time_point issued_at = Clock::now();
     client_.async_call(cfg_.method, std::move(payload), std::move(options),
                        [this, id, issued_at, expected = std::move(expected)](error_code ec, rpc::Response r) {
@@ -447,6 +492,22 @@ class Load {
     return s + "}";
   }
 
+  /// [{"peer":"ip:port","attempts":N,"failures":N},...], in --server order.
+  static std::string providers_json(const std::vector<rpc::ProviderStats>& providers) {
+    std::string s = "[";
+    for (const auto& p : providers) {
+      if (s.size() > 1) s += ',';
+      s.append("{\"peer\":\"")
+          .append(json_escaped(p.peer))
+          .append("\",\"attempts\":")
+          .append(std::to_string(p.attempts))
+          .append(",\"failures\":")
+          .append(std::to_string(p.failures))
+          .append("}");
+    }
+    return s + "]";
+  }
+
   void report() {
     const auto now = Clock::now();
     if (cfg_.json) {
@@ -489,16 +550,23 @@ class Load {
     const std::uint64_t failed = total_errors() - timeouts_;
     const double overrun_ms = std::chrono::duration<double, std::milli>(max_overrun_).count();
     const double rate = static_cast<double>(ok_) / secs;
+    const rpc::ClientStats st = client_.stats();
+    const std::vector<rpc::ProviderStats> providers = client_.providers();
+    const char* lb = rpc::to_string(cfg_.load_balance);
     if (cfg_.json) {
       std::printf("{\"calls\":%llu,\"ok\":%llu,\"timeout\":%llu,\"failed\":%llu,\"errors\":%s,\"lost\":%llu,"
                   "\"completed_twice\":%llu,\"max_overrun_ms\":%.3f,\"calls_per_s\":%.0f,\"p50_us\":%.0f,"
-                  "\"p99_us\":%.0f,\"elapsed_s\":%.3f,\"method\":\"%s\",\"concurrency\":%zu,\"timeout_ms\":%lld}\n",
+                  "\"p99_us\":%.0f,\"elapsed_s\":%.3f,\"method\":\"%s\",\"concurrency\":%zu,\"timeout_ms\":%lld,"
+                  "\"attempts\":%llu,\"retries\":%llu,\"hedges\":%llu,\"budget_refusals\":%llu,\"lb\":\"%s\","
+                  "\"providers\":%s}\n",
                   static_cast<unsigned long long>(issued_), static_cast<unsigned long long>(ok_),
                   static_cast<unsigned long long>(timeouts_), static_cast<unsigned long long>(failed),
                   errors_json().c_str(), static_cast<unsigned long long>(lost),
                   static_cast<unsigned long long>(completed_twice_), overrun_ms, rate, hist_.quantile(0.50),
                   hist_.quantile(0.99), secs, cfg_.method.c_str(), cfg_.concurrency,
-                  static_cast<long long>(cfg_.timeout.count()));
+                  static_cast<long long>(cfg_.timeout.count()), static_cast<unsigned long long>(st.attempts),
+                  static_cast<unsigned long long>(st.retries), static_cast<unsigned long long>(st.hedges),
+                  static_cast<unsigned long long>(st.budget_refusals), lb, providers_json(providers).c_str());
     } else {
       std::printf("\n%llu calls in %.2f s: %llu ok, %llu timed out, %llu failed otherwise, %llu lost, "
                   "%llu completed twice\n",
@@ -515,6 +583,13 @@ class Load {
         std::printf("\n");
       }
       std::printf("  latest completion after its deadline: %.1f ms\n", overrun_ms);
+      std::printf("  attempts: %llu (%llu retries, %llu hedges, %llu budget refusals), lb %s\n",
+                  static_cast<unsigned long long>(st.attempts), static_cast<unsigned long long>(st.retries),
+                  static_cast<unsigned long long>(st.hedges), static_cast<unsigned long long>(st.budget_refusals), lb);
+      for (const auto& p : providers) {
+        std::printf("  provider %s: %llu attempts, %llu failed\n", p.peer.c_str(),
+                    static_cast<unsigned long long>(p.attempts), static_cast<unsigned long long>(p.failures));
+      }
       if (!first_messages_.empty()) {
         std::printf("  first distinct errors:\n");
         for (const auto& m : first_messages_) std::printf("    %s\n", m.c_str());
@@ -559,6 +634,7 @@ int run(const Config& cfg) {
   rpc::ClientOptions options;
   options.heartbeat = cfg.heartbeat;
   options.idle_timeout = cfg.idle_timeout;
+  options.load_balance = cfg.load_balance;
   rpc::Client client(io.get_executor(), timer, cfg.servers, options);
   Load load(cfg, io, client);
   asio::post(io, [&load] { load.start(); });

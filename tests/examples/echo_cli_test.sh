@@ -11,8 +11,9 @@ client_bin=${2:?usage: echo_cli_test.sh ECHO_SERVER ECHO_CLIENT}
 
 tmp=$(mktemp -d)
 server_pid=""
+server2_pid=""
 cleanup() {
-  if [ -n "$server_pid" ]; then kill -KILL "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  for pid in $server_pid $server2_pid; do kill -KILL "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -22,25 +23,34 @@ fail() {
   echo "FAIL: $*" >&2
   failures=$((failures + 1))
 }
-# A top-level numeric JSON field of a one-line object (the "errors" object,
-# whose keys may repeat top-level names, is removed first).
-field() { sed -e 's/"errors":{[^}]*}//' -e "s/.*\"$2\":\\(-\\{0,1\\}[0-9.][0-9.]*\\).*/\\1/p" -n <<<"$1"; }
+# A top-level numeric JSON field of a one-line object (the "errors" object and
+# the "providers" array, whose keys may repeat top-level names, are removed first).
+field() {
+  sed -e 's/"errors":{[^}]*}//' -e 's/"providers":\[[^]]*\]//' \
+      -e "s/.*\"$2\":\\(-\\{0,1\\}[0-9.][0-9.]*\\).*/\\1/p" -n <<<"$1"
+}
 expect_field() {  # LINE NAME VALUE
   local v
   v=$(field "$1" "$2")
   [ "$v" = "$3" ] || fail "expected \"$2\":$3, got '${v}' in: $1"
 }
 
+# The first line a server printed to FILE, waiting up to 10 s while PID runs.
+first_line() {  # FILE PID
+  local line=""
+  for _ in $(seq 100); do
+    line=$(head -n 1 "$1" 2>/dev/null || true)
+    [ -n "$line" ] && break
+    kill -0 "$2" 2>/dev/null || break
+    sleep 0.1
+  done
+  printf '%s' "$line"
+}
+
 # ---- server start and its first line ------------------------------------------
 timeout 60 "$server_bin" --port 0 >"$tmp/server.out" 2>"$tmp/server.err" &
 server_pid=$!
-first=""
-for _ in $(seq 100); do  # up to 10 s
-  first=$(head -n 1 "$tmp/server.out" 2>/dev/null || true)
-  [ -n "$first" ] && break
-  kill -0 "$server_pid" 2>/dev/null || break
-  sleep 0.1
-done
+first=$(first_line "$tmp/server.out" "$server_pid")
 if ! grep -Eq '^listening on 127\.0\.0\.1:[1-9][0-9]*$' <<<"$first"; then
   echo "FAIL: server's first line is '$first', expected 'listening on 127.0.0.1:PORT'" >&2
   cat "$tmp/server.err" >&2
@@ -61,6 +71,23 @@ timeout 10 "$client_bin" --server "$endpoint" >/dev/null 2>&1
 rc=$?
 set -e
 [ "$rc" = 2 ] || fail "missing --calls/--duration-s: exit status $rc, expected 2"
+# Bad values of the retry / load-balancing flags, and hedging a call that is
+# not idempotent: usage errors, and the problem (the first line, before the
+# usage text) names the flag.
+bad_usage() {  # DESCRIPTION FLAG-IN-MESSAGE ARGS...
+  local what=$1 flag=$2 rc
+  shift 2
+  set +e
+  timeout 10 "$client_bin" --server "$endpoint" --calls 1 "$@" >/dev/null 2>"$tmp/usage.err"
+  rc=$?
+  set -e
+  [ "$rc" = 2 ] || fail "$what: exit status $rc, expected 2"
+  head -n 1 "$tmp/usage.err" | grep -q -- "^echo_client: .*$flag" ||
+    fail "$what: the message does not name $flag: $(head -n 1 "$tmp/usage.err")"
+}
+bad_usage "--lb bogus" --lb --lb bogus
+bad_usage "--retries 99" --retries --retries 99
+bad_usage "--hedge-ms without --idempotent" --idempotent --hedge-ms 10
 
 # ---- echo: 200 calls, 4 in flight ------------------------------------------------
 set +e
@@ -107,6 +134,79 @@ timeout 30 "$client_bin" --server "$endpoint" --method sleep --sleep-ms 300 --ti
 set -e
 grep -Eq "timeout \(sent, waiting for the reply\) after [0-9]+ ms calling 'sleep' on $endpoint" "$tmp/text.out" ||
   fail "text output lacks the timeout message: $(cat "$tmp/text.out")"
+
+# ---- two servers: least_active, a retry, hedging --------------------------------
+timeout 60 "$server_bin" --port 0 >"$tmp/server2.out" 2>"$tmp/server2.err" &
+server2_pid=$!
+second=$(first_line "$tmp/server2.out" "$server2_pid")
+if ! grep -Eq '^listening on 127\.0\.0\.1:[1-9][0-9]*$' <<<"$second"; then
+  fail "second server's first line is '$second': $(cat "$tmp/server2.err")"
+else
+  endpoint2=${second#listening on }
+  echo "server 2: $second"
+  # The number after "attempts" in the providers entry of PEER.
+  provider_attempts() { grep -o "{\"peer\":\"$2\",\"attempts\":[0-9]*" <<<"$1" | sed 's/.*://'; }
+
+  # Echo for 1 s (plenty of calls, so both connections are up for most of them).
+  set +e
+  timeout 30 "$client_bin" --server "$endpoint,$endpoint2" --lb least_active --retries 1 --idempotent \
+    --hedge-ms 50 --duration-s 1 --concurrency 4 --json >"$tmp/two.out" 2>"$tmp/two.err"
+  rc=$?
+  set -e
+  last=$(tail -n 1 "$tmp/two.out")
+  echo "two servers: $last"
+  [ "$rc" = 0 ] || fail "two servers: client exited $rc: $(cat "$tmp/two.err")"
+  calls=$(field "$last" calls)
+  [ -n "$calls" ] && [ "$calls" -gt 0 ] || fail "two servers: no calls in: $last"
+  expect_field "$last" ok "$calls"
+  expect_field "$last" lost 0
+  expect_field "$last" completed_twice 0
+  grep -q '"errors":{}' <<<"$last" || fail "two servers: expected no errors in: $last"
+  for f in attempts retries hedges budget_refusals; do
+    [ -n "$(field "$last" $f)" ] || fail "two servers: no numeric \"$f\" in: $last"
+  done
+  attempts=$(field "$last" attempts)
+  [ -n "$attempts" ] && [ "$attempts" -ge "$calls" ] || fail "two servers: $attempts attempts for $calls calls"
+  grep -q '"lb":"least_active"' <<<"$last" || fail "two servers: no \"lb\":\"least_active\" in: $last"
+  grep -Eq '"providers":\[\{[^]]*\}\]\}$' <<<"$last" || fail "two servers: no providers array at the end of: $last"
+  for ep in "$endpoint" "$endpoint2"; do
+    n=$(provider_attempts "$last" "$ep")
+    [ -n "$n" ] && [ "$n" -gt 0 ] || fail "two servers: provider $ep got '${n}' attempts in: $last"
+  done
+
+  # Calls that sleep 100 ms with a 20 ms hedge delay: each gets a backup
+  # attempt on the other server, and every call still succeeds exactly once.
+  set +e
+  timeout 30 "$client_bin" --server "$endpoint,$endpoint2" --lb p2c --retries 1 --idempotent --hedge-ms 20 \
+    --method sleep --sleep-ms 100 --calls 12 --concurrency 4 --json >"$tmp/hedge.out" 2>"$tmp/hedge.err"
+  rc=$?
+  set -e
+  last=$(tail -n 1 "$tmp/hedge.out")
+  echo "hedged: $last"
+  [ "$rc" = 0 ] || fail "hedged: client exited $rc: $(cat "$tmp/hedge.err")"
+  expect_field "$last" calls 12
+  expect_field "$last" ok 12
+  expect_field "$last" lost 0
+  expect_field "$last" completed_twice 0
+  hedges=$(field "$last" hedges)
+  [ -n "$hedges" ] && [ "$hedges" -gt 0 ] || fail "hedged: expected hedges > 0 in: $last"
+  grep -q '"lb":"p2c"' <<<"$last" || fail "hedged: no \"lb\":\"p2c\" in: $last"
+
+  # The text summary: the attempt counters and a line per provider.
+  set +e
+  timeout 30 "$client_bin" --server "$endpoint,$endpoint2" --calls 20 --concurrency 2 >"$tmp/two.txt" 2>&1
+  set -e
+  grep -Eq '^  attempts: [0-9]+ \([0-9]+ retries, [0-9]+ hedges, [0-9]+ budget refusals\), lb round_robin$' \
+    "$tmp/two.txt" || fail "text output lacks the attempts line: $(cat "$tmp/two.txt")"
+  for ep in "$endpoint" "$endpoint2"; do
+    grep -Eq "^  provider $ep: [0-9]+ attempts, [0-9]+ failed$" "$tmp/two.txt" ||
+      fail "text output lacks the line of provider $ep: $(cat "$tmp/two.txt")"
+  done
+
+  kill -KILL "$server2_pid" 2>/dev/null || true
+  wait "$server2_pid" 2>/dev/null || true
+  server2_pid=""
+fi
 
 # ---- SIGTERM: the server exits 0 within 5 s ----------------------------------------
 kill -TERM "$server_pid"
