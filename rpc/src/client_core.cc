@@ -771,7 +771,22 @@ void ClientCore::on_reply(ClientConnection*, transport::Frame& frame) {
   if (status == transport::Status::server_timeout) retry = Retry::if_idempotent;
   if (status == transport::Status::overloaded || status == transport::Status::shutting_down) retry = Retry::always;
   Response r;
-  if (status == transport::Status::server_timeout && call->has_deadline && Clock::now() >= call->deadline) {
+  const auto now = Clock::now();
+  if (status == transport::Status::server_timeout && a.expires != Call::kNever && now >= a.expires &&
+      now < call->deadline) {
+    // The attempt's own timeout (which the server was given as its budget):
+    // the same outcome the wheel was about to report for it.
+    attempt_timeouts_.fetch_add(1, std::memory_order_relaxed);
+    attempt_failed(lock, call, a.conn, errc::timeout,
+                   fmt::format("timeout (sent, attempt {} got no reply within its {} ms; the server timed out too) "
+                               "after {} ms calling '{}' on {}",
+                               a.number, ms_between(a.sent, a.expires), elapsed_ms(call), call->method,
+                               a.conn->peer()),
+                   Retry::if_idempotent);
+    release(call);
+    return;
+  }
+  if (status == transport::Status::server_timeout && call->has_deadline && now >= call->deadline) {
     // Our deadline passed too (the server counts the same budget from a little
     // later): to the caller this is its own timeout, which the wheel was about
     // to report.
@@ -904,6 +919,7 @@ void ClientCore::on_deadline(Call* call) {
   error_code ec = errc::timeout;
   const char* inherited = call->inherited ? " (the deadline inherited from the request being served)" : "";
   if (!call->live.empty()) {
+    for (const auto& a : call->live) ++a.conn->failures;  // each timed out on its provider
     message = describe(call, "timeout (sent, waiting for the reply)") + attempt_note(call) + inherited;
     if (call->last_ec) message += "; earlier attempt: " + call->last_error;
   } else {
