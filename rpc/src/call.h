@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -56,6 +57,9 @@ struct Call {
   Clock::time_point start;
   bool has_deadline = true;
   bool inherited = false;  // the deadline is that of the request being served
+  // The deadline in force where the call started (the request being served),
+  // put back in force while the completion runs.
+  std::optional<Clock::time_point> context;
   std::chrono::milliseconds budget{0};
   Clock::time_point deadline;
   timer::Timeout timeout;  // the deadline's

@@ -48,8 +48,9 @@ void release_n(Call* call, int n) {
 // Invokes the handler on its associated executor: inline when the completion
 // comes from a reply (already on an I/O thread), posted otherwise (the timer's
 // worker must never run user code; a cancellation handler must not clear its
-// own slot while it runs). A call that inherited its deadline completes with
-// that deadline in force, so the caller's next nested call inherits it too.
+// own slot while it runs). A call started while a request was being served
+// completes with that request's deadline in force, so the caller's next nested
+// call inherits it too.
 void invoke(asio::any_completion_handler<Client::Signature> handler, const asio::any_io_executor& fallback,
             error_code ec, Response response, bool may_run_inline,
             std::optional<Call::Clock::time_point> deadline) {
@@ -60,12 +61,8 @@ void invoke(asio::any_completion_handler<Client::Signature> handler, const asio:
   const bool has_own = associated.target<asio::system_executor>() == nullptr;
   auto fn = [h = std::move(handler), ec, r = std::move(response), deadline]() mutable {
     asio::get_associated_cancellation_slot(h).clear();
-    if (deadline) {
-      DeadlineScope scope(deadline);
-      std::move(h)(ec, std::move(r));
-    } else {
-      std::move(h)(ec, std::move(r));
-    }
+    DeadlineScope scope(deadline);  // none, for a call started outside any request
+    std::move(h)(ec, std::move(r));
   };
   if (!has_own) {
     if (may_run_inline) {
@@ -255,8 +252,9 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
   auto deadline = has_deadline ? start + options.timeout : Clock::time_point::max();
   auto budget = options.timeout;
   bool inherited = false;
+  const auto context = current_deadline();
   if (options.inherit_deadline) {
-    if (auto outer = current_deadline()) {
+    if (const auto& outer = context) {
       if (*outer <= start) {
         fail_now(errc::timeout,
                  fmt::format("timeout: the deadline inherited from the request being served passed {} ms "
@@ -294,6 +292,7 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
   call->start = start;
   call->has_deadline = has_deadline;
   call->inherited = inherited;
+  call->context = context;
   call->budget = budget;
   call->deadline = deadline;
   call->max_attempts = options.retries + 1;
@@ -344,13 +343,18 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
 
 // ---------------------------------------------------------------- attempts
 
-ClientConnection* ClientCore::pick(const Call* call) {
+ClientConnection* ClientCore::pick(const Call* call, bool avoid_live) {
   const std::size_t n = conns_.size();
   // Tiers of preference: providers this call has not tried; then any but the
   // one that failed last; then any. Within a tier, the load-balancing policy.
+  // A hedge never goes where the call is already waiting (`avoid_live`).
   for (int tier = (call->tried.empty() ? 2 : 0); tier <= 2; ++tier) {
     auto eligible = [&](const ClientConnection* c) {
       if (c->state != ClientConnection::State::ready) return false;
+      if (avoid_live && std::any_of(call->live.begin(), call->live.end(),
+                                    [c](const Call::Attempt& a) { return a.conn == c; })) {
+        return false;
+      }
       if (tier == 0) return std::find(call->tried.begin(), call->tried.end(), c) == call->tried.end();
       if (tier == 1) return c != call->last_failed;
       return true;
@@ -662,10 +666,7 @@ void ClientCore::on_aux(Call* call) {
     if (now >= call->hedge_at && !call->live.empty() && call->attempts < call->max_attempts) {
       // Hedge on a provider this call is not already waiting on.
       call->hedge_at = Call::kNever;
-      ClientConnection* target = pick(call);
-      for (const auto& a : call->live) {
-        if (a.conn == target) target = nullptr;
-      }
+      ClientConnection* target = pick(call, /*avoid_live=*/true);
       if (!target) {
         call->hedge_at = now + call->hedge_delay;  // none free now; look again later
       } else if (budget_.try_retry(now)) {
@@ -898,7 +899,7 @@ bool ClientCore::finish(Lock& lock, Call* call, error_code ec, Response response
   }
   if (origin != Origin::timer && call->timeout.cancel()) release(call);  // the timer's reference
   invoke(std::move(call->handler), ex_, ec, std::move(response), origin == Origin::reply,
-         call->inherited ? std::optional<Clock::time_point>(call->deadline) : std::nullopt);
+         call->context);
   release_n(call, drop);
   return true;
 }

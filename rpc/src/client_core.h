@@ -121,7 +121,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// Schedules the aux timeout for the call's nearest event (or none).
   /// Returns references to release (an aux timeout it cancelled).
   int rearm_aux(Call* call, Clock::time_point now);
-  ClientConnection* pick(const Call* call);
+  ClientConnection* pick(const Call* call, bool avoid_live = false);
   std::chrono::milliseconds retry_delay(int retry);
   void wake_all(Clock::time_point now);
   std::uint64_t random() noexcept;

@@ -240,8 +240,8 @@ TEST(Retry, OneOfThreeProvidersKilledUnderLoadEveryCallSucceeds) {
         if (ec && first_error.empty()) first_error = ec.message() + ": " + r.error_message;
       }
       (ec ? failed : ok).fetch_add(1);
-      completions.fetch_add(1);
       issue();
+      completions.fetch_add(1);  // last: once all are counted, nothing here touches `issue` again
     });
   };
   for (int i = 0; i < kConcurrency; ++i) issue();
@@ -632,6 +632,18 @@ TEST(DeadlinePropagation, InheritedDeadlineBoundsTheCallAndStaysInForceInItsComp
   EXPECT_LE(seen, 200);
   ASSERT_TRUE(in_force.has_value());
   EXPECT_EQ(*in_force, outer);
+
+  // A call whose own timeout is shorter than the request's deadline: its
+  // completion still runs with the request's deadline in force.
+  std::promise<std::optional<Clock::time_point>> q;
+  auto qf = q.get_future();
+  const auto request_deadline = Clock::now() + 5s;
+  {
+    DeadlineScope scope(request_deadline);
+    c.client->async_call("work", "", opts(1s), [&q](error_code, Response) { q.set_value(wheelrpc::rpc::current_deadline()); });
+  }
+  ASSERT_EQ(qf.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(qf.get(), std::optional<Clock::time_point>(request_deadline));
 
   // Opting out: the call's own 5 s budget.
   std::future<Outcome> f;

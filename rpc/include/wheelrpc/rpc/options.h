@@ -30,8 +30,10 @@ struct CallOptions {
   /// When no connection is ready: true (default) = wait for one (through
   /// reconnect attempts) until the deadline; if none could be made by then the
   /// call fails with errc::unavailable naming the last connect error, otherwise
-  /// with errc::timeout ("not sent"). false = fail at once with
-  /// errc::unavailable.
+  /// with errc::timeout ("not sent"). false = the attempt fails at once with
+  /// errc::unavailable, which is retried like any unavailable attempt (after
+  /// the retry backoff, while connections are being made); with retries = 0
+  /// the call fails at once.
   bool wait_for_ready = true;
 
   /// Sent with the request; the handler sees them in `Request::attachments`.
