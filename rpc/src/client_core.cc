@@ -120,18 +120,21 @@ void ClientCore::init(const std::vector<asio::ip::tcp::endpoint>& servers) {
     conns_.push_back(std::make_shared<ClientConnection>(shared_from_this(), ep, std::move(peer),
                                                         options_.reconnect, conns_.size() + 1));
   }
-  // Heartbeats and reconnects, every heartbeat / 3 (Dubbo's check tick). The
-  // tasks see the client through a weak reference and stop once it is gone.
+  // Each provider's channel has its own HeartbeatTimerTask and
+  // ReconnectTimerTask, every heartbeat / 3 (Dubbo's check tick). The tasks
+  // see the client through a weak reference and stop once it is gone.
   const auto tick = std::max(options_.heartbeat / 3, std::chrono::milliseconds(1));
-  auto provider = [weak = weak_from_this()]() -> std::optional<std::vector<WatchedChannel>> {
-    auto self = weak.lock();
-    if (!self) return std::nullopt;
-    return self->watched();
-  };
-  heartbeat_task_ = std::make_shared<HeartbeatTimerTask>(provider, tick);
-  reconnect_task_ = std::make_shared<ReconnectTimerTask>(provider, tick);
-  heartbeat_task_->start(timer_);
-  reconnect_task_->start(timer_);
+  for (auto& c : conns_) {
+    auto provider = [weak = weak_from_this(), conn = c.get()]() -> std::optional<std::vector<WatchedChannel>> {
+      auto self = weak.lock();
+      if (!self) return std::nullopt;
+      return self->watched(conn);
+    };
+    c->heartbeat_task = std::make_shared<HeartbeatTimerTask>(provider, tick);
+    c->reconnect_task = std::make_shared<ReconnectTimerTask>(provider, tick);
+    c->heartbeat_task->start(timer_);
+    c->reconnect_task->start(timer_);
+  }
 }
 
 std::uint64_t ClientCore::random() noexcept {
@@ -158,29 +161,26 @@ std::chrono::milliseconds ClientCore::idle_timeout_for(const ClientConnection& c
   return 3 * conn.heartbeat;
 }
 
-std::optional<std::vector<WatchedChannel>> ClientCore::watched() {
+std::optional<std::vector<WatchedChannel>> ClientCore::watched(ClientConnection* c) {
   std::lock_guard lock(mu_);
-  if (closed_) return std::nullopt;
+  if (closed_) return std::nullopt;  // before touching `c`: close() may free it
   std::vector<WatchedChannel> out;
-  out.reserve(conns_.size());
-  for (auto& c : conns_) {
-    if (!c->wanted) continue;
-    WatchedChannel w;
-    if (c->state == ClientConnection::State::ready) {
-      w.channel = c->channel;
-      w.heartbeat = c->heartbeat;
-      w.idle_timeout = idle_timeout_for(*c);
-    } else if (c->state == ClientConnection::State::handshaking) {
-      // Connected, HELLO sent, no answer yet: a peer that accepts and says
-      // nothing gets connect_timeout, then the connection is closed and retried.
-      w.channel = c->channel;
-      w.idle_timeout = options_.connect_timeout;
-    }
-    w.reconnect = [weak = weak_from_this(), conn = c.get()](Clock::time_point now) {
-      if (auto self = weak.lock()) self->maybe_reconnect(conn, now);
-    };
-    out.push_back(std::move(w));
+  if (!c->wanted) return out;
+  WatchedChannel w;
+  if (c->state == ClientConnection::State::ready) {
+    w.channel = c->channel;
+    w.heartbeat = c->heartbeat;
+    w.idle_timeout = idle_timeout_for(*c);
+  } else if (c->state == ClientConnection::State::handshaking) {
+    // Connected, HELLO sent, no answer yet: a peer that accepts and says
+    // nothing gets connect_timeout, then the connection is closed and retried.
+    w.channel = c->channel;
+    w.idle_timeout = options_.connect_timeout;
   }
+  w.reconnect = [weak = weak_from_this(), c](Clock::time_point now) {
+    if (auto self = weak.lock()) self->maybe_reconnect(c, now);
+  };
+  out.push_back(std::move(w));
   return out;
 }
 
@@ -953,6 +953,7 @@ void ClientCore::close() {
   std::vector<std::shared_ptr<transport::Channel>> channels;
   std::vector<std::shared_ptr<ClientConnection>> conns;
   std::vector<timer::Timeout> failback;
+  std::vector<std::shared_ptr<AbstractTimerTask>> tasks;
   {
     std::lock_guard lock(mu_);
     if (closed_) return;
@@ -968,6 +969,8 @@ void ClientCore::close() {
     }
     waiting.swap(waiting_);
     for (auto& c : conns_) {
+      tasks.push_back(c->heartbeat_task);
+      tasks.push_back(c->reconnect_task);
       // Break channel <-> connection: if the executor stops before the close
       // below runs, neither keeps the other alive.
       if (c->channel) channels.push_back(std::move(c->channel));
@@ -977,8 +980,9 @@ void ClientCore::close() {
     for (auto& [task, entry] : failback_) failback.push_back(entry.second);
     failback_.clear();
   }
-  if (heartbeat_task_) heartbeat_task_->cancel();
-  if (reconnect_task_) reconnect_task_->cancel();
+  for (auto& t : tasks) {
+    if (t) t->cancel();
+  }
   for (auto& t : failback) t.cancel();
   for (Call* c : books) {
     cancel(c, errc::cancelled, describe(c, "client closed"));

@@ -56,6 +56,8 @@ class ClientConnection final : public transport::ChannelHandler {
   std::uint64_t active = 0;                // attempts in flight on it
   std::uint64_t attempts = 0;              // attempts sent to it
   std::uint64_t failures = 0;              // of which failed
+  std::shared_ptr<HeartbeatTimerTask> heartbeat_task;  // this channel's timer tasks
+  std::shared_ptr<ReconnectTimerTask> reconnect_task;
 
  private:
   std::shared_ptr<ClientCore> core_;  // the cycle is broken by ClientCore::close()
@@ -133,7 +135,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void attempt(ClientConnection* conn, Clock::time_point now);
   void connect(ClientConnection* conn);  // lock held
   void maybe_reconnect(ClientConnection* conn, Clock::time_point now);
-  std::optional<std::vector<WatchedChannel>> watched();
+  std::optional<std::vector<WatchedChannel>> watched(ClientConnection* conn);
   std::chrono::milliseconds idle_timeout_for(const ClientConnection& conn) const;
 
   // Failback.
@@ -158,8 +160,6 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::unordered_map<RetryTimerTask*, std::pair<std::shared_ptr<RetryTimerTask>, timer::Timeout>> failback_;
   std::uint64_t next_event_id_ = 1;
   boost::asio::executor_work_guard<boost::asio::any_io_executor> work_;
-  std::shared_ptr<HeartbeatTimerTask> heartbeat_task_;
-  std::shared_ptr<ReconnectTimerTask> reconnect_task_;
 
   std::atomic<std::uint64_t> calls_{0}, ok_{0}, failed_{0}, timeouts_{0}, late_{0}, connects_{0},
       connect_failures_{0}, pending_{0}, attempts_{0}, retries_{0}, hedges_{0}, refusals_{0},

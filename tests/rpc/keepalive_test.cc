@@ -213,7 +213,9 @@ TEST(KeepAlive, ClientReconnectsToARestartedServerOnTheSamePort) {
 
   Server second(io.io.get_executor(), timer, server_options(30ms));
   wheelrpc::test::register_test_methods(second, io.io);
-  ASSERT_FALSE(second.listen(endpoint));
+  // Tests run in parallel: until it is bound again, the freed port can serve
+  // briefly as the source port of another test's connection. Bounded retry.
+  ASSERT_TRUE(wait_until([&] { return !second.listen(endpoint); }, 10s));
   // The ReconnectTimerTask brings the connection back by itself, within the
   // backoff bound (50 ms, 80 ms, 128 ms... at most 400 ms, +- 20 %).
   ASSERT_TRUE(wait_until([&] { return client.stats().connects >= 2; }, 5s));
