@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +24,7 @@
 #include <wheelrpc/rpc/deadline.h>
 
 #include "support/rpc_fixture.h"
+#include "support/toxic.h"
 #include "support/wait.h"
 
 using namespace std::chrono_literals;
@@ -42,6 +45,7 @@ using wheelrpc::rpc::Response;
 using wheelrpc::rpc::Server;
 using wheelrpc::rpc::ServerOptions;
 using wheelrpc::test::IoThreads;
+using wheelrpc::test::toxic;
 using wheelrpc::test::wait_until;
 
 namespace {
@@ -208,13 +212,6 @@ CallOptions opts(std::chrono::milliseconds timeout, bool idempotent = false) {
   return o;
 }
 
-Toxic toxic(std::string name, Stream stream, wheelrpc::fault::ToxicAttributes a) {
-  Toxic t;
-  t.name = std::move(name);
-  t.stream = stream;
-  t.attributes = a;
-  return t;
-}
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
@@ -314,6 +311,101 @@ TEST(Retry, AbsurdCallOptionsFailAtOnceWithBadRequest) {
   EXPECT_EQ(out.ec, errc::bad_request);
   EXPECT_TRUE(contains(out.response.error_message, "idempotent")) << out.response.error_message;
   EXPECT_EQ(c.total_requests(), 0);
+}
+
+TEST(Retry, ChaosOnOneProviderAtATimeEveryCallCompletesExactlyOnceByItsDeadline) {
+  const char* env = std::getenv("WHEELRPC_CHAOS_SECONDS");
+  const auto soak = std::chrono::seconds(env ? std::max(1, std::atoi(env)) : 8);
+  Cluster c({Mode::delay, Mode::delay, Mode::delay});
+  for (auto& p : c.providers) p->delay = 2ms;
+  c.connect_all();
+  constexpr auto kDeadline = 300ms;
+  struct Record {
+    std::atomic<int> completions{0};
+    Clock::time_point deadline;
+    Clock::time_point completed_at;
+    error_code ec;
+  };
+  std::mutex mu;
+  std::vector<std::unique_ptr<Record>> records;
+  std::atomic<bool> stop{false};
+  // 9 callers, a call at a time each: plain calls (failover on connection
+  // failures only), idempotent ones (attempt timeouts retried) and hedged ones.
+  std::vector<std::thread> callers;
+  for (int k = 0; k < 9; ++k) {
+    callers.emplace_back([&, k] {
+      while (!stop.load()) {
+        auto o = opts(kDeadline, /*idempotent=*/k % 3 != 0);
+        if (k % 3 == 2) o.hedge_delay = 30ms;
+        Record* r;
+        {
+          std::lock_guard lock(mu);
+          records.push_back(std::make_unique<Record>());
+          r = records.back().get();
+        }
+        r->deadline = Clock::now() + kDeadline;
+        auto done = std::make_shared<std::promise<void>>();
+        c.client->async_call("work", "", o, [r, done](error_code ec, Response) {
+          r->ec = ec;
+          r->completed_at = Clock::now();
+          if (r->completions.fetch_add(1) == 0) done->set_value();
+        });
+        done->get_future().wait_for(5s);
+      }
+    });
+  }
+  std::mt19937 rng(2027);
+  const auto end = Clock::now() + soak;
+  int step = 0;
+  while (Clock::now() < end) {
+    auto& proxy = *c.providers[rng() % c.providers.size()]->proxy;
+    const std::string name = "t" + std::to_string(step++);
+    Toxic t;
+    switch (rng() % 5) {
+      case 0: t = toxic(name, Stream::downstream, wheelrpc::fault::Latency{std::chrono::milliseconds(rng() % 200), 20ms}); break;
+      case 1: t = toxic(name, Stream::both, wheelrpc::fault::Blackhole{}); break;
+      case 2: t = toxic(name, Stream::both, wheelrpc::fault::ResetPeer{std::chrono::milliseconds(rng() % 50)}); break;
+      case 3: t = toxic(name, Stream::downstream, wheelrpc::fault::LimitData{rng() % 2000}); break;
+      default: t = {}; break;
+    }
+    if (!t.name.empty()) {
+      ASSERT_FALSE(proxy.add_toxic(t));
+    } else {
+      proxy.down();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 300));
+    if (!t.name.empty()) {
+      ASSERT_FALSE(proxy.remove_toxic(t.name));
+    } else {
+      ASSERT_TRUE(wait_until([&] { return !proxy.up(); }));  // bounded: the port may briefly be taken
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 100));
+  }
+  stop = true;
+  for (auto& t : callers) t.join();
+  std::lock_guard lock(mu);
+  ASSERT_TRUE(wait_until([&] {
+    return std::all_of(records.begin(), records.end(), [](const auto& r) { return r->completions.load() >= 1; });
+  })) << "a call never completed";
+  int ok = 0;
+  for (const auto& r : records) {
+    EXPECT_EQ(r->completions.load(), 1);
+    EXPECT_LE(r->completed_at - r->deadline, kSlack) << "completed late: " << r->ec.message();
+    if (!r->ec) {
+      ++ok;
+    } else {
+      EXPECT_TRUE(r->ec == errc::timeout || r->ec == errc::connection_lost || r->ec == errc::unavailable)
+          << r->ec.message();
+    }
+  }
+  EXPECT_GT(ok, static_cast<int>(records.size()) / 2) << "two of three providers were healthy at any time";
+  const auto s = c.client->stats();
+  EXPECT_EQ(s.pending, 0u);
+  EXPECT_EQ(s.calls, records.size());
+  RecordProperty("calls", static_cast<int>(records.size()));
+  RecordProperty("ok", ok);
+  RecordProperty("retries", static_cast<int>(s.retries));
+  RecordProperty("hedges", static_cast<int>(s.hedges));
 }
 
 // ---------------------------------------------------------------- timeouts

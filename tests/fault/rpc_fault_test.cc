@@ -20,6 +20,7 @@
 #include <wheelrpc/fault/fault_proxy.h>
 
 #include "support/rpc_fixture.h"
+#include "support/toxic.h"
 #include "support/wait.h"
 
 using namespace std::chrono_literals;
@@ -36,6 +37,7 @@ using wheelrpc::rpc::Response;
 using wheelrpc::rpc::Server;
 using wheelrpc::rpc::ServerOptions;
 using wheelrpc::test::IoThreads;
+using wheelrpc::test::toxic;
 using wheelrpc::test::wait_until;
 
 namespace {
@@ -151,13 +153,6 @@ class Recorder {
   std::vector<Result> results_;
 };
 
-Toxic toxic(std::string name, Stream stream, wheelrpc::fault::ToxicAttributes a) {
-  Toxic t;
-  t.name = std::move(name);
-  t.stream = stream;
-  t.attributes = a;
-  return t;
-}
 
 // Generous: sanitizer builds and a busy 2-core machine delay handlers.
 constexpr auto kMaxOverrun = 300ms;
