@@ -26,13 +26,26 @@ void AbstractTimerTask::reschedule(timer::Timer& timer) {
 }
 
 void AbstractTimerTask::cancel() noexcept {
-  std::lock_guard lock(mu_);
-  cancelled_.store(true, std::memory_order_release);
-  next_.cancel();
+  {
+    std::lock_guard lock(mu_);
+    cancelled_.store(true);  // sequentially consistent: pairs with run()'s entry
+    next_.cancel();
+  }
+  if (runner_.load() == std::this_thread::get_id()) return;  // from inside run()
+  while (running_.load() != 0) std::this_thread::yield();
 }
 
 void AbstractTimerTask::run(timer::Timeout& timeout) {
-  if (cancelled()) return;
+  running_.fetch_add(1);
+  struct Leave {
+    AbstractTimerTask* self;
+    ~Leave() {
+      self->runner_.store(std::thread::id{});
+      self->running_.fetch_sub(1);
+    }
+  } leave{this};
+  runner_.store(std::this_thread::get_id());
+  if (cancelled_.load()) return;
   runs_.fetch_add(1, std::memory_order_relaxed);
   try {
     auto channels = provider_();

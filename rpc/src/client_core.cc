@@ -622,6 +622,12 @@ int ClientCore::rearm_aux(Call* call, Clock::time_point now) {
 }
 
 void ClientCore::on_aux(Call* call) {
+  const auto keep = call->core;  // the gate lives in the core
+  WorkGate::Scope in(timer_work_);
+  if (!in) {  // closed: the call is done
+    release(call);
+    return;
+  }
   int drop = 1;  // the aux timeout's reference
   Lock lock(mu_);
   if (call->done.load(std::memory_order_relaxed) || closed_) {
@@ -910,6 +916,12 @@ void ClientCore::cancel(Call* call, error_code ec, std::string message) {
 }
 
 void ClientCore::on_deadline(Call* call) {
+  const auto keep = call->core;  // the gate lives in the core
+  WorkGate::Scope in(timer_work_);
+  if (!in) {  // closed: the call is done
+    release(call);
+    return;
+  }
   Lock lock(mu_);
   if (call->done.load(std::memory_order_relaxed)) {
     lock.unlock();
@@ -997,6 +1009,10 @@ void ClientCore::close() {
     std::lock_guard lock(mu_);
     conns.swap(conns_);  // breaks the core <-> connection cycle
   }
+  // A deadline or retry callback still running on the timer's worker may be
+  // posting to the executor: wait for it, so the executor may be destroyed
+  // once close() returns. Later ones see the gate closed and do nothing.
+  timer_work_.close_and_wait();
   work_.reset();
 }
 
@@ -1056,6 +1072,8 @@ void ClientCore::failback_result(RetryTimerTask::Delivery delivery, error_code e
 }
 
 void ClientCore::failback_resend(const std::shared_ptr<RetryTimerTask>& task) {
+  WorkGate::Scope in(timer_work_);
+  if (!in) return;
   {
     std::lock_guard lock(mu_);
     if (closed_ || failback_.erase(task.get()) == 0) return;

@@ -24,6 +24,7 @@
 #include "call.h"
 #include "pending_table.h"
 #include "retry_budget.h"
+#include "work_gate.h"
 
 namespace wheelrpc::rpc::detail {
 
@@ -160,6 +161,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::unordered_map<RetryTimerTask*, std::pair<std::shared_ptr<RetryTimerTask>, timer::Timeout>> failback_;
   std::uint64_t next_event_id_ = 1;
   boost::asio::executor_work_guard<boost::asio::any_io_executor> work_;
+  WorkGate timer_work_;  // deadline, aux and failback callbacks in progress
 
   std::atomic<std::uint64_t> calls_{0}, ok_{0}, failed_{0}, timeouts_{0}, late_{0}, connects_{0},
       connect_failures_{0}, pending_{0}, attempts_{0}, retries_{0}, hedges_{0}, refusals_{0},

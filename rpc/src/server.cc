@@ -136,7 +136,11 @@ void ServerCore::on_accept(asio::ip::tcp::socket socket) {
   // close, holding the channel weakly.
   std::error_code tec;
   handler->hello_timeout_ = timer_.new_timeout(
-      [weak = std::weak_ptr<transport::Channel>(channel)] {
+      [weak = std::weak_ptr<transport::Channel>(channel), core = weak_from_this()] {
+        auto self = core.lock();
+        if (!self) return;
+        WorkGate::Scope in(self->timer_work_);
+        if (!in) return;  // stopped: the channel is closed already
         if (auto ch = weak.lock()) {
           ch->close(transport::make_error_code(transport::errc::protocol_error),
                     "no HELLO within the hello timeout");
@@ -174,10 +178,15 @@ void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame
     std::error_code tec;
     slot->timeout = timer_.new_timeout(
         [slot] {
-          slot->core->finish(slot, transport::Status::server_timeout,
-                             fmt::format("the deadline of '{}' passed before the handler replied",
-                                         slot->method),
-                             {}, true);
+          const auto keep = slot->core;  // the gate lives in the core
+          {
+            WorkGate::Scope in(keep->timer_work_);
+            if (in) {  // else stopped: the connection is closed, nobody to answer
+              keep->finish(slot, transport::Status::server_timeout,
+                           fmt::format("the deadline of '{}' passed before the handler replied", slot->method),
+                           {}, true);
+            }
+          }
           release(slot);
         },
         budget, tec);
@@ -224,18 +233,26 @@ bool ServerCore::finish(ReplySlot* slot, transport::Status status, std::string p
 
 void ServerCore::stop() {
   std::unordered_map<std::uint64_t, Conn> channels;
+  std::vector<std::shared_ptr<AbstractTimerTask>> tasks;
   {
     std::lock_guard lock(mu_);
     if (stopped_) return;
     stopped_ = true;
     channels.swap(channels_);
-    if (close_task_) close_task_->cancel();
-    if (heartbeat_task_) heartbeat_task_->cancel();
+    tasks = {close_task_, heartbeat_task_};
+  }
+  // Outside the lock: cancel() waits for a run in progress, whose provider takes it.
+  for (auto& t : tasks) {
+    if (t) t->cancel();
   }
   if (acceptor_) acceptor_->close();
   for (auto& [id, c] : channels) {
     if (auto ch = c.channel.lock()) ch->close(transport::make_error_code(transport::errc::closed), "server stopped");
   }
+  // A deadline or HELLO timeout still running on the timer's worker may be
+  // posting to the executor: wait for it, so the executor may be destroyed
+  // once stop() returns. Later ones see the gate closed and do nothing.
+  timer_work_.close_and_wait();
 }
 
 ServerStats ServerCore::stats() const {

@@ -16,6 +16,8 @@
 #include <wheelrpc/transport/acceptor.h>
 #include <wheelrpc/transport/channel.h>
 
+#include "work_gate.h"
+
 namespace wheelrpc::rpc::detail {
 
 // The shared state behind a Responder, completed exactly once by the handler's
@@ -82,6 +84,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   std::shared_ptr<CloseTimerTask> close_task_;
   std::shared_ptr<HeartbeatTimerTask> heartbeat_task_;
 
+  WorkGate timer_work_;  // deadline and HELLO-timeout callbacks in progress
   std::atomic<std::uint64_t> accepted_{0}, requests_{0}, replies_{0}, errors_{0}, server_timeouts_{0},
       late_replies_{0}, method_not_found_{0}, protocol_errors_{0};
 };

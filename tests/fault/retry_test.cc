@@ -439,7 +439,11 @@ TEST(Retry, ATimeoutIsRetriedOnlyForIdempotentCalls) {
 }
 
 TEST(Retry, AnIdempotentCallTimingOutOnABlackholedProviderSucceedsOnAnother) {
-  Cluster c({Mode::reply, Mode::reply});
+  // A 1 s heartbeat: the half-open connection is not detected (3 s idle
+  // timeout) before the attempt's own timeout ends it.
+  auto co = client_options();
+  co.heartbeat = 1s;
+  Cluster c({Mode::reply, Mode::reply}, co);
   c.connect_all();
   // Round robin starts with p0: black-hole it (a half-open peer).
   ASSERT_FALSE(c.providers[0]->proxy->add_toxic(toxic("hole", Stream::both, wheelrpc::fault::Blackhole{})));

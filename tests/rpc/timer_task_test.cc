@@ -7,12 +7,14 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include <wheelrpc/rpc/channel_timer_task.h>
 
 #include "support/log_capture.h"
 #include "support/manual_timer.h"
+#include "support/wait.h"
 
 using namespace std::chrono_literals;
 using wheelrpc::rpc::AbstractTimerTask;
@@ -108,6 +110,68 @@ TEST(TimerTask, StopsWhenTheTimerStops) {
   auto left = mt.timer.stop();
   EXPECT_EQ(left.size(), 1u);
   EXPECT_EQ(left[0].task(), task);
+}
+
+
+
+// Blocks in its work until released; can cancel itself from inside it.
+class BlockingTask final : public AbstractTimerTask {
+ public:
+  BlockingTask(ChannelProvider p, std::chrono::milliseconds tick) : AbstractTimerTask(std::move(p), tick) {}
+  std::atomic<bool> entered{false}, release{false}, finished{false};
+  bool cancel_self = false;
+
+ private:
+  void do_task(const WatchedChannel&, std::chrono::steady_clock::time_point) override {
+    entered = true;
+    if (cancel_self) cancel();  // must not wait for itself
+    while (!release.load()) std::this_thread::yield();
+    finished = true;
+  }
+  const char* name() const noexcept override { return "BlockingTask"; }
+};
+
+ChannelProvider one_entry() {
+  return [] { return std::optional<std::vector<WatchedChannel>>(std::vector<WatchedChannel>(1)); };
+}
+
+TEST(TimerTask, CancelWaitsForARunInProgressOnAnotherThread) {
+  ManualTimer mt;
+  auto task = std::make_shared<BlockingTask>(one_entry(), 10ms);
+  task->start(mt.timer);
+  std::thread worker([&] { mt.advance(10ms); });  // runs the task, which blocks
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return task->entered.load(); }));
+  std::atomic<bool> cancelling{false}, returned{false}, finished_at_return{false};
+  std::thread canceller([&] {
+    cancelling = true;
+    task->cancel();
+    finished_at_return = task->finished.load();
+    returned = true;
+  });
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return cancelling.load(); }));
+  // Give a cancel() that did not wait every chance to return early.
+  std::this_thread::sleep_for(20ms);
+  EXPECT_FALSE(returned.load()) << "cancel() returned while the run was still working";
+  task->release = true;
+  canceller.join();
+  worker.join();
+  EXPECT_TRUE(finished_at_return.load());
+  EXPECT_TRUE(task->cancelled());
+  mt.advance(50ms);
+  EXPECT_EQ(task->runs(), 1u) << "no run after cancel()";
+}
+
+TEST(TimerTask, CancelFromInsideItsOwnRunDoesNotWaitForItself) {
+  ManualTimer mt;
+  auto task = std::make_shared<BlockingTask>(one_entry(), 10ms);
+  task->cancel_self = true;
+  task->release = true;
+  task->start(mt.timer);
+  mt.advance(10ms);  // would hang if cancel() waited for its own run
+  EXPECT_TRUE(task->finished.load());
+  EXPECT_TRUE(task->cancelled());
+  mt.advance(50ms);
+  EXPECT_EQ(task->runs(), 1u);
 }
 
 }  // namespace

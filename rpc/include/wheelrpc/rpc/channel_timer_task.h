@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <wheelrpc/rpc/backoff.h>
@@ -49,7 +50,10 @@ class AbstractTimerTask : public timer::TimerTask, public std::enable_shared_fro
 
   /// Schedules the first run one tick from now. Thread-safe.
   void start(timer::Timer& timer);
-  /// Stops the task for good (a run in progress finishes). Thread-safe.
+  /// Stops the task for good. A run in progress on another thread is waited
+  /// for, so once cancel() returns the task touches no channel any more (and
+  /// the executor behind them may be destroyed). Thread-safe; must not be
+  /// called with a lock the provider takes.
   void cancel() noexcept;
   bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
   std::chrono::milliseconds tick() const noexcept { return tick_; }
@@ -70,6 +74,8 @@ class AbstractTimerTask : public timer::TimerTask, public std::enable_shared_fro
   ChannelProvider provider_;
   const std::chrono::milliseconds tick_;
   std::atomic<bool> cancelled_{false};
+  std::atomic<int> running_{0};                 // runs in progress (0 or 1)
+  std::atomic<std::thread::id> runner_{};       // the thread of the run in progress
   std::atomic<std::uint64_t> runs_{0};
   std::mutex mu_;
   timer::Timeout next_;  // guarded by mu_
