@@ -144,8 +144,12 @@ class Client {
   /// Per provider, in the order given to the constructor.
   std::vector<ProviderStats> providers() const;
 
-  /// Fails every pending call with errc::cancelled, closes the connections and
-  /// releases the executor. Later calls fail with errc::cancelled. Idempotent.
+  /// Fails every pending call with errc::cancelled, cancels waiting failback
+  /// deliveries and the channel timer tasks, closes the connections and
+  /// releases the executor. Returns once none of the client's callbacks is
+  /// still running on the timer's worker, so nothing of the client's posts to
+  /// the executor afterwards. Later calls fail with errc::cancelled.
+  /// Idempotent. Must not be called from inside a timer task.
   void close();
 
   ClientStats stats() const;

@@ -108,7 +108,9 @@ class Server {
   boost::asio::ip::tcp::endpoint local_endpoint() const;
 
   /// Stops accepting and closes every connection; replies still pending are
-  /// dropped. Idempotent.
+  /// dropped. Returns once none of the server's deadline or timer-task
+  /// callbacks is still running on the timer's worker. Idempotent. Must not
+  /// be called from inside a timer task.
   void stop();
 
   ServerStats stats() const;
