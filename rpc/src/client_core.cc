@@ -230,9 +230,18 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
                                             CallOptions::kMaxRetries, options.retries, method));
     return;
   }
-  if (options.attempt_timeout.count() < 0 || options.hedge_delay.count() < 0) {
-    fail_now(errc::bad_request, "CallOptions::attempt_timeout and hedge_delay must be >= 0: call to '" + method +
-                                    "' not sent");
+  // The wire carries budgets as 32-bit milliseconds (about 49.7 days); longer
+  // ones would also overflow the clock's arithmetic.
+  constexpr std::chrono::milliseconds kLongest{0xffffffffLL};
+  if (options.attempt_timeout.count() < 0 || options.hedge_delay.count() < 0 ||
+      options.attempt_timeout > kLongest || options.hedge_delay > kLongest) {
+    fail_now(errc::bad_request, fmt::format("CallOptions::attempt_timeout and hedge_delay must be 0 .. {} ms: "
+                                            "call to '{}' not sent", kLongest.count(), method));
+    return;
+  }
+  if (options.timeout > kLongest && options.timeout != CallOptions::kNoDeadline) {
+    fail_now(errc::bad_request, fmt::format("CallOptions::timeout must be at most {} ms (or kNoDeadline), got {} ms: "
+                                            "call to '{}' not sent", kLongest.count(), options.timeout.count(), method));
     return;
   }
   if (options.hedge_delay.count() > 0 && !options.idempotent) {

@@ -310,6 +310,16 @@ TEST(Retry, AbsurdCallOptionsFailAtOnceWithBadRequest) {
   out = wait(f2);
   EXPECT_EQ(out.ec, errc::bad_request);
   EXPECT_TRUE(contains(out.response.error_message, "idempotent")) << out.response.error_message;
+  auto t = opts(std::chrono::hours(24 * 365 * 1000));  // would overflow the clock
+  auto f3 = start(*c.client, "work", "", t);
+  out = wait(f3);
+  EXPECT_EQ(out.ec, errc::bad_request);
+  EXPECT_TRUE(contains(out.response.error_message, "timeout must be at most")) << out.response.error_message;
+  auto a = opts(1s, /*idempotent=*/true);
+  a.hedge_delay = std::chrono::milliseconds::max();
+  auto f4 = start(*c.client, "work", "", a);
+  out = wait(f4);
+  EXPECT_EQ(out.ec, errc::bad_request);
   EXPECT_EQ(c.total_requests(), 0);
 }
 

@@ -25,6 +25,8 @@ struct CallOptions {
   /// now + timeout, scheduled on the shared HashedWheelTimer, and travels to the
   /// server as the remaining budget. Default 1000 ms. Zero or negative: the call
   /// fails at once with errc::timeout, without being sent. kNoDeadline: none.
+  /// Longer than 4294967295 ms (about 49.7 days, the wire's limit) otherwise:
+  /// the call fails at once with errc::bad_request.
   std::chrono::milliseconds timeout{1000};
 
   /// When no connection is ready: true (default) = wait for one (through
