@@ -151,8 +151,10 @@ std::string ClientCore::describe(const Call* call, const char* what) const {
   return fmt::format("{} after {} ms calling '{}' on {}", what, elapsed_ms(call), call->method, peer);
 }
 
-std::string ClientCore::attempt_note(const Call* call) const {
-  if (call->max_attempts <= 1 && call->attempts <= 1) return {};
+std::string ClientCore::attempt_note(const Call* call, bool always) const {
+  // Only once the call retried (or a retry was wanted and not made): a
+  // single attempt that ended the call needs no count.
+  if (!always && call->attempts <= 1) return {};
   return fmt::format(" (attempt {} of {})", call->attempts, call->max_attempts);
 }
 
@@ -568,14 +570,14 @@ void ClientCore::attempt_failed(Lock& lock, Call* call, ClientConnection* conn, 
     return;
   }
   if (call->attempts >= call->max_attempts) {
-    finish(lock, call, ec, Response{{}, {}, message + attempt_note(call)}, Origin::other);
+    finish(lock, call, ec, Response{{}, {}, message + attempt_note(call, call->max_attempts > 1)}, Origin::other);
     return;
   }
   const auto now = Clock::now();
   const auto delay = retry_delay(call->attempts);
   if (call->has_deadline && now + delay >= call->deadline) {
     finish(lock, call, ec,
-           Response{{}, {}, message + attempt_note(call) +
+           Response{{}, {}, message + attempt_note(call, true) +
                                 fmt::format("; no time left to retry: backoff {} ms, {} ms left before the deadline",
                                             delay.count(), ms_between(now, call->deadline))},
            Origin::other);
@@ -584,7 +586,7 @@ void ClientCore::attempt_failed(Lock& lock, Call* call, ClientConnection* conn, 
   if (!budget_.try_retry(now)) {
     refusals_.fetch_add(1, std::memory_order_relaxed);
     finish(lock, call, ec,
-           Response{{}, {}, message + attempt_note(call) + "; retry refused by the client's retry budget"},
+           Response{{}, {}, message + attempt_note(call, true) + "; retry refused by the client's retry budget"},
            Origin::other);
     return;
   }

@@ -129,7 +129,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void wake_all(Clock::time_point now);
   std::uint64_t random() noexcept;
   std::string describe(const Call* call, const char* what) const;
-  std::string attempt_note(const Call* call) const;
+  /// " (attempt k of n)" once the call made more than one attempt, or
+  /// `always` (a retry was wanted and not made).
+  std::string attempt_note(const Call* call, bool always = false) const;
 
   /// Starts an attempt if the connection is down, wanted and its backoff
   /// allows one now (lock held).
