@@ -31,7 +31,8 @@ struct CancelHandler {
   CancelHandler& operator=(const CancelHandler&) = delete;
   ~CancelHandler() { release(call); }
   void operator()(asio::cancellation_type) {
-    call->core->cancel(call, asio::error::operation_aborted, "call to '" + call->method + "' cancelled");
+    call->core->cancel(call, asio::error::operation_aborted, "call to '" + call->method + "' cancelled",
+                       ClientCore::Origin::cancel_slot);
   }
   Call* call;
 };
@@ -883,9 +884,11 @@ void ClientCore::on_closed(ClientConnection* conn, const error_code& ec, const s
 
 // ---------------------------------------------------------------- completion
 
-int ClientCore::unbook(Call* call) {
+int ClientCore::unbook(Call* call, Abandoned* abandoned) {
   int drop = 0;
   while (!call->live.empty()) {
+    const Call::Attempt& a = call->live.back();
+    if (abandoned && a.conn->channel) abandoned->emplace_back(a.conn->channel, a.id);
     drop_attempt(call, call->live.size() - 1, false);
     cancelled_attempts_.fetch_add(1, std::memory_order_relaxed);
     ++drop;
@@ -905,8 +908,13 @@ bool ClientCore::finish(Lock& lock, Call* call, error_code ec, Response response
     return false;
   }
   call->done.store(true, std::memory_order_release);
-  const int drop = unbook(call);
+  // Attempts still in flight when another won or the caller cancelled: tell
+  // their servers, which drop the work's reply (and may stop the work).
+  Abandoned abandoned;
+  const bool tell = origin == Origin::reply || origin == Origin::cancel_slot;
+  const int drop = unbook(call, tell ? &abandoned : nullptr);
   lock.unlock();
+  for (auto& [channel, id] : abandoned) channel->send(make_cancel(id));
   pending_.fetch_sub(1, std::memory_order_relaxed);
   if (ec) {
     failed_.fetch_add(1, std::memory_order_relaxed);
@@ -921,9 +929,9 @@ bool ClientCore::finish(Lock& lock, Call* call, error_code ec, Response response
   return true;
 }
 
-void ClientCore::cancel(Call* call, error_code ec, std::string message) {
+void ClientCore::cancel(Call* call, error_code ec, std::string message, Origin origin) {
   Lock lock(mu_);
-  finish(lock, call, ec, Response{{}, {}, std::move(message)}, Origin::other);
+  finish(lock, call, ec, Response{{}, {}, std::move(message)}, origin);
 }
 
 void ClientCore::on_deadline(Call* call) {

@@ -92,9 +92,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   /// Where a completion comes from: it decides whether the deadline must be
   /// cancelled and whether the handler may run inline.
-  enum class Origin { reply, timer, other };
+  enum class Origin { reply, timer, cancel_slot, other };
   /// Completes `call` if nobody did yet (thread-safe).
-  void cancel(Call* call, boost::system::error_code ec, std::string message);
+  void cancel(Call* call, boost::system::error_code ec, std::string message, Origin origin = Origin::other);
   // From the call's timeouts (timer worker; the aux one via the executor).
   void on_deadline(Call* call);
   void on_aux(Call* call);
@@ -117,8 +117,11 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   bool finish(Lock& lock, Call* call, boost::system::error_code ec, Response response, Origin origin);
 
   // Lock held.
+  /// Attempts abandoned in flight: their channel and request id.
+  using Abandoned = boost::container::small_vector<std::pair<std::shared_ptr<transport::Channel>, std::uint64_t>, 1>;
   /// Takes the call out of every book; returns the references to release.
-  int unbook(Call* call);
+  /// Attempts in flight are added to `abandoned`, if given.
+  int unbook(Call* call, Abandoned* abandoned = nullptr);
   /// Removes one sent attempt (by position) from the table and its provider.
   void drop_attempt(Call* call, std::size_t index, bool failed);
   /// Schedules the aux timeout for the call's nearest event (or none).

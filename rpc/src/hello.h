@@ -41,6 +41,23 @@ inline transport::Frame make_heartbeat_reply(std::uint64_t id) {
   return f;
 }
 
+inline constexpr const char* kCancelMethod = "cancel";
+
+/// CANCEL: a one-way event request naming, by its request_id, a request the
+/// client no longer waits for (a hedge that lost, a call cancelled by its
+/// caller). The server drops that request's reply; there is no response.
+inline transport::Frame make_cancel(std::uint64_t id) {
+  transport::Frame f;
+  f.header.flags = transport::kFlagEvent | transport::kFlagRequest;
+  f.header.request_id = id;
+  f.method = kCancelMethod;
+  return f;
+}
+
+inline bool is_cancel(const transport::Frame& f) {
+  return f.header.is_event() && f.header.is_request() && !f.header.is_two_way() && f.method == kCancelMethod;
+}
+
 /// The heartbeat_ms attachment of a HELLO, if present and valid.
 inline std::optional<std::chrono::milliseconds> hello_heartbeat(const transport::Frame& f) {
   for (const auto& [k, v] : f.attachments) {

@@ -45,11 +45,15 @@ class ServerConnection final : public transport::ChannelHandler {
       return;
     }
     if (frame.header.is_event()) {
-      if (is_heartbeat(frame)) channel.send(make_heartbeat_reply(frame.header.request_id));
+      if (is_heartbeat(frame)) {
+        channel.send(make_heartbeat_reply(frame.header.request_id));
+      } else if (is_cancel(frame)) {
+        cancels_->add(frame.header.request_id);  // its reply will be dropped
+      }
       return;  // heartbeat replies (event responses) only refresh last-read
     }
     if (!frame.header.is_request()) return;  // the client never sends responses
-    core_->on_request(channel, frame);
+    core_->on_request(channel, frame, cancels_);
   }
 
   void on_close(transport::Channel& channel, const error_code&, const std::string&) override {
@@ -64,6 +68,7 @@ class ServerConnection final : public transport::ChannelHandler {
   std::shared_ptr<ServerCore> core_;
   std::shared_ptr<std::atomic<std::int64_t>> heartbeat_ms_;  // agreed; read by the timer tasks
   bool hello_done_ = false;
+  std::shared_ptr<CancelSet> cancels_ = std::make_shared<CancelSet>();
 };
 
 }  // namespace
@@ -155,11 +160,13 @@ void ServerCore::on_connection_closed(std::uint64_t id) {
   channels_.erase(id);
 }
 
-void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame) {
+void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame,
+                            const std::shared_ptr<CancelSet>& cancels) {
   requests_.fetch_add(1, std::memory_order_relaxed);
   auto* slot = std::make_unique<ReplySlot>().release();  // freed by the last release()
   slot->core = shared_from_this();
   slot->channel = channel.shared_from_this();
+  slot->cancels = cancels;
   slot->request_id = frame.header.request_id;
   slot->two_way = frame.header.is_two_way();
   slot->method = frame.method;
@@ -216,6 +223,10 @@ bool ServerCore::finish(ReplySlot* slot, transport::Status status, std::string p
     return false;
   }
   if (!from_timer && slot->timeout.cancel()) release(slot);  // the timer's reference
+  if (slot->cancels && slot->cancels->check(slot->request_id, /*forget=*/true)) {
+    cancelled_.fetch_add(1, std::memory_order_relaxed);  // the client stopped waiting: no reply
+    return false;
+  }
   if (status == transport::Status::ok) {
     replies_.fetch_add(1, std::memory_order_relaxed);
   } else {
@@ -267,6 +278,7 @@ ServerStats ServerCore::stats() const {
   s.errors = errors_.load(std::memory_order_relaxed);
   s.server_timeouts = server_timeouts_.load(std::memory_order_relaxed);
   s.late_replies = late_replies_.load(std::memory_order_relaxed);
+  s.cancelled = cancelled_.load(std::memory_order_relaxed);
   s.method_not_found = method_not_found_.load(std::memory_order_relaxed);
   s.protocol_errors = protocol_errors_.load(std::memory_order_relaxed);
   return s;
@@ -318,6 +330,14 @@ bool Responder::expired() const noexcept {
 
 bool Responder::pending() const noexcept {
   return slot_ && !slot_->done.load(std::memory_order_acquire);
+}
+
+bool Responder::cancelled() const noexcept {
+  try {
+    return slot_ && slot_->cancels && slot_->cancels->check(slot_->request_id, /*forget=*/false);
+  } catch (...) {  // std::mutex::lock may throw system_error in theory
+    return false;
+  }
 }
 
 // ---------------------------------------------------------------- Server

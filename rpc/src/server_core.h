@@ -2,12 +2,15 @@
 // The engine behind Server: accepted connections, handler dispatch, the HELLO
 // exchange and server-side deadlines.
 
+#include <algorithm>
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -20,6 +23,42 @@
 
 namespace wheelrpc::rpc::detail {
 
+// Request ids a client cancelled on one connection. Bounded: an id is
+// forgotten when its reply is dropped, or as the oldest of too many (a cancel
+// that crossed its reply on the wire names a request already answered).
+class CancelSet {
+ public:
+  void add(std::uint64_t id) {
+    std::lock_guard lock(mu_);
+    if (!ids_.insert(id).second) return;
+    order_.push_back(id);
+    if (order_.size() > kMax) {
+      ids_.erase(order_.front());
+      order_.pop_front();
+    }
+    any_.store(true, std::memory_order_release);
+  }
+  /// True if `id` was cancelled; forgets it when `forget`.
+  bool check(std::uint64_t id, bool forget) {
+    if (!any_.load(std::memory_order_acquire)) return false;  // the common case: no lock
+    std::lock_guard lock(mu_);
+    if (ids_.count(id) == 0) return false;
+    if (forget) {
+      ids_.erase(id);
+      order_.erase(std::find(order_.begin(), order_.end(), id));
+      if (ids_.empty()) any_.store(false, std::memory_order_release);
+    }
+    return true;
+  }
+
+ private:
+  static constexpr std::size_t kMax = 1024;
+  std::mutex mu_;
+  std::deque<std::uint64_t> order_;
+  std::unordered_set<std::uint64_t> ids_;
+  std::atomic<bool> any_{false};
+};
+
 // The shared state behind a Responder, completed exactly once by the handler's
 // reply, by the deadline task (server_timeout) or by a dropped Responder.
 // References: the Responder's, and the timer's while the deadline task may run.
@@ -28,6 +67,7 @@ struct ReplySlot {
   std::atomic<bool> done{false};
   std::shared_ptr<ServerCore> core;
   std::shared_ptr<transport::Channel> channel;
+  std::shared_ptr<CancelSet> cancels;  // of the connection
   std::uint64_t request_id = 0;
   bool two_way = true;
   std::optional<std::chrono::steady_clock::time_point> deadline;
@@ -52,7 +92,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   ServerStats stats() const;
 
   // From connections (their strands).
-  void on_request(transport::Channel& channel, transport::Frame& frame);
+  void on_request(transport::Channel& channel, transport::Frame& frame, const std::shared_ptr<CancelSet>& cancels);
   void on_connection_closed(std::uint64_t id);
   std::chrono::milliseconds close_timeout_for(std::chrono::milliseconds agreed) const;
   void count_protocol_error() { protocol_errors_.fetch_add(1, std::memory_order_relaxed); }
@@ -86,7 +126,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
 
   WorkGate timer_work_;  // deadline and HELLO-timeout callbacks in progress
   std::atomic<std::uint64_t> accepted_{0}, requests_{0}, replies_{0}, errors_{0}, server_timeouts_{0},
-      late_replies_{0}, method_not_found_{0}, protocol_errors_{0};
+      late_replies_{0}, method_not_found_{0}, protocol_errors_{0}, cancelled_{0};
 };
 
 }  // namespace wheelrpc::rpc::detail

@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <wheelrpc/fault/fault_proxy.h>
@@ -564,9 +566,50 @@ TEST(Retry, HedgingCutsTailLatencyWhenOneProviderIsSlow) {
   EXPECT_EQ(s.attempts, 2u);
   EXPECT_EQ(s.attempts_cancelled, 1u) << "the slow attempt was cancelled";
   EXPECT_EQ(c.providers[0]->requests(), 1);
-  // The slow provider's reply comes later and is dropped, never delivered.
-  ASSERT_TRUE(wait_until([&] { return c.client->stats().late_replies == 1; }));
+  // The slow provider was told (CANCEL): when its handler replies, at 1000 ms,
+  // the server drops the reply instead of sending it.
+  ASSERT_TRUE(wait_until([&] { return c.providers[0]->server.stats().cancelled == 1; }));
+  EXPECT_EQ(c.providers[0]->server.stats().replies, 0u);
+  EXPECT_EQ(c.client->stats().late_replies, 0u);
   EXPECT_EQ(c.client->stats().ok, 1u);
+}
+
+TEST(Retry, TheLosingHedgesHandlerSeesItsRequestCancelled) {
+  Cluster c({Mode::hold, Mode::reply});
+  c.connect_all();
+  auto o = opts(3s, /*idempotent=*/true);
+  o.hedge_delay = 30ms;
+  auto f = start(*c.client, "work", "", o);  // round robin: p0, which holds it
+  auto out = wait(f);
+  ASSERT_FALSE(out.ec) << out.response.error_message;
+  EXPECT_EQ(out.response.payload, "p1");
+  ASSERT_EQ(c.providers[0]->held_count(), 1u);
+  auto& p0 = *c.providers[0];
+  ASSERT_TRUE(wait_until([&] {
+    std::lock_guard lock(p0.mu);
+    return p0.held[0].cancelled();
+  })) << "the handler may stop its work";
+  std::lock_guard lock(p0.mu);
+  EXPECT_FALSE(p0.held[0].reply("too late")) << "the reply of a cancelled request is dropped";
+}
+
+TEST(Retry, ACallCancelledByItsCallerIsCancelledOnTheServer) {
+  Cluster c({Mode::hold});
+  c.connect_all();
+  boost::asio::cancellation_signal signal;
+  std::promise<error_code> p;
+  auto fut = p.get_future();
+  c.client->async_call("work", "", opts(5s),
+                       boost::asio::bind_cancellation_slot(signal.slot(), [&p](error_code ec, Response) { p.set_value(ec); }));
+  ASSERT_TRUE(wait_until([&] { return c.providers[0]->held_count() == 1; }));
+  signal.emit(boost::asio::cancellation_type::terminal);
+  ASSERT_EQ(fut.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(fut.get(), boost::asio::error::operation_aborted);
+  auto& p0 = *c.providers[0];
+  ASSERT_TRUE(wait_until([&] {
+    std::lock_guard lock(p0.mu);
+    return p0.held[0].cancelled();
+  }));
 }
 
 TEST(Retry, NoHedgeWhenTheFirstReplyComesInTime) {

@@ -62,6 +62,10 @@ class Responder {
   bool expired() const noexcept;
   /// True until a reply was sent (or the server answered for the handler).
   bool pending() const noexcept;
+  /// True once the client cancelled the request (a hedge that lost, a call
+  /// its caller cancelled): a reply would be dropped, so the handler may stop
+  /// its work. Thread-safe.
+  bool cancelled() const noexcept;
 
  private:
   friend class detail::ServerCore;
@@ -78,6 +82,7 @@ struct ServerStats {
   std::uint64_t errors = 0;             ///< error replies sent (all statuses)
   std::uint64_t server_timeouts = 0;    ///< answered server_timeout for a slow handler
   std::uint64_t late_replies = 0;       ///< handler replies dropped after the deadline
+  std::uint64_t cancelled = 0;          ///< replies dropped because the client cancelled the request
   std::uint64_t method_not_found = 0;
   std::uint64_t protocol_errors = 0;    ///< connections closed for breaking the protocol
 };
