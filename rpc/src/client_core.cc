@@ -146,10 +146,19 @@ std::uint64_t ClientCore::random() noexcept {
   return z ^ (z >> 31);
 }
 
-std::string ClientCore::describe(const Call* call, const char* what) const {
-  // A call not sent yet names every server it could have gone to.
-  const std::string& peer = call->conn ? call->conn->peer() : all_peers_;
+std::string ClientCore::describe(const Call* call, std::string_view what, const ClientConnection* on) const {
+  // By default the provider of the latest attempt; a call not sent yet names
+  // every server it could have gone to.
+  if (!on) on = call->conn;
+  const std::string& peer = on ? on->peer() : all_peers_;
   return fmt::format("{} after {} ms calling '{}' on {}", what, elapsed_ms(call), call->method, peer);
+}
+
+std::string ClientCore::attempt_timed_out(const Call* call, const Call::Attempt& a, bool server_too) const {
+  return describe(call,
+                  fmt::format("timeout (sent, attempt {} got no reply within its {} ms{})", a.number,
+                              ms_between(a.sent, a.expires), server_too ? "; the server timed out too" : ""),
+                  a.conn);
 }
 
 std::string ClientCore::attempt_note(const Call* call, bool always) const {
@@ -431,7 +440,7 @@ void ClientCore::dispatch(Lock& lock, Call* call) {
     wake_all(now);
     ++call->attempts;
     attempts_.fetch_add(1, std::memory_order_relaxed);
-    attempt_failed(lock, call, nullptr, errc::unavailable, describe(call, why.c_str()), Retry::always);
+    attempt_failed(lock, call, nullptr, errc::unavailable, describe(call, why), Retry::always);
     return;
   }
   call->phase = Phase::waiting;
@@ -523,7 +532,7 @@ void ClientCore::send_attempt(Lock& lock, ClientConnection* conn, Call* call) {
       if (too_big) {
         finish(lock, call, errc::bad_request,
                Response{{}, {}, describe(call, fmt::format("request body of {} bytes exceeds the limit of {} "
-                                                           "bytes, not sent", body, options_.channel.max_body).c_str())},
+                                                           "bytes, not sent", body, options_.channel.max_body))},
                Origin::other);
       } else {
         const bool full = ec == transport::errc::write_queue_full;
@@ -664,9 +673,7 @@ void ClientCore::on_aux(Call* call) {
       const Call::Attempt& a = call->live[i];
       if (a.expires <= now) {
         timed_out = a.conn;
-        message = fmt::format("timeout (sent, attempt {} got no reply within its {} ms) after {} ms calling '{}' on {}",
-                              a.number, ms_between(a.sent, a.expires), elapsed_ms(call), call->method,
-                              a.conn->peer());
+        message = attempt_timed_out(call, a, /*server_too=*/false);
         drop_attempt(call, i, true);
         ++drop;
         attempt_timeouts_.fetch_add(1, std::memory_order_relaxed);
@@ -796,11 +803,7 @@ void ClientCore::on_reply(ClientConnection*, transport::Frame& frame) {
     // The attempt's own timeout (which the server was given as its budget):
     // the same outcome the wheel was about to report for it.
     attempt_timeouts_.fetch_add(1, std::memory_order_relaxed);
-    attempt_failed(lock, call, a.conn, errc::timeout,
-                   fmt::format("timeout (sent, attempt {} got no reply within its {} ms; the server timed out too) "
-                               "after {} ms calling '{}' on {}",
-                               a.number, ms_between(a.sent, a.expires), elapsed_ms(call), call->method,
-                               a.conn->peer()),
+    attempt_failed(lock, call, a.conn, errc::timeout, attempt_timed_out(call, a, /*server_too=*/true),
                    Retry::if_idempotent);
     release(call);
     return;
@@ -814,8 +817,7 @@ void ClientCore::on_reply(ClientConnection*, transport::Frame& frame) {
     r.error_message = describe(call, "timeout (sent, waiting for the reply; the server timed out too)") +
                       attempt_note(call);
   } else if (ec) {
-    std::string message = fmt::format("{} after {} ms calling '{}' on {}: {}", ec.message(), elapsed_ms(call),
-                                      call->method, a.conn->peer(), frame.payload);
+    std::string message = describe(call, ec.message(), a.conn) + ": " + frame.payload;
     if (retry != Retry::never) {
       attempt_failed(lock, call, a.conn, ec, std::move(message), retry);
       release(call);
@@ -873,11 +875,7 @@ void ClientCore::on_closed(ClientConnection* conn, const error_code& ec, const s
   for (std::size_t k = 0; k < lost.size(); ++k) {
     Call* c = lost[k];
     lock.lock();
-    const auto saved = c->conn;
-    c->conn = conn;  // name the provider that was lost
-    std::string message = describe(c, what.c_str());
-    c->conn = saved;
-    attempt_failed(lock, c, conn, errc::connection_lost, std::move(message), Retry::always);
+    attempt_failed(lock, c, conn, errc::connection_lost, describe(c, what, conn), Retry::always);
     release_n(c, refs[k]);
   }
 }
@@ -967,7 +965,7 @@ void ClientCore::on_deadline(Call* call) {
     if (all_failed) {
       ec = errc::unavailable;
       message = describe(call, ("unavailable (no connection could be made before the deadline; " + last_error +
-                                ")").c_str());
+                                ")"));
     } else if (call->last_ec) {
       ec = call->last_ec;
       message = call->last_error + attempt_note(call) + "; no provider was ready for another attempt before the deadline";

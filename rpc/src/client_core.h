@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -131,7 +132,11 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::chrono::milliseconds retry_delay(int retry);
   void wake_all(Clock::time_point now);
   std::uint64_t random() noexcept;
-  std::string describe(const Call* call, const char* what) const;
+  /// "<what> after N ms calling 'm' on <peer>": the peer of `on`, else of the
+  /// latest attempt, else every provider.
+  std::string describe(const Call* call, std::string_view what, const ClientConnection* on = nullptr) const;
+  /// The message of an attempt that ran out of its own timeout.
+  std::string attempt_timed_out(const Call* call, const Call::Attempt& a, bool server_too) const;
   /// " (attempt k of n)" once the call made more than one attempt, or
   /// `always` (a retry was wanted and not made).
   std::string attempt_note(const Call* call, bool always = false) const;
