@@ -255,15 +255,5 @@ int run(const Config& cfg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Config cfg;
-  if (const auto status = parse_args(argc, argv, cfg)) return *status;
-  try {
-    return run(cfg);
-  } catch (const std::invalid_argument& e) {  // options the library rejects
-    std::fprintf(stderr, "echo_server: %s\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "echo_server: %s\n", e.what());
-    return 1;
-  }
+  return wheelrpc::examples::run_main<Config>("echo_server", argc, argv, parse_args, run);
 }

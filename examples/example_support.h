@@ -2,9 +2,12 @@
 // What the example programs share: flag parsing and log setup.
 
 #include <charconv>
+#include <cstdio>
+#include <exception>
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string_view>
 #include <system_error>
 
@@ -29,6 +32,25 @@ inline void install_loggers(std::initializer_list<const char*> names) {
     auto logger = std::make_shared<spdlog::logger>(name, sink);
     logger->set_level(spdlog::level::warn);
     spdlog::register_logger(logger);
+  }
+}
+
+/// A program's main: parses the flags into a Config (`parse` returns the exit
+/// status of a usage error), then runs it. Options the library rejects
+/// (std::invalid_argument) exit 2 like usage errors; other failures exit 1.
+/// Both are reported on stderr as "<name>: <what>".
+template <class Config, class Parse, class Run>
+int run_main(const char* name, int argc, char** argv, Parse parse, Run run) {
+  Config cfg;
+  if (const auto status = parse(argc, argv, cfg)) return *status;
+  try {
+    return run(cfg);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 1;
   }
 }
 
