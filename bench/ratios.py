@@ -13,6 +13,8 @@ Standard library only.
 import json
 import sys
 
+from ratio_common import num, print_table, read_rows
+
 OURS = "wheelrpc"
 ASIO = "boost_asio_steady_timer"
 NETTY = "netty_hashedwheeltimer"
@@ -55,14 +57,6 @@ def ok(r):
     return r is not None and r.get("check") == "ok"
 
 
-def num(v, unit=""):
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        s = f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
-    else:
-        s = f"{v:,}"
-    return s + unit
 
 
 def ratio(x):
@@ -78,14 +72,9 @@ def verdict(met, *rs):
 
 
 def main():
-    if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help")):
-        print(__doc__.strip(), file=sys.stderr)
+    rows = read_rows(load, __doc__)
+    if rows is None:
         return 2
-    if len(sys.argv) == 2:
-        with open(sys.argv[1], encoding="utf-8") as f:
-            rows = load(f)
-    else:
-        rows = load(sys.stdin)
 
     out = []  # (figure, wheelrpc, reference, ratio, goal, met)
 
@@ -159,11 +148,7 @@ def main():
                 "-", f"≤ {IDLE_CTXSW_GOAL}",
                 verdict(v is not None and v <= IDLE_CTXSW_GOAL, ours)))
 
-    print("\n**wheelrpc vs goals** (peers measured in the same run)\n")
-    print("| figure | wheelrpc | reference | ratio | goal | met |")
-    print("|---|---|---|---|---|---|")
-    for row in out:
-        print("| " + " | ".join(row) + " |")
+    print_table("wheelrpc vs goals", out)
 
     failed = [r for r in rows.values() if "check" in r and r["check"] != "ok"]
     if failed:

@@ -14,6 +14,8 @@ Standard library only.
 import json
 import sys
 
+from ratio_common import num, print_table, read_rows
+
 OURS = "wheelrpc"
 ASIO = "boost_asio_tcp_echo"
 GRPC = "grpc_cpp"
@@ -45,14 +47,6 @@ def rate(r):
     return None if r is None else r.get("calls_per_s")
 
 
-def num(v, unit=""):
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        s = f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
-    else:
-        s = f"{v:,}"
-    return s + unit
 
 
 def verdict(met, *rs):
@@ -94,14 +88,9 @@ def deadline_cost(rows, c):
 
 
 def main():
-    if len(sys.argv) > 2 or (len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help")):
-        print(__doc__.strip(), file=sys.stderr)
+    rows = read_rows(load, __doc__)
+    if rows is None:
         return 2
-    if len(sys.argv) == 2:
-        with open(sys.argv[1], encoding="utf-8") as f:
-            rows = load(f)
-    else:
-        rows = load(sys.stdin)
 
     out = [vs_peer(rows, 1, ASIO, C1_VS_ASIO_GOAL),
            vs_peer(rows, 128, GRPC, C128_VS_GRPC_GOAL),
@@ -116,11 +105,7 @@ def main():
             if (c, peer) not in goals and (peer, "echo", c) in rows:
                 out.append(vs_peer(rows, c, peer, None))
 
-    print("\n**wheelrpc RPC echo vs goals** (peers measured in the same run)\n")
-    print("| figure | wheelrpc | reference | ratio | goal | met |")
-    print("|---|---|---|---|---|---|")
-    for row in out:
-        print("| " + " | ".join(row) + " |")
+    print_table("wheelrpc RPC echo vs goals", out)
 
     bad = [r for r in rows.values() if r.get("errors")]
     if bad:
