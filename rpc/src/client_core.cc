@@ -1127,6 +1127,10 @@ ClientStats ClientCore::stats() const {
   s.failback_dropped = get(fb_dropped_);
   std::lock_guard lock(mu_);
   s.failback_pending = failback_.size();
+  for (const auto& c : conns_) {
+    if (c->heartbeat_task) s.heartbeats_sent += c->heartbeat_task->heartbeats_sent();
+    if (c->reconnect_task) s.idle_closes += c->reconnect_task->idle_closes();
+  }
   return s;
 }
 

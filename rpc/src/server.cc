@@ -271,6 +271,8 @@ ServerStats ServerCore::stats() const {
   {
     std::lock_guard lock(mu_);
     s.connections = channels_.size();
+    if (heartbeat_task_) s.heartbeats_sent = heartbeat_task_->heartbeats_sent();
+    if (close_task_) s.idle_closes = close_task_->closed();
   }
   s.accepted = accepted_.load(std::memory_order_relaxed);
   s.requests = requests_.load(std::memory_order_relaxed);

@@ -46,6 +46,8 @@ struct ClientStats {
   std::uint64_t failback_retries = 0;    ///< retry tasks that ran
   std::uint64_t failback_given_up = 0;   ///< deliveries abandoned: out of retries, or an error retrying cannot fix
   std::uint64_t failback_dropped = 0;    ///< failures not retried because max_pending retry tasks were waiting
+  std::uint64_t heartbeats_sent = 0;     ///< heartbeats sent on idle connections (HeartbeatTimerTask)
+  std::uint64_t idle_closes = 0;         ///< connections closed for reading nothing for the idle timeout
 };
 
 /// One provider (server) of a client, as `Client::providers()` reports it.

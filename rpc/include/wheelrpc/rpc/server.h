@@ -85,6 +85,8 @@ struct ServerStats {
   std::uint64_t cancelled = 0;          ///< replies dropped because the client cancelled the request
   std::uint64_t method_not_found = 0;
   std::uint64_t protocol_errors = 0;    ///< connections closed for breaking the protocol
+  std::uint64_t heartbeats_sent = 0;    ///< heartbeats sent (ServerOptions::send_heartbeats)
+  std::uint64_t idle_closes = 0;        ///< connections closed by the CloseTimerTask
 };
 
 /// Shutdown order as for Client: stop the server, then the executor's threads,
