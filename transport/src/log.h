@@ -5,7 +5,7 @@
 
 #include <spdlog/logger.h>
 
-#include <wheelrpc/timer/detail/logging.h>
+#include <wheelrpc/common/logging.h>
 
 namespace wheelrpc::transport::detail {
 
