@@ -19,7 +19,7 @@ class RpcCategory final : public boost::system::error_category {
       case errc::connection_lost: return "connection lost before the reply";
       case errc::unavailable: return "no server available";
       case errc::method_not_found: return "method not found";
-      case errc::bad_request: return "bad request";
+      case errc::bad_request: return "bad request: invalid call options or body, or rejected by the server";
       case errc::server_error: return "server error";
       case errc::cancelled: return "call cancelled: the client was closed";
       case errc::too_many_pending: return "too many calls pending";

@@ -104,6 +104,8 @@ class Client {
   ///   server and method; a reply arriving later is counted and dropped;
   /// - errc::server_timeout, method_not_found, bad_request, server_error from
   ///   the server;
+  /// - errc::bad_request at once, nothing sent, for invalid CallOptions or a
+  ///   body over ChannelOptions::max_body (the message names which);
   /// - errc::connection_lost when the connection closed with the call sent;
   ///   (retried on another provider first, up to CallOptions::retries: the
   ///   error is that of the last attempt, and the message counts attempts);

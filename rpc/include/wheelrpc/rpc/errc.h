@@ -13,7 +13,8 @@ enum class errc {
   connection_lost,   ///< the connection carrying the call closed before the reply
   unavailable,       ///< no server could be reached (or one is shutting down)
   method_not_found,  ///< the server has no handler for the method
-  bad_request,       ///< the server rejected the request as malformed
+  bad_request,       ///< the request was refused as invalid: by the server (malformed), or by the
+                     ///< client before sending anything (invalid CallOptions, a body over the limit)
   server_error,      ///< the handler failed (threw, or never replied)
   cancelled,         ///< the client was closed while the call was pending
   too_many_pending,  ///< the client's limit on calls in flight was reached, or the server is overloaded
