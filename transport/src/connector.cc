@@ -1,10 +1,17 @@
 #include <wheelrpc/transport/connector.h>
 
-#include <atomic>
 #include <memory>
+#include <utility>
 
+#include <boost/asio/append.hpp>
+#include <boost/asio/associated_cancellation_slot.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/cancellation_type.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/execution/outstanding_work.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/prefer.hpp>
 #include <boost/asio/strand.hpp>
 
 #include <wheelrpc/transport/errc.h>
@@ -15,53 +22,100 @@ using boost::system::error_code;
 
 namespace {
 
-// One attempt: the socket, the user's handler, and whether the timeout fired.
-struct ConnectOp : std::enable_shared_from_this<ConnectOp> {
-  ConnectOp(asio::any_io_executor ex, ConnectHandler h)
-      : strand(asio::make_strand(ex)), socket(strand.get_inner_executor()), handler(std::move(h)) {}
+using Handler = asio::any_completion_handler<ConnectSignature>;
+
+// One attempt: the socket, the caller's handler, and why the attempt was cut
+// short, if it was. The socket's completion, the timeout and a cancellation
+// all meet on the strand, so the first of them decides the outcome.
+struct ConnectOp {
+  ConnectOp(asio::any_io_executor ex, Handler h)
+      : io_ex(ex),
+        strand(asio::make_strand(ex)),
+        socket(ex),
+        handler(std::move(h)),
+        work(asio::prefer(asio::get_associated_executor(handler, io_ex),
+                          asio::execution::outstanding_work.tracked)) {}
+
+  // Hands the result to the handler's executor. Strand only; once.
+  void complete(error_code ec, asio::ip::tcp::socket s) {
+    done = true;
+    // Keep the handler's executor busy until the dispatch below has queued or
+    // run the handler; then let go of it.
+    auto keep_busy = std::move(work);
+    asio::dispatch(io_ex, asio::append(std::move(handler), ec, std::move(s)));
+  }
+
+  // Closes the socket, so that a connect in progress completes at once, and
+  // records why. Strand only.
+  void cut_short(error_code why) {
+    if (done || abort_reason) return;
+    abort_reason = why;
+    error_code ignored;
+    socket.close(ignored);
+  }
+
+  asio::any_io_executor io_ex;
   asio::strand<asio::any_io_executor> strand;
   asio::ip::tcp::socket socket;
-  ConnectHandler handler;
-  bool timed_out = false;  // strand only
+  Handler handler;
+  asio::any_completion_executor work;  // the handler's executor, work tracked
+  error_code abort_reason;             // strand only: connect_timeout or operation_aborted
+  bool done = false;                   // strand only
+};
+
+// Lives in the caller's cancellation slot, possibly after the attempt is over
+// (nothing forces the slot to be cleared), hence the weak reference. It may be
+// called on any thread the caller emits from; it only posts to the strand.
+struct CancelConnect {
+  std::weak_ptr<ConnectOp> op;
+  void operator()(asio::cancellation_type_t type) const {
+    if (type == asio::cancellation_type::none) return;
+    if (auto o = op.lock()) {
+      asio::post(o->strand, [o] { o->cut_short(asio::error::operation_aborted); });
+    }
+  }
 };
 
 }  // namespace
 
-void async_connect(asio::any_io_executor ex, timer::Timer& timer,
-                   const asio::ip::tcp::endpoint& endpoint, std::chrono::milliseconds timeout,
-                   ConnectHandler handler) {
+namespace detail {
+
+void async_connect_impl(Handler handler, asio::any_io_executor ex, timer::Timer& timer,
+                        const asio::ip::tcp::endpoint& endpoint, std::chrono::milliseconds timeout) {
+  auto slot = asio::get_associated_cancellation_slot(handler);
   auto op = std::make_shared<ConnectOp>(std::move(ex), std::move(handler));
+  if (slot.is_connected()) slot.template emplace<CancelConnect>(CancelConnect{op});
   // The timer only posts to the strand, where the socket lives; it holds the op
   // weakly so an attempt that finished first is not kept alive. The timeout is
   // never cancelled: once the attempt is over it fires into an expired weak
   // reference. So the completion never touches the timer, and a client closed
-  // while a connect is in flight has nothing left to do with the timer.
+  // while a connect is in flight has nothing left to do with the timer. A timer
+  // that refuses the timeout (stopped, full) leaves the connect unbounded, as
+  // documented.
   std::weak_ptr<ConnectOp> weak = op;
   std::error_code tec;
   timer.new_timeout(
       [weak] {
         if (auto o = weak.lock()) {
-          asio::post(o->strand, [o] {
-            o->timed_out = true;
-            error_code ignored;
-            o->socket.close(ignored);
-          });
+          asio::post(o->strand, [o] { o->cut_short(make_error_code(errc::connect_timeout)); });
         }
       },
       timeout, tec);
-  op->socket.async_connect(
-      endpoint, asio::bind_executor(op->strand, [op](const error_code& ec) {
-        if (op->timed_out) {
-          op->handler(make_error_code(errc::connect_timeout), asio::ip::tcp::socket(op->strand.get_inner_executor()));
-        } else if (ec) {
-          error_code ignored;
-          op->socket.close(ignored);
-          op->handler(ec, asio::ip::tcp::socket(op->strand.get_inner_executor()));
-        } else {
-          op->handler(ec, std::move(op->socket));
-        }
-      }));
+  op->socket.async_connect(endpoint, asio::bind_executor(op->strand, [op](const error_code& ec) {
+                             auto closed = [&op] { return asio::ip::tcp::socket(op->io_ex); };
+                             if (op->abort_reason) {
+                               op->complete(op->abort_reason, closed());
+                             } else if (ec) {
+                               error_code ignored;
+                               op->socket.close(ignored);
+                               op->complete(ec, closed());
+                             } else {
+                               op->complete(ec, std::move(op->socket));
+                             }
+                           }));
 }
+
+}  // namespace detail
 
 std::string endpoint_text(const asio::ip::tcp::endpoint& endpoint) {
   // Built with append: g++ 12 at -O3 reports a false -Wrestrict for the
