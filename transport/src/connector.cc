@@ -90,8 +90,8 @@ void async_connect_impl(Handler handler, asio::any_io_executor ex, timer::Timer&
   // never cancelled: once the attempt is over it fires into an expired weak
   // reference. So the completion never touches the timer, and a client closed
   // while a connect is in flight has nothing left to do with the timer. A timer
-  // that refuses the timeout (stopped, full) leaves the connect unbounded, as
-  // documented.
+  // that refuses the timeout (stopped, full) leaves the connect bounded only by
+  // the system's own connect timeout, as documented.
   std::weak_ptr<ConnectOp> weak = op;
   std::error_code tec;
   timer.new_timeout(

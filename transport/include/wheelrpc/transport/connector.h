@@ -42,7 +42,8 @@ void async_connect_impl(boost::asio::any_completion_handler<ConnectSignature> ha
 ///                  Its worker never blocks on the connect: the timeout only
 ///                  posts a close of the socket to the operation's strand. If
 ///                  the timer refuses the timeout (stopped, or at its limit on
-///                  pending timeouts) the connect runs without one.
+///                  pending timeouts) the connect runs without one, bounded
+///                  only by the system's own connect timeout.
 /// @param endpoint  Where to connect (copied).
 /// @param timeout   Limit on the TCP connect, rounded up to the timer's tick;
 ///                  zero or negative: give up at the timer's next tick.
