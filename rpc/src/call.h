@@ -1,98 +1,132 @@
 #pragma once
-// One call in flight, shared by the code paths that may complete it: a reply
-// (connection strand), the deadline (timer worker), the cancellation slot (the
-// user's thread), a lost connection, a retry or hedge timer, and close().
-// `done` is the exactly-once gate, flipped under the client's lock: whoever
-// flips it completes the call; everyone else backs off.
+// One call in flight. Shared (boost::intrusive_ptr, CallPtr) by the code that
+// may complete it: a reply (a connection's strand), its deadline and its aux
+// timeout (posted from the timer's worker to the executor), the caller's
+// cancellation slot, a lost connection, and close().
+//
+// Exactly once: `done` is flipped (exchange) under `mu` by whoever completes
+// the call; everyone else finds it set and backs off.
+//
+// The core's lifetime: `core` is a plain pointer, valid while the call is not
+// done (close() completes every call before it returns, and completing takes
+// `mu`). Code that holds only the call and must reach the core from outside
+// the core (the timer's worker, the cancellation slot) pins the call first
+// (`Pin`): once pinned and not done, the core stays alive until unpinned,
+// because completing a call waits for its pins to drop (they are held for
+// O(1) work only: a post, a shared_from_this).
 //
 // A call makes one or more attempts (retries, hedges); each sent attempt has
-// its own request id in the pending table. The call keeps one deadline on the
-// wheel for its whole life, plus at most one "aux" timeout for the nearest of:
-// an attempt's own timeout, the next hedge, the end of a retry backoff.
-//
-// References (intrusive, `refs`): one per place in the client's books (each
-// pending-table entry, the waiting list, the backoff set), one for each
-// scheduled timeout (deadline, aux), one for an installed cancellation
-// handler, and short-lived ones for code that uses the call outside the lock.
+// its own request id in its connection's pending table. The call keeps one
+// deadline on the wheel for its whole life, plus at most one "aux" timeout
+// for the nearest of: an attempt's own timeout, the next hedge, the end of a
+// retry backoff.
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/container/small_vector.hpp>
+#include <boost/smart_ptr/intrusive_ptr.hpp>
 
 #include <wheelrpc/rpc/client.h>
 #include <wheelrpc/timer/timeout.h>
 
+#include "attempt_policy.h"
+#include "checked_mutex.h"
+
 namespace wheelrpc::rpc::detail {
 
-class ClientConnection;
+class ClientCore;
 
 struct Call {
-  using Clock = std::chrono::steady_clock;
-  static constexpr Clock::time_point kNever = Clock::time_point::max();
+  enum class Phase : std::uint8_t { idle, waiting, sent, backoff };
 
   /// One attempt that was sent and awaits its reply.
   struct Attempt {
-    std::uint64_t id = 0;              // its pending-table key
-    ClientConnection* conn = nullptr;  // where it went
-    Clock::time_point sent;
-    Clock::time_point expires = kNever;  // its own timeout, when earlier than the call's deadline
-    int number = 0;                      // 1-based
+    std::uint64_t id = 0;       // its pending-table key on the provider's connection
+    std::size_t provider = 0;   // index of the provider it went to
+    TimePoint sent;
+    TimePoint expires = kNever;  // its own timeout, when earlier than the call's deadline
+    int number = 0;              // 1-based
   };
-  enum class Phase : std::uint8_t { idle, waiting, sent, backoff };
 
-  std::atomic<int> refs{1};
-  std::atomic<bool> done{false};
-  std::shared_ptr<ClientCore> core;
+  Call() = default;
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+  // ---- fixed at start (read without the lock)
+  ClientCore* core = nullptr;
   std::string method;
-  std::string payload;  // kept for retries; lent to a sender under send_mu
-  transport::Attachments attachments;
-  std::mutex send_mu;   // serialises attempts borrowing payload/attachments
-  Clock::time_point start;
-  bool has_deadline = true;
+  TimePoint start;
+  AttemptPlan plan;
+  bool wait_for_ready = true;
   bool inherited = false;  // the deadline is that of the request being served
   // The deadline in force where the call started (the request being served),
   // put back in force while the completion runs.
-  std::optional<Clock::time_point> context;
-  std::chrono::milliseconds budget{0};
-  Clock::time_point deadline;
-  timer::Timeout timeout;  // the deadline's
+  std::optional<TimePoint> context;
+
+  // ---- the exactly-once gate and the pins (atomics)
+  std::atomic<bool> done{false};
+  std::atomic<int> pins{0};
+
+  // ---- guarded by `mu`
+  CheckedMutex mu;
+  std::string payload;  // kept for retries and hedges
+  transport::Attachments attachments;
   boost::asio::any_completion_handler<Client::Signature> handler;
-
-  // The call's retry policy (fixed at start).
-  int max_attempts = 3;
-  bool idempotent = false;
-  bool wait_for_ready = true;
-  std::chrono::milliseconds attempt_timeout{0};
-  std::chrono::milliseconds hedge_delay{0};
-
-  // Guarded by the core's mutex.
+  timer::Timeout deadline_timeout;
   Phase phase = Phase::idle;
-  bool waited = false;                // went through the waiting list
-  int attempts = 0;                   // started so far
-  boost::container::small_vector<Attempt, 1> live;          // sent, awaiting a reply
-  boost::container::small_vector<ClientConnection*, 2> tried;  // providers tried
-  ClientConnection* conn = nullptr;       // of the latest attempt (for messages)
-  ClientConnection* last_failed = nullptr;
-  boost::system::error_code last_ec;      // of the latest failed attempt
+  bool waited = false;  // went through the waiting list
+  int attempts = 0;     // started so far
+  boost::container::small_vector<Attempt, 1> live;  // sent, awaiting a reply
+  boost::container::small_vector<std::size_t, 2> tried;  // providers tried
+  std::optional<std::size_t> latest;       // provider of the latest attempt (for messages)
+  std::optional<std::size_t> last_failed;  // provider of the latest failed attempt
+  boost::system::error_code last_ec;       // of the latest failed attempt
   std::string last_error;
-  Clock::time_point retry_at = kNever;    // phase backoff: when the next attempt starts
-  Clock::time_point hedge_at = kNever;    // phase sent: when the next hedge starts
+  TimePoint retry_at = kNever;  // phase backoff: when the next attempt starts
+  TimePoint hedge_at = kNever;  // phase sent: when the next hedge starts
   timer::Timeout aux;
-  Clock::time_point aux_at = kNever;
+  TimePoint aux_at = kNever;
+
+ private:
+  friend void intrusive_ptr_add_ref(Call* c) noexcept { c->refs_.fetch_add(1, std::memory_order_relaxed); }
+  friend void intrusive_ptr_release(Call* c) noexcept {
+    if (c->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete c;
+  }
+  std::atomic<int> refs_{0};
 };
 
-inline void add_ref(Call* c, int n = 1) noexcept { c->refs.fetch_add(n, std::memory_order_relaxed); }
-inline void release(Call* c) noexcept {
-  if (c->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-    std::unique_ptr<Call> owned(c);  // last reference: created by ClientCore::start_call
+using CallPtr = boost::intrusive_ptr<Call>;
+
+/// Scoped pin of a call (see above). `alive()`: the call was not done when
+/// pinned, so its core may be used until the pin is released.
+class CallPin {
+ public:
+  explicit CallPin(Call& c) noexcept : call_(c) {
+    call_.pins.fetch_add(1);                // sequentially consistent: pairs with
+    alive_ = !call_.done.load();            // complete()'s done store and pins load
   }
+  ~CallPin() { call_.pins.fetch_sub(1, std::memory_order_release); }
+  CallPin(const CallPin&) = delete;
+  CallPin& operator=(const CallPin&) = delete;
+  bool alive() const noexcept { return alive_; }
+
+ private:
+  Call& call_;
+  bool alive_;
+};
+
+/// Marks the call done (false if it was already); then waits for pins taken
+/// before that to drop. Call with `mu` held.
+inline bool mark_done(Call& c) noexcept {
+  if (c.done.exchange(true)) return false;
+  while (c.pins.load() != 0) std::this_thread::yield();
+  return true;
 }
 
 }  // namespace wheelrpc::rpc::detail

@@ -1,5 +1,6 @@
 #include <wheelrpc/rpc/channel_timer_task.h>
 
+#include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
 #include <wheelrpc/transport/errc.h>
@@ -9,8 +10,11 @@
 
 namespace wheelrpc::rpc {
 
-AbstractTimerTask::AbstractTimerTask(ChannelProvider provider, std::chrono::milliseconds tick)
-    : provider_(std::move(provider)), tick_(std::max(tick, std::chrono::milliseconds(1))) {}
+AbstractTimerTask::AbstractTimerTask(ChannelProvider provider, std::chrono::milliseconds tick,
+                                     boost::asio::any_io_executor executor)
+    : provider_(std::move(provider)),
+      tick_(std::max(tick, std::chrono::milliseconds(1))),
+      executor_(std::move(executor)) {}
 
 void AbstractTimerTask::start(timer::Timer& timer) { reschedule(timer); }
 
@@ -35,18 +39,42 @@ void AbstractTimerTask::cancel() noexcept {
   while (running_.load() != 0) std::this_thread::yield();
 }
 
+namespace {
+// Counts a check (or the worker's part of a run) in progress, so cancel() can
+// wait for it; sequentially consistent, paired with cancel()'s store.
+struct Running {
+  Running(std::atomic<int>& running, std::atomic<std::thread::id>& runner) : running_(running), runner_(runner) {
+    running_.fetch_add(1);
+    runner_.store(std::this_thread::get_id());
+  }
+  ~Running() {
+    runner_.store(std::thread::id{});
+    running_.fetch_sub(1);
+  }
+  std::atomic<int>& running_;
+  std::atomic<std::thread::id>& runner_;
+};
+}  // namespace
+
 void AbstractTimerTask::run(timer::Timeout& timeout) {
-  running_.fetch_add(1);
-  struct Leave {
-    AbstractTimerTask* self;
-    ~Leave() {
-      self->runner_.store(std::thread::id{});
-      self->running_.fetch_sub(1);
+  {
+    Running in(running_, runner_);
+    if (cancelled_.load()) return;
+    runs_.fetch_add(1, std::memory_order_relaxed);
+    if (executor_) {
+      // The wheel only decides that a check is due; the check runs on the
+      // owner's executor.
+      boost::asio::post(executor_, [self = shared_from_this()] { self->check(); });
+    } else {
+      check();
     }
-  } leave{this};
-  runner_.store(std::this_thread::get_id());
+  }
+  if (!cancelled_.load(std::memory_order_acquire)) reschedule(*timeout.timer());
+}
+
+void AbstractTimerTask::check() {
+  Running in(running_, runner_);
   if (cancelled_.load()) return;
-  runs_.fetch_add(1, std::memory_order_relaxed);
   try {
     auto channels = provider_();
     if (!channels) {  // the owner is gone
@@ -64,16 +92,20 @@ void AbstractTimerTask::run(timer::Timeout& timeout) {
   } catch (const std::exception& e) {
     detail::logger()->error("{} failed: {}", name(), e.what());
   }
-  reschedule(*timeout.timer());
 }
 
 void HeartbeatTimerTask::do_task(const WatchedChannel& w, std::chrono::steady_clock::time_point now) {
   if (!w.channel || !w.channel->is_open() || w.heartbeat.count() <= 0) return;
   if (now - w.channel->last_read() < w.heartbeat && now - w.channel->last_write() < w.heartbeat) return;
-  transport::Frame f;
-  f.header.flags = transport::kFlagRequest | transport::kFlagTwoWay | transport::kFlagEvent;
-  f.header.request_id = next_id_.fetch_add(1, std::memory_order_relaxed);
-  if (!w.channel->send(f)) sent_.fetch_add(1, std::memory_order_relaxed);
+  // Encoding and queueing take the channel's write lock: done on its strand.
+  const auto id = next_id_.fetch_add(1, std::memory_order_relaxed);
+  sent_.fetch_add(1, std::memory_order_relaxed);
+  boost::asio::post(w.channel->strand(), [ch = w.channel, id] {
+    transport::Frame f;
+    f.header.flags = transport::kFlagRequest | transport::kFlagTwoWay | transport::kFlagEvent;
+    f.header.request_id = id;
+    ch->send(f);
+  });
 }
 
 void CloseTimerTask::do_task(const WatchedChannel& w, std::chrono::steady_clock::time_point now) {

@@ -13,28 +13,7 @@ namespace wheelrpc::rpc {
 Client::Client(executor_type ex, timer::Timer& timer, std::vector<boost::asio::ip::tcp::endpoint> servers,
                ClientOptions options) {
   if (servers.empty()) throw std::invalid_argument("wheelrpc::rpc::Client needs at least one server");
-  if (options.heartbeat.count() <= 0) throw std::invalid_argument("ClientOptions::heartbeat must be > 0");
-  if (options.idle_timeout.count() < 0 ||
-      (options.idle_timeout.count() > 0 && options.idle_timeout < 2 * options.heartbeat)) {
-    throw std::invalid_argument(
-        "ClientOptions::idle_timeout must be 0 (3 x heartbeat) or at least 2 x heartbeat, got " +
-        std::to_string(options.idle_timeout.count()) + " ms with a heartbeat of " +
-        std::to_string(options.heartbeat.count()) + " ms");
-  }
-  if (options.connect_timeout.count() <= 0) throw std::invalid_argument("ClientOptions::connect_timeout must be > 0");
-  Backoff check(options.reconnect);  // throws on absurd backoff options
-  try {
-    Backoff retry_check(options.retry.backoff);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(std::string("ClientOptions::retry.backoff: ") + e.what());
-  }
-  if (!(options.retry.budget_ratio >= 0.0 && options.retry.budget_ratio <= 10.0)) {
-    throw std::invalid_argument("ClientOptions::retry.budget_ratio must be between 0 and 10");
-  }
-  if (options.retry.budget_window.count() < 1 || options.retry.budget_window.count() > 600) {
-    throw std::invalid_argument("ClientOptions::retry.budget_window must be between 1 and 600 s");
-  }
-  if (options.failback.interval.count() <= 0) throw std::invalid_argument("ClientOptions::failback.interval must be > 0");
+  validate(options);
   core_ = std::make_shared<detail::ClientCore>(std::move(ex), timer, std::move(options));
   core_->init(servers);
 }
@@ -57,7 +36,7 @@ Response Client::call(std::string method, std::string payload, CallOptions optio
 }
 
 void Client::send_failback(std::string method, std::string payload, CallOptions options) {
-  core_->send_failback(RetryTimerTask::Delivery{std::move(method), std::move(payload), std::move(options), 1});
+  core_->send_failback(detail::RetryTimerTask::Delivery{std::move(method), std::move(payload), std::move(options), 1});
 }
 
 void Client::connect() { core_->connect_all(); }

@@ -92,10 +92,11 @@ error_code ServerCore::listen(const asio::ip::tcp::endpoint& endpoint) {
     return self->watched();
   };
   std::lock_guard lock(mu_);
-  close_task_ = std::make_shared<CloseTimerTask>(provider, tick);
+  // The checks walk every connection under mu_: they run on the executor.
+  close_task_ = std::make_shared<CloseTimerTask>(provider, tick, ex_);
   close_task_->start(timer_);
   if (options_.send_heartbeats) {
-    heartbeat_task_ = std::make_shared<HeartbeatTimerTask>(provider, tick);
+    heartbeat_task_ = std::make_shared<HeartbeatTimerTask>(provider, tick, ex_);
     heartbeat_task_->start(timer_);
   }
   return {};
@@ -160,10 +161,36 @@ void ServerCore::on_connection_closed(std::uint64_t id) {
   channels_.erase(id);
 }
 
+void intrusive_ptr_add_ref(ReplySlot* s) noexcept { s->refs.fetch_add(1, std::memory_order_relaxed); }
+void intrusive_ptr_release(ReplySlot* s) noexcept {
+  if (s->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete s;
+}
+
+namespace {
+// The deadline of a request, stored in the timeout record itself (it owns one
+// reference to the slot). On the timer's worker it only posts the answer.
+struct SlotDeadlineTask {
+  using wheelrpc_relocatable = void;
+  ReplySlotPtr slot;
+  void operator()() const {
+    if (slot->done.load(std::memory_order_acquire)) return;  // replied already
+    ServerCore& core = *slot->core;
+    WorkGate::Scope in(core.timer_work());
+    if (!in) return;  // stopped: the connection is closed, nobody to answer
+    boost::asio::post(core.executor(), [s = slot] { s->core->on_deadline(s); });
+  }
+};
+}  // namespace
+
+void ServerCore::on_deadline(const ReplySlotPtr& slot) {
+  finish(*slot, transport::Status::server_timeout,
+         fmt::format("the deadline of '{}' passed before the handler replied", slot->method), {}, true);
+}
+
 void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame,
                             const std::shared_ptr<CancelSet>& cancels) {
   requests_.fetch_add(1, std::memory_order_relaxed);
-  auto* slot = std::make_unique<ReplySlot>().release();  // freed by the last release()
+  ReplySlotPtr slot(new ReplySlot);
   slot->core = shared_from_this();
   slot->channel = channel.shared_from_this();
   slot->cancels = cancels;
@@ -174,37 +201,21 @@ void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame
   auto it = handlers_.find(frame.method);
   if (it == handlers_.end()) {
     method_not_found_.fetch_add(1, std::memory_order_relaxed);
-    finish(slot, transport::Status::method_not_found, "no method '" + frame.method + "'", {}, false);
-    release(slot);
+    finish(*slot, transport::Status::method_not_found, "no method '" + frame.method + "'", {}, false);
     return;
   }
   if (frame.header.deadline_ms != 0) {
     const auto budget = std::chrono::milliseconds(frame.header.deadline_ms);
-    slot->deadline = std::chrono::steady_clock::now() + budget;
-    add_ref(slot);
+    slot->deadline = now() + budget;
     std::error_code tec;
-    slot->timeout = timer_.new_timeout(
-        [slot] {
-          const auto keep = slot->core;  // the gate lives in the core
-          {
-            WorkGate::Scope in(keep->timer_work_);
-            if (in) {  // else stopped: the connection is closed, nobody to answer
-              keep->finish(slot, transport::Status::server_timeout,
-                           fmt::format("the deadline of '{}' passed before the handler replied", slot->method),
-                           {}, true);
-            }
-          }
-          release(slot);
-        },
-        budget, tec);
-    if (tec) release(slot);
+    slot->timeout = timer_.new_timeout(SlotDeadlineTask{slot}, budget, tec);
   }
   Request req{std::move(frame.method), std::move(frame.payload), std::move(frame.attachments),
               slot->deadline, channel.remote()};
   try {
     // Calls the handler starts inherit the caller's deadline (deadline propagation).
     DeadlineScope scope(slot->deadline);
-    it->second(std::move(req), Responder(slot));
+    it->second(std::move(req), Responder(std::move(slot)));
   } catch (const std::exception& e) {
     // The Responder was consumed by the call; if the handler had not replied,
     // its destructor already answered server_error. Log what happened.
@@ -216,13 +227,14 @@ void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame
   }
 }
 
-bool ServerCore::finish(ReplySlot* slot, transport::Status status, std::string payload,
+bool ServerCore::finish(ReplySlot& s, transport::Status status, std::string payload,
                         transport::Attachments attachments, bool from_timer) {
+  ReplySlot* slot = &s;
   if (slot->done.exchange(true, std::memory_order_acq_rel)) {
     if (!from_timer) late_replies_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  if (!from_timer && slot->timeout.cancel()) release(slot);  // the timer's reference
+  if (!from_timer) slot->timeout.cancel();  // the task's reference goes with it
   if (slot->cancels && slot->cancels->check(slot->request_id, /*forget=*/true)) {
     cancelled_.fetch_add(1, std::memory_order_relaxed);  // the client stopped waiting: no reply
     return false;
@@ -290,12 +302,12 @@ ServerStats ServerCore::stats() const {
 
 // ---------------------------------------------------------------- Responder
 
-Responder::Responder(Responder&& other) noexcept : slot_(std::exchange(other.slot_, nullptr)) {}
+Responder::Responder(Responder&& other) noexcept : slot_(std::move(other.slot_)) {}
 
 Responder& Responder::operator=(Responder&& other) noexcept {
   if (this != &other) {
     Responder dying(std::move(*this));
-    slot_ = std::exchange(other.slot_, nullptr);
+    slot_ = std::move(other.slot_);
   }
   return *this;
 }
@@ -305,21 +317,20 @@ Responder::~Responder() {
   if (!slot_->done.load(std::memory_order_acquire)) {
     // Destroyed during unwinding: the handler threw (the server logs what).
     const bool threw = std::uncaught_exceptions() > 0;
-    slot_->core->finish(slot_, transport::Status::server_error,
+    slot_->core->finish(*slot_, transport::Status::server_error,
                         "the handler of '" + slot_->method +
                             (threw ? "' threw" : "' dropped its Responder without replying"),
                         {}, false);
   }
-  detail::release(slot_);
 }
 
 bool Responder::reply(std::string payload, transport::Attachments attachments) {
-  return slot_ && slot_->core->finish(slot_, transport::Status::ok, std::move(payload),
+  return slot_ && slot_->core->finish(*slot_, transport::Status::ok, std::move(payload),
                                       std::move(attachments), false);
 }
 
 bool Responder::fail(errc code, std::string message) {
-  return slot_ && slot_->core->finish(slot_, error_status(code), std::move(message), {}, false);
+  return slot_ && slot_->core->finish(*slot_, error_status(code), std::move(message), {}, false);
 }
 
 std::optional<std::chrono::steady_clock::time_point> Responder::deadline() const noexcept {
@@ -327,7 +338,7 @@ std::optional<std::chrono::steady_clock::time_point> Responder::deadline() const
 }
 
 bool Responder::expired() const noexcept {
-  return slot_ && slot_->deadline && std::chrono::steady_clock::now() >= *slot_->deadline;
+  return slot_ && slot_->deadline && slot_->core->now() >= *slot_->deadline;
 }
 
 bool Responder::pending() const noexcept {
@@ -346,9 +357,7 @@ bool Responder::cancelled() const noexcept {
 
 namespace {
 ServerOptions validated(ServerOptions o) {
-  if (o.heartbeat.count() <= 0) throw std::invalid_argument("ServerOptions::heartbeat must be > 0");
-  if (o.hello_timeout.count() <= 0) throw std::invalid_argument("ServerOptions::hello_timeout must be > 0");
-  if (o.close_timeout.count() < 0) throw std::invalid_argument("ServerOptions::close_timeout must be >= 0");
+  validate(o);
   return o;
 }
 }  // namespace

@@ -60,10 +60,11 @@ class CancelSet {
 };
 
 // The shared state behind a Responder, completed exactly once by the handler's
-// reply, by the deadline task (server_timeout) or by a dropped Responder.
-// References: the Responder's, and the timer's while the deadline task may run.
+// reply, by the deadline (server_timeout, posted to the executor from the
+// timer's worker) or by a dropped Responder. Shared through ReplySlotPtr: the
+// Responder's reference, and the deadline task's while it may run.
 struct ReplySlot {
-  std::atomic<int> refs{1};
+  std::atomic<int> refs{0};
   std::atomic<bool> done{false};
   std::shared_ptr<ServerCore> core;
   std::shared_ptr<transport::Channel> channel;
@@ -75,11 +76,14 @@ struct ReplySlot {
   std::string method;  // for logs
 };
 
-inline void add_ref(ReplySlot* s) noexcept { s->refs.fetch_add(1, std::memory_order_relaxed); }
-inline void release(ReplySlot* s) noexcept {
-  if (s->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) std::unique_ptr<ReplySlot>{s};
-}
+using ReplySlotPtr = boost::intrusive_ptr<ReplySlot>;
 
+// Threads: a connection's frames are handled on its channel's strand; a
+// handler may reply from any thread. The timer's worker only decides: the
+// deadline task and the HELLO timeout post to the executor (or to the
+// channel's strand), and the CloseTimerTask and HeartbeatTimerTask run their
+// checks on the executor. `mu_` guards the connection list and is never
+// taken on the request path.
 class ServerCore : public std::enable_shared_from_this<ServerCore> {
  public:
   ServerCore(boost::asio::any_io_executor ex, timer::Timer& timer, ServerOptions options)
@@ -99,9 +103,16 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   const ServerOptions& options() const noexcept { return options_; }
 
   /// Completes a slot: sends the reply unless it was completed already.
-  bool finish(ReplySlot* slot, transport::Status status, std::string payload,
+  /// Any thread but the timer's worker.
+  bool finish(ReplySlot& slot, transport::Status status, std::string payload,
               transport::Attachments attachments, bool from_timer);
-  static Responder make_responder(ReplySlot* slot) noexcept { return Responder(slot); }
+  /// The deadline passed (posted from the timer's worker).
+  void on_deadline(const ReplySlotPtr& slot);
+  std::chrono::steady_clock::time_point now() const noexcept {
+    return options_.clock ? options_.clock->now() : std::chrono::steady_clock::now();
+  }
+  const boost::asio::any_io_executor& executor() const noexcept { return ex_; }
+  WorkGate& timer_work() noexcept { return timer_work_; }
 
  private:
   void on_accept(boost::asio::ip::tcp::socket socket);

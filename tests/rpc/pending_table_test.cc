@@ -11,7 +11,7 @@ using wheelrpc::rpc::detail::PendingTable;
 namespace {
 
 TEST(PendingTable, InsertThenTakeReturnsTheItemOnce) {
-  PendingTable<int> t;
+  PendingTable<int*> t;
   int a = 1, b = 2;
   const auto ia = t.insert(&a), ib = t.insert(&b);
   EXPECT_NE(ia, 0u);
@@ -24,18 +24,18 @@ TEST(PendingTable, InsertThenTakeReturnsTheItemOnce) {
 }
 
 TEST(PendingTable, StaleIdNeverMatchesTheSlotsNextOccupant) {
-  PendingTable<int> t;
+  PendingTable<int*> t;
   int a = 1, b = 2;
   const auto ia = t.insert(&a);
   ASSERT_EQ(t.take(ia), &a);
   const auto ib = t.insert(&b);  // reuses the slot
-  EXPECT_EQ(ia & PendingTable<int>::kSlotMask, ib & PendingTable<int>::kSlotMask);
+  EXPECT_EQ(ia & PendingTable<int*>::kSlotMask, ib & PendingTable<int*>::kSlotMask);
   EXPECT_EQ(t.take(ia), nullptr) << "a late reply to the first call";
   EXPECT_EQ(t.take(ib), &b);
 }
 
 TEST(PendingTable, UnknownAndOutOfRangeIdsMiss) {
-  PendingTable<int> t;
+  PendingTable<int*> t;
   int a = 1;
   t.insert(&a);
   EXPECT_EQ(t.take(0), nullptr);
@@ -45,7 +45,7 @@ TEST(PendingTable, UnknownAndOutOfRangeIdsMiss) {
 }
 
 TEST(PendingTable, ManyItemsIdsUniqueAndForEachSeesAll) {
-  PendingTable<int> t;
+  PendingTable<int*> t;
   std::vector<int> items(10000);
   std::set<std::uint64_t> ids;
   std::vector<std::uint64_t> order;

@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include <boost/asio/any_io_executor.hpp>
+
 #include <wheelrpc/rpc/backoff.h>
 #include <wheelrpc/timer/timer.h>
 #include <wheelrpc/transport/channel.h>
@@ -29,31 +31,48 @@ struct WatchedChannel {
   /// (no read or no write for that long) and ReconnectTimerTask (no read).
   std::chrono::milliseconds idle_timeout{0};
   /// ReconnectTimerTask: starts a reconnect attempt if one is due under the
-  /// connection's backoff (asynchronous; must not block). Empty elsewhere.
+  /// connection's backoff. Called where the task's check runs (possibly the
+  /// timer's worker): it must only decide and post. Empty elsewhere.
   std::function<void(std::chrono::steady_clock::time_point now)> reconnect;
 };
 
 /// Returns the channels to check, each time the task runs; std::nullopt once
-/// their owner is gone (the task then stops for good). Called on the timer's
-/// worker; must be cheap and must not block.
+/// their owner is gone (the task then stops for good). Called where the check
+/// runs: on the task's executor if it has one, else on the timer's worker,
+/// where it must be O(1) and take no lock the I/O path takes.
 using ChannelProvider = std::function<std::optional<std::vector<WatchedChannel>>()>;
 
 /// Runs `do_task` on every channel the provider returns, every `tick`, on the
 /// shared timer, and reschedules itself after each run. Stops for good when
 /// cancelled, when the provider reports its owner gone, or when the timer
 /// stops. An exception from the work is logged (logger "wheelrpc.rpc") and the
-/// task is still rescheduled. Runs on the timer's worker thread: the work must
-/// not block (sending on or closing a Channel is fine: both are asynchronous).
+/// task is still rescheduled.
+///
+/// Where the check runs: with an `executor`, the timer's worker only posts it
+/// there (a provider that walks many channels or takes its owner's lock runs
+/// there, never on the wheel). Without one it runs on the worker, and the
+/// provider must then be O(1) and lock-free. Either way the checks of the
+/// built-in tasks only read atomics and decide; what touches a channel (a
+/// heartbeat's send, a close, a reconnect) is posted to the channel's strand
+/// or its owner's executor.
+///
+/// @par Thread Safety
+/// Distinct objects: safe. Shared objects: `start`, `cancel` and the getters
+/// are safe from any thread.
 class AbstractTimerTask : public timer::TimerTask, public std::enable_shared_from_this<AbstractTimerTask> {
  public:
-  AbstractTimerTask(ChannelProvider provider, std::chrono::milliseconds tick);
+  /// `tick`: between runs (at least 1 ms). `executor`: where checks run (see
+  /// above); empty = on the timer's worker.
+  AbstractTimerTask(ChannelProvider provider, std::chrono::milliseconds tick,
+                    boost::asio::any_io_executor executor = {});
 
   /// Schedules the first run one tick from now. Thread-safe.
   void start(timer::Timer& timer);
-  /// Stops the task for good. A run in progress on another thread is waited
-  /// for, so once cancel() returns the task touches no channel any more (and
-  /// the executor behind them may be destroyed). Thread-safe; must not be
-  /// called with a lock the provider takes.
+  /// Stops the task for good. A check in progress on another thread is waited
+  /// for, so once cancel() returns the task touches no channel any more and
+  /// posts nothing (and the executor behind them may be destroyed); a check
+  /// already posted and not started does nothing when it runs. Thread-safe;
+  /// must not be called with a lock the provider takes.
   void cancel() noexcept;
   bool cancelled() const noexcept { return cancelled_.load(std::memory_order_acquire); }
   std::chrono::milliseconds tick() const noexcept { return tick_; }
@@ -63,16 +82,18 @@ class AbstractTimerTask : public timer::TimerTask, public std::enable_shared_fro
   void run(timer::Timeout& timeout) final;
 
  protected:
-  /// The check for one channel.
+  /// The check for one channel: decides, and posts what touches the channel.
   virtual void do_task(const WatchedChannel& watched, std::chrono::steady_clock::time_point now) = 0;
   /// A name for logs.
   virtual const char* name() const noexcept = 0;
 
  private:
   void reschedule(timer::Timer& timer);
+  void check();
 
   ChannelProvider provider_;
   const std::chrono::milliseconds tick_;
+  boost::asio::any_io_executor executor_;
   std::atomic<bool> cancelled_{false};
   std::atomic<int> running_{0};                 // runs in progress (0 or 1)
   std::atomic<std::thread::id> runner_{};       // the thread of the run in progress
@@ -84,10 +105,13 @@ class AbstractTimerTask : public timer::TimerTask, public std::enable_shared_fro
 /// Sends a heartbeat (a two-way event request with an empty body) on every
 /// channel idle in reads or in writes for one heartbeat interval; a busy
 /// channel sends none. Dubbo's HEARTBEAT_CHECK_TICK: run every interval / 3.
+/// The send is posted to the channel's strand; `heartbeats_sent` counts the
+/// ones queued.
 class HeartbeatTimerTask final : public AbstractTimerTask {
  public:
-  HeartbeatTimerTask(ChannelProvider provider, std::chrono::milliseconds tick)
-      : AbstractTimerTask(std::move(provider), tick) {}
+  HeartbeatTimerTask(ChannelProvider provider, std::chrono::milliseconds tick,
+                     boost::asio::any_io_executor executor = {})
+      : AbstractTimerTask(std::move(provider), tick, std::move(executor)) {}
   std::uint64_t heartbeats_sent() const noexcept { return sent_.load(std::memory_order_relaxed); }
 
  private:
@@ -101,8 +125,9 @@ class HeartbeatTimerTask final : public AbstractTimerTask {
 /// than its idle timeout (a server's idle connections).
 class CloseTimerTask final : public AbstractTimerTask {
  public:
-  CloseTimerTask(ChannelProvider provider, std::chrono::milliseconds tick)
-      : AbstractTimerTask(std::move(provider), tick) {}
+  CloseTimerTask(ChannelProvider provider, std::chrono::milliseconds tick,
+                 boost::asio::any_io_executor executor = {})
+      : AbstractTimerTask(std::move(provider), tick, std::move(executor)) {}
   std::uint64_t closed() const noexcept { return closed_.load(std::memory_order_relaxed); }
 
  private:
@@ -117,8 +142,9 @@ class CloseTimerTask final : public AbstractTimerTask {
 /// nothing comes back).
 class ReconnectTimerTask final : public AbstractTimerTask {
  public:
-  ReconnectTimerTask(ChannelProvider provider, std::chrono::milliseconds tick)
-      : AbstractTimerTask(std::move(provider), tick) {}
+  ReconnectTimerTask(ChannelProvider provider, std::chrono::milliseconds tick,
+                     boost::asio::any_io_executor executor = {})
+      : AbstractTimerTask(std::move(provider), tick, std::move(executor)) {}
   std::uint64_t idle_closes() const noexcept { return idle_closes_.load(std::memory_order_relaxed); }
 
  private:

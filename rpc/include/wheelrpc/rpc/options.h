@@ -7,7 +7,10 @@
 #include <optional>
 #include <string_view>
 
+#include <string>
+
 #include <wheelrpc/rpc/backoff.h>
+#include <wheelrpc/timer/clock.h>
 #include <wheelrpc/transport/channel.h>
 #include <wheelrpc/transport/frame.h>
 
@@ -168,6 +171,13 @@ struct ClientOptions {
 
   /// Delayed redelivery of fire-and-forget calls.
   FailbackOptions failback;
+
+  /// The time source of deadlines, attempt timeouts, hedges and retry
+  /// backoffs: pass the clock the shared timer reads (e.g. a ManualClock
+  /// driving a HashedWheelTimer in `manual_drive` mode) so tests move time
+  /// by hand. nullptr (default) = std::chrono::steady_clock. Not owned; must
+  /// outlive the client.
+  const timer::Clock* clock = nullptr;
 };
 
 /// Per server; fixed at construction.
@@ -192,6 +202,19 @@ struct ServerOptions {
 
   /// Socket-level limits (largest body accepted, write queue bound, buffers).
   transport::ChannelOptions channel;
+
+  /// The time source of server-side deadlines (the clock the shared timer
+  /// reads; see ClientOptions::clock). nullptr (default) = steady_clock.
+  const timer::Clock* clock = nullptr;
 };
+
+/// Checks a call's options: the problem ("CallOptions::retries must be 0 ..
+/// 16, got 20"), or std::nullopt when they are valid. A call with invalid
+/// options fails at once with errc::bad_request and this text.
+std::optional<std::string> validate(const CallOptions& options);
+/// Throw std::invalid_argument naming the first invalid field. Client and
+/// Server constructors call them.
+void validate(const ClientOptions& options);
+void validate(const ServerOptions& options);
 
 }  // namespace wheelrpc::rpc

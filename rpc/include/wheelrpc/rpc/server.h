@@ -10,6 +10,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/smart_ptr/intrusive_ptr.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <wheelrpc/rpc/errc.h>
@@ -22,7 +23,9 @@ namespace wheelrpc::rpc {
 namespace detail {
 class ServerCore;
 struct ReplySlot;
-}
+void intrusive_ptr_add_ref(ReplySlot* slot) noexcept;
+void intrusive_ptr_release(ReplySlot* slot) noexcept;
+}  // namespace detail
 
 /// A call as the handler sees it.
 struct Request {
@@ -40,6 +43,11 @@ struct Request {
 /// Move-only. If the caller's deadline passes first, the server has already
 /// answered errc::server_timeout and a later reply is dropped (and counted).
 /// Destroying a Responder that never replied answers errc::server_error.
+///
+/// @par Thread Safety
+/// Distinct objects: safe. Shared objects: unsafe (move it where it is
+/// used); the request it answers may be completed concurrently by its
+/// deadline, which is safe.
 class Responder {
  public:
   Responder() = default;
@@ -69,8 +77,8 @@ class Responder {
 
  private:
   friend class detail::ServerCore;
-  explicit Responder(detail::ReplySlot* slot) noexcept : slot_(slot) {}
-  detail::ReplySlot* slot_ = nullptr;  // holds one reference
+  explicit Responder(boost::intrusive_ptr<detail::ReplySlot> slot) noexcept : slot_(std::move(slot)) {}
+  boost::intrusive_ptr<detail::ReplySlot> slot_;
 };
 
 /// Counters of one server (monotonic except `connections`).

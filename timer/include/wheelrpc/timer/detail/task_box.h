@@ -1,8 +1,11 @@
 #pragma once
 // Type-erased storage for a timer task in 16 bytes: an operations pointer and
 // one word. Callables that fit in a word and are trivially copyable live in
-// the word itself (no allocation); anything else is moved to the heap when the
-// timeout is created, off the timer's locks.
+// the word itself (no allocation), and so do word-sized callables that declare
+// themselves trivially relocatable (a member type `wheelrpc_relocatable`: a
+// task owning one intrusive reference, say): those are destroyed in place when
+// the timeout completes, is cancelled or is dropped. Anything else is moved to
+// the heap when the timeout is created, off the timer's locks.
 
 #include <cstdint>
 #include <cstring>
@@ -41,6 +44,13 @@ inline constexpr bool kStoredInline =
     sizeof(F) <= sizeof(std::uintptr_t) && alignof(F) <= alignof(std::uintptr_t) &&
     std::is_trivially_copyable_v<F> && std::is_trivially_destructible_v<F>;
 
+/// A callable that may be moved by copying its bytes (and then not destroyed
+/// at the old place): a smart pointer, or a struct holding only one.
+template <class F>
+inline constexpr bool kRelocatableInline =
+    !kStoredInline<F> && sizeof(F) <= sizeof(std::uintptr_t) && alignof(F) <= alignof(std::uintptr_t) &&
+    std::is_nothrow_destructible_v<F> && requires { typename F::wheelrpc_relocatable; };
+
 template <class F>
 void invoke_task(F& f, Timeout& timeout) {
   if constexpr (std::is_invocable_v<F&, Timeout&>) {
@@ -59,6 +69,15 @@ struct InlineOps {
     invoke_task(*std::launder(reinterpret_cast<F*>(box.word)), timeout);
   }
   static constexpr TaskOps kOps{&run, nullptr, nullptr};
+};
+
+template <class F>
+struct RelocatableOps {
+  static void run(TaskBox& box, Timeout& timeout) {
+    invoke_task(*std::launder(reinterpret_cast<F*>(box.word)), timeout);
+  }
+  static void destroy(TaskBox& box) noexcept { std::launder(reinterpret_cast<F*>(box.word))->~F(); }
+  static constexpr TaskOps kOps{&run, &destroy, nullptr};
 };
 
 template <class F>
@@ -94,6 +113,9 @@ TaskBox make_task_box(F&& f) {
   TaskBox box;
   if constexpr (kStoredInline<D>) {
     box.ops = &InlineOps<D>::kOps;
+    ::new (static_cast<void*>(box.word)) D(std::forward<F>(f));
+  } else if constexpr (kRelocatableInline<D>) {
+    box.ops = &RelocatableOps<D>::kOps;
     ::new (static_cast<void*>(box.word)) D(std::forward<F>(f));
   } else {
     box.ops = &HeapOps<D>::kOps;

@@ -1,6 +1,7 @@
 #pragma once
-/// RetryTimerTask (Dubbo's FailbackClusterInvoker.RetryTimerTask): one
-/// fire-and-forget call waiting on the shared timer to be sent again.
+// RetryTimerTask (Dubbo's FailbackClusterInvoker.RetryTimerTask): one
+// fire-and-forget call waiting on the shared timer to be sent again. Private
+// to the client: FailbackQueue makes and schedules them.
 
 #include <functional>
 #include <memory>
@@ -10,13 +11,13 @@
 #include <wheelrpc/rpc/options.h>
 #include <wheelrpc/timer/timer_task.h>
 
-namespace wheelrpc::rpc {
+namespace wheelrpc::rpc::detail {
 
-/// Created by `Client::send_failback` when a delivery fails, scheduled once on
+/// Created when a `Client::send_failback` delivery fails, scheduled once on
 /// the shared timer, `FailbackOptions::interval` after the failure. When it
-/// runs it hands its delivery back to `resend` (which must not block: the
-/// client posts the call to its executor) and is done; a new task is made if
-/// that try fails too. Thread-safety: `run` is called once, by the timer.
+/// runs (on the timer's worker) it hands itself to `resend`, which only posts
+/// the next try to the client's executor; a new task is made if that try
+/// fails too. Thread-safety: `run` is called once, by the timer.
 class RetryTimerTask final : public timer::TimerTask, public std::enable_shared_from_this<RetryTimerTask> {
  public:
   /// What to send again.
@@ -41,4 +42,4 @@ class RetryTimerTask final : public timer::TimerTask, public std::enable_shared_
   Resend resend_;
 };
 
-}  // namespace wheelrpc::rpc
+}  // namespace wheelrpc::rpc::detail

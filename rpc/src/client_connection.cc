@@ -1,0 +1,215 @@
+// A provider's connection: connecting, the HELLO exchange, losing it, and the
+// lock-free view its timer tasks watch. The core's side of each event is
+// here too, so one file tells a connection's life.
+
+#include "client_connection.h"
+
+#include <cassert>
+
+#include <boost/asio/post.hpp>
+
+#include <wheelrpc/transport/connector.h>
+#include <wheelrpc/transport/errc.h>
+
+#include "client_core.h"
+#include "hello.h"
+#include "log.h"
+
+namespace wheelrpc::rpc::detail {
+namespace asio = boost::asio;
+using boost::system::error_code;
+using State = ClientConnection::State;
+
+ClientConnection::ClientConnection(std::weak_ptr<ClientCore> core, std::size_t index, asio::ip::tcp::endpoint endpoint,
+                                   std::string peer, const BackoffOptions& backoff_options, std::uint64_t seed)
+    : backoff(backoff_options, seed), core_(std::move(core)), index_(index), endpoint_(endpoint), peer_(std::move(peer)) {}
+
+void ClientConnection::set_state(State s) noexcept {
+  assert(mu.held());
+  state = s;
+  state_mirror.store(s, std::memory_order_release);
+  ready.store(s == State::ready, std::memory_order_release);
+}
+
+void ClientConnection::on_frame(transport::Channel& ch, transport::Frame& frame) {
+  if (frame.header.is_event()) {
+    if (frame.header.is_request()) {
+      if (is_heartbeat(frame)) ch.send(make_heartbeat_reply(frame.header.request_id));
+      return;
+    }
+    if (frame.attachments.empty()) return;  // a heartbeat reply: it refreshed last-read
+    if (auto core = core_.lock()) core->on_hello(*this, frame);
+    return;
+  }
+  if (frame.header.is_request()) {
+    ch.close(transport::make_error_code(transport::errc::protocol_error), "the server sent a request");
+    return;
+  }
+  if (auto core = core_.lock()) core->on_reply(*this, frame);
+}
+
+void ClientConnection::on_close(transport::Channel&, const error_code& ec, const std::string& reason) {
+  if (auto core = core_.lock()) core->on_closed(*this, ec, reason);
+}
+
+std::optional<std::vector<WatchedChannel>> ClientConnection::watched() {
+  // On the timer's worker: atomics only, and the reconnect only posts.
+  auto core = core_.lock();
+  if (!core) return std::nullopt;
+  std::vector<WatchedChannel> out;
+  if (!wanted.load(std::memory_order_acquire)) return out;
+  WatchedChannel w;
+  const State s = state_mirror.load(std::memory_order_acquire);
+  if (s == State::ready || s == State::handshaking) {
+    // Handshaking: a peer that accepts and says nothing gets connect_timeout,
+    // then the connection is closed and retried.
+    w.channel = watched_channel.load(std::memory_order_acquire);
+    w.heartbeat = std::chrono::milliseconds(s == State::ready ? heartbeat_ms.load(std::memory_order_relaxed) : 0);
+    w.idle_timeout = std::chrono::milliseconds(idle_timeout_ms.load(std::memory_order_relaxed));
+  }
+  if (s == State::idle) {
+    w.reconnect = [weak = std::weak_ptr<ClientCore>(core), self = shared_from_this()](TimePoint) {
+      if (auto c = weak.lock()) {
+        asio::post(c->executor(), [c, self] { c->maybe_reconnect(*self, c->now()); });
+      }
+    };
+  }
+  out.push_back(std::move(w));
+  return out;
+}
+
+// ---------------------------------------------------------------- the core's side
+
+void ClientCore::attempt_connect(std::unique_lock<CheckedMutex>& conn_lock, ClientConnection& conn, TimePoint t) {
+  assert(conn_lock.owns_lock() && conn.mu.held());
+  if (conn.closed || conn.state != State::idle || t < conn.next_attempt) return;
+  // The backoff's delays are "before attempt 1, 2, 3...". Attempt 1 (after a
+  // loss, or ever) waits `first`, which next_attempt = {} already granted;
+  // consume it, then set the earliest start of attempt 2. Delays count from
+  // the start of each attempt, as gRPC's do.
+  if (conn.backoff.attempts() == 0) conn.backoff.next();
+  conn.next_attempt = t + conn.backoff.next();
+  conn.set_state(State::connecting);
+  conn.wanted.store(true, std::memory_order_release);
+  transport::async_connect(ex_, timer_, conn.endpoint(), options_.connect_timeout,
+                           [self = shared_from_this(), keep = conn.shared_from_this()](error_code ec,
+                                                                                      asio::ip::tcp::socket s) {
+                             self->on_connected(*keep, ec, std::move(s));
+                           });
+}
+
+void ClientCore::maybe_reconnect(ClientConnection& conn, TimePoint t) {
+  if (closed_.load(std::memory_order_acquire)) return;
+  std::unique_lock conn_lock(conn.mu);
+  attempt_connect(conn_lock, conn, t);
+}
+
+void ClientCore::wake_all(TimePoint t) {
+  for (auto& c : conns_) {
+    std::unique_lock conn_lock(c->mu);
+    c->wanted.store(true, std::memory_order_release);
+    attempt_connect(conn_lock, *c, t);
+  }
+}
+
+void ClientCore::connect_all() {
+  if (!closed_.load(std::memory_order_acquire)) wake_all(now());
+}
+
+void ClientCore::on_connected(ClientConnection& conn, error_code ec, asio::ip::tcp::socket socket) {
+  std::unique_lock conn_lock(conn.mu);
+  if (conn.closed) return;
+  if (ec) {
+    // Calls waiting for a connection go on waiting (until their deadlines); the
+    // ReconnectTimerTask retries under the connection's backoff.
+    conn.set_state(State::idle);
+    conn.last_error = "cannot connect to " + conn.peer() + ": " + ec.message();
+    connect_failures_.fetch_add(1, std::memory_order_relaxed);
+    logger()->warn("connect to {} failed: {}", conn.peer(), ec.message());
+    return;
+  }
+  auto channel = transport::Channel::create(std::move(socket), conn.shared_from_this(), options_.channel);
+  conn.channel = channel;
+  conn.watched_channel.store(channel, std::memory_order_release);
+  conn.idle_timeout_ms.store(options_.connect_timeout.count(), std::memory_order_relaxed);
+  conn.set_state(State::handshaking);
+  conn_lock.unlock();
+  channel->start();
+  channel->send(make_hello(next_event_id_.fetch_add(1, std::memory_order_relaxed), options_.heartbeat, true));
+}
+
+void ClientCore::on_hello(ClientConnection& conn, const transport::Frame& frame) {
+  {
+    std::unique_lock conn_lock(conn.mu);
+    if (conn.closed || conn.state != State::handshaking) return;
+    const auto heartbeat = std::max(hello_heartbeat(frame).value_or(options_.heartbeat), options_.heartbeat);
+    conn.heartbeat_ms.store(heartbeat.count(), std::memory_order_relaxed);
+    conn.idle_timeout_ms.store(idle_timeout_for(heartbeat).count(), std::memory_order_relaxed);
+    conn.set_state(State::ready);
+    conn.backoff.reset();
+    conn.next_attempt = {};  // the first attempt after a loss is immediate
+    conn.last_error.clear();
+    logger()->debug("conn={} peer={} ready, heartbeat {} ms", conn.channel ? conn.channel->id() : 0, conn.peer(),
+                    heartbeat.count());
+  }
+  connects_.fetch_add(1, std::memory_order_relaxed);
+  // Send every call that waited for a connection.
+  std::vector<CallPtr> batch;
+  {
+    std::lock_guard books(books_mu_);
+    batch.swap(waiting_);
+  }
+  for (auto& ptr : batch) {
+    Completion done;
+    {
+      CallLock lock(ptr->mu);
+      if (!ptr->done.load(std::memory_order_relaxed) && ptr->phase == Call::Phase::waiting) dispatch(lock, *ptr, done);
+    }
+    deliver(done);
+  }
+}
+
+void ClientCore::on_closed(ClientConnection& conn, const error_code& ec, const std::string& reason) {
+  std::vector<std::pair<CallPtr, std::uint64_t>> lost;  // the calls, and the ids of their attempts here
+  bool was_ready = false, client_closed = false;
+  {
+    std::unique_lock conn_lock(conn.mu);
+    was_ready = conn.state == State::ready;
+    client_closed = conn.closed;
+    conn.set_state(State::idle);
+    conn.channel.reset();
+    conn.watched_channel.store(nullptr, std::memory_order_release);
+    if (was_ready) conn.next_attempt = now() + options_.reconnect.first;  // the first attempt's delay
+    if (!was_ready) conn.last_error = "the connection to " + conn.peer() + " closed before it was ready: " + reason;
+    conn.table.for_each([&](std::uint64_t id, const CallPtr& c) { lost.emplace_back(c, id); });
+  }
+  if (client_closed) return;  // close() fails the calls itself
+  if (was_ready || !lost.empty()) {
+    logger()->info("peer={} connection lost ({}): {} calls in flight", conn.peer(), reason, lost.size());
+  }
+  // Reconnect at once if calls are waiting (the ReconnectTimerTask would, at
+  // its next check); the backoff decides whether an attempt is due.
+  bool waiting = false;
+  {
+    std::lock_guard books(books_mu_);
+    waiting = !waiting_.empty();
+  }
+  if (waiting) maybe_reconnect(conn, now());
+  const std::string what = "connection lost (" + reason + (ec ? ": " + ec.message() : "") + ")";
+  for (auto& [ptr, id] : lost) {
+    Call& call = *ptr;
+    Completion done;
+    {
+      CallLock lock(call.mu);
+      auto it = std::find_if(call.live.begin(), call.live.end(),
+                             [&](const Call::Attempt& a) { return a.id == id && a.provider == conn.index(); });
+      if (it == call.live.end()) continue;  // answered or abandoned meanwhile
+      drop_attempt(lock, call, static_cast<std::size_t>(it - call.live.begin()), true);
+      attempt_failed(lock, call, conn.index(), Failure::connection_lost, errc::connection_lost,
+                     describe(call, what, conn.index()), done);
+    }
+    deliver(done);
+  }
+}
+
+}  // namespace wheelrpc::rpc::detail

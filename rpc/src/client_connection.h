@@ -1,0 +1,90 @@
+#pragma once
+// The client's connection to one provider: its channel, the HELLO exchange,
+// the reconnect backoff, its own pending table and its timer tasks.
+//
+// Threads: channel events (on_frame, on_close) run on the channel's strand.
+// Everything under `mu` may be read and written from any thread with `mu`
+// held; `mu` is per provider, so providers never contend with each other,
+// and it is taken after a call's lock, never before one. The atomics mirror
+// what load balancing and the timer tasks read without a lock.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <wheelrpc/rpc/backoff.h>
+#include <wheelrpc/rpc/channel_timer_task.h>
+#include <wheelrpc/transport/channel.h>
+
+#include "call.h"
+#include "checked_mutex.h"
+#include "load_balancer.h"
+#include "pending_table.h"
+
+namespace wheelrpc::rpc::detail {
+
+class ClientCore;
+
+class ClientConnection final : public transport::ChannelHandler,
+                               public std::enable_shared_from_this<ClientConnection> {
+ public:
+  enum class State : std::uint8_t { idle, connecting, handshaking, ready };
+
+  ClientConnection(std::weak_ptr<ClientCore> core, std::size_t index, boost::asio::ip::tcp::endpoint endpoint,
+                   std::string peer, const BackoffOptions& backoff_options, std::uint64_t seed);
+
+  // Channel events (the channel's strand).
+  void on_frame(transport::Channel& channel, transport::Frame& frame) override;
+  void on_close(transport::Channel& channel, const boost::system::error_code& ec,
+                const std::string& reason) override;
+
+  std::size_t index() const noexcept { return index_; }
+  const boost::asio::ip::tcp::endpoint& endpoint() const noexcept { return endpoint_; }
+  const std::string& peer() const noexcept { return peer_; }
+
+  /// What load balancing sees (lock-free).
+  ProviderSnapshot snapshot() const noexcept {
+    return {ready.load(std::memory_order_acquire), active.load(std::memory_order_relaxed),
+            failures.load(std::memory_order_relaxed)};
+  }
+  /// The channel the timer tasks watch, with its intervals (lock-free; O(1)).
+  std::optional<std::vector<WatchedChannel>> watched();
+
+  // ---- lock-free mirrors (written with `mu` held)
+  std::atomic<bool> ready{false};
+  std::atomic<State> state_mirror{State::idle};
+  std::atomic<bool> wanted{false};  // keep it connected from now on (set once)
+  std::atomic<std::uint64_t> active{0};    // attempts in flight on it
+  std::atomic<std::uint64_t> attempts{0};  // attempts sent to it
+  std::atomic<std::uint64_t> failures{0};  // of which failed
+  std::atomic<std::int64_t> heartbeat_ms{0};   // agreed in the HELLO exchange
+  std::atomic<std::int64_t> idle_timeout_ms{0};  // the reconnect task's limit (handshake: connect_timeout)
+  std::atomic<std::shared_ptr<transport::Channel>> watched_channel;
+
+  // ---- guarded by `mu`
+  CheckedMutex mu;
+  State state = State::idle;
+  bool closed = false;  // the client closed: nothing new goes in
+  std::shared_ptr<transport::Channel> channel;
+  Backoff backoff;                // delays between connect attempts
+  TimePoint next_attempt{};       // no connect attempt before this
+  std::string last_error;         // of the last failed connect, "" once connected
+  PendingTable<CallPtr> table;    // attempts sent on this connection
+  std::shared_ptr<HeartbeatTimerTask> heartbeat_task;
+  std::shared_ptr<ReconnectTimerTask> reconnect_task;
+
+  /// Sets `state` and its mirrors (`mu` held).
+  void set_state(State s) noexcept;
+
+ private:
+  std::weak_ptr<ClientCore> core_;  // the core owns the connection
+  const std::size_t index_;
+  const boost::asio::ip::tcp::endpoint endpoint_;
+  const std::string peer_;
+};
+
+}  // namespace wheelrpc::rpc::detail
