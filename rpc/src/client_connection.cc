@@ -82,6 +82,7 @@ std::optional<std::vector<WatchedChannel>> ClientConnection::watched() {
 
 void ClientCore::attempt_connect(std::unique_lock<CheckedMutex>& conn_lock, ClientConnection& conn, TimePoint t) {
   assert(conn_lock.owns_lock() && conn.mu.held());
+  (void)conn_lock;
   if (conn.closed || conn.state != State::idle || t < conn.next_attempt) return;
   // The backoff's delays are "before attempt 1, 2, 3...". Attempt 1 (after a
   // loss, or ever) waits `first`, which next_attempt = {} already granted;

@@ -240,6 +240,9 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
 std::optional<std::size_t> ClientCore::pick(CallLock& lock, const Call& call, bool avoid_live) {
   assert(lock.owns_lock() && call.mu.held());
   (void)lock;
+  if (conns_.size() == 1 && call.live.empty()) {  // one provider, no attempt in flight: nothing to balance
+    return conns_[0]->ready.load(std::memory_order_acquire) ? std::optional<std::size_t>(0) : std::nullopt;
+  }
   boost::container::small_vector<ProviderSnapshot, 8> snapshots;
   snapshots.reserve(conns_.size());
   for (const auto& conn : conns_) snapshots.push_back(conn->snapshot());
@@ -315,7 +318,9 @@ void ClientCore::dispatch(CallLock& lock, Call& call, Completion& done) {
 
 bool ClientCore::send_attempt(CallLock& lock, Call& call, ClientConnection& conn, Completion& done) {
   assert(lock.owns_lock() && call.mu.held());
-  const auto t = now();
+  // A first attempt sent at once is sent at the call's start (one clock
+  // reading fewer on the hot path).
+  const auto t = call.attempts == 0 && !call.waited ? call.start : now();
   Call::Attempt a;
   a.provider = conn.index();
   a.sent = t;
@@ -545,7 +550,7 @@ void ClientCore::on_reply(ClientConnection& conn, transport::Frame& frame) {
     const auto status = static_cast<transport::Status>(frame.header.status);
     error_code ec = status_error(status);
     if (ec) conn.failures.fetch_add(1, std::memory_order_relaxed);
-    const auto t = now();
+    const auto t = ec ? now() : TimePoint{};  // only errors look at the time
     Response r;
     if (status == transport::Status::server_timeout && a.expires != kNever && t >= a.expires &&
         t < call.plan.deadline) {

@@ -66,7 +66,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   ClientStats stats() const;
   std::vector<ProviderStats> providers() const;
   const boost::asio::any_io_executor& executor() const noexcept { return ex_; }
-  TimePoint now() const noexcept { return clock_ ? clock_->now() : std::chrono::steady_clock::now(); }
+  TimePoint now() const noexcept { return clock_ ? clock_->now() : timer::fast_steady_now(); }
 
   // From connections (their strands).
   void on_connected(ClientConnection& conn, boost::system::error_code ec, boost::asio::ip::tcp::socket socket);

@@ -24,7 +24,10 @@ namespace {
 class ServerConnection final : public transport::ChannelHandler {
  public:
   explicit ServerConnection(std::shared_ptr<ServerCore> core)
-      : core_(std::move(core)), heartbeat_ms_(std::make_shared<std::atomic<std::int64_t>>(0)) {}
+      : core_(core), heartbeat_ms_(std::make_shared<std::atomic<std::int64_t>>(0)), context_(new ServerConnContext) {
+    context_->core = std::move(core);
+  }
+  void set_channel(const std::shared_ptr<transport::Channel>& channel) { context_->channel = channel; }
 
   void on_frame(transport::Channel& channel, transport::Frame& frame) override {
     if (!hello_done_) {
@@ -48,12 +51,12 @@ class ServerConnection final : public transport::ChannelHandler {
       if (is_heartbeat(frame)) {
         channel.send(make_heartbeat_reply(frame.header.request_id));
       } else if (is_cancel(frame)) {
-        cancels_->add(frame.header.request_id);  // its reply will be dropped
+        context_->cancels.add(frame.header.request_id);  // its reply will be dropped
       }
       return;  // heartbeat replies (event responses) only refresh last-read
     }
     if (!frame.header.is_request()) return;  // the client never sends responses
-    core_->on_request(channel, frame, cancels_);
+    core_->on_request(channel, frame, context_);
   }
 
   void on_close(transport::Channel& channel, const error_code&, const std::string&) override {
@@ -68,7 +71,7 @@ class ServerConnection final : public transport::ChannelHandler {
   std::shared_ptr<ServerCore> core_;
   std::shared_ptr<std::atomic<std::int64_t>> heartbeat_ms_;  // agreed; read by the timer tasks
   bool hello_done_ = false;
-  std::shared_ptr<CancelSet> cancels_ = std::make_shared<CancelSet>();
+  ConnContextPtr context_;
 };
 
 }  // namespace
@@ -129,6 +132,7 @@ asio::ip::tcp::endpoint ServerCore::local_endpoint() const {
 void ServerCore::on_accept(asio::ip::tcp::socket socket) {
   auto handler = std::make_shared<ServerConnection>(shared_from_this());
   auto channel = transport::Channel::create(std::move(socket), handler, options_.channel);
+  handler->set_channel(channel);
   {
     std::lock_guard lock(mu_);
     if (stopped_) {
@@ -174,7 +178,7 @@ struct SlotDeadlineTask {
   ReplySlotPtr slot;
   void operator()() const {
     if (slot->done.load(std::memory_order_acquire)) return;  // replied already
-    ServerCore& core = *slot->core;
+    ServerCore& core = *slot->core;  // alive: the slot's connection context holds it
     WorkGate::Scope in(core.timer_work());
     if (!in) return;  // stopped: the connection is closed, nobody to answer
     boost::asio::post(core.executor(), [s = slot] { s->core->on_deadline(s); });
@@ -187,13 +191,11 @@ void ServerCore::on_deadline(const ReplySlotPtr& slot) {
          fmt::format("the deadline of '{}' passed before the handler replied", slot->method), {}, true);
 }
 
-void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame,
-                            const std::shared_ptr<CancelSet>& cancels) {
+void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame, const ConnContextPtr& conn) {
   requests_.fetch_add(1, std::memory_order_relaxed);
   ReplySlotPtr slot(new ReplySlot);
-  slot->core = shared_from_this();
-  slot->channel = channel.shared_from_this();
-  slot->cancels = cancels;
+  slot->conn = conn;
+  slot->core = this;
   slot->request_id = frame.header.request_id;
   slot->two_way = frame.header.is_two_way();
   slot->method = frame.method;
@@ -235,7 +237,7 @@ bool ServerCore::finish(ReplySlot& s, transport::Status status, std::string payl
     return false;
   }
   if (!from_timer) slot->timeout.cancel();  // the task's reference goes with it
-  if (slot->cancels && slot->cancels->check(slot->request_id, /*forget=*/true)) {
+  if (slot->conn->cancels.check(slot->request_id, /*forget=*/true)) {
     cancelled_.fetch_add(1, std::memory_order_relaxed);  // the client stopped waiting: no reply
     return false;
   }
@@ -251,7 +253,8 @@ bool ServerCore::finish(ReplySlot& s, transport::Status status, std::string payl
   f.header.request_id = slot->request_id;
   f.attachments = std::move(attachments);
   f.payload = std::move(payload);
-  return !slot->channel->send(f);
+  auto channel = slot->conn->channel.lock();
+  return channel && !channel->send(f);
 }
 
 void ServerCore::stop() {
@@ -347,7 +350,7 @@ bool Responder::pending() const noexcept {
 
 bool Responder::cancelled() const noexcept {
   try {
-    return slot_ && slot_->cancels && slot_->cancels->check(slot_->request_id, /*forget=*/false);
+    return slot_ && slot_->conn->cancels.check(slot_->request_id, /*forget=*/false);
   } catch (...) {  // std::mutex::lock may throw system_error in theory
     return false;
   }

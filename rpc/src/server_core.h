@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/smart_ptr/intrusive_ptr.hpp>
 
 #include <wheelrpc/rpc/channel_timer_task.h>
 #include <wheelrpc/rpc/server.h>
@@ -30,11 +31,12 @@ class CancelSet {
  public:
   void add(std::uint64_t id) {
     std::lock_guard lock(mu_);
-    if (!ids_.insert(id).second) return;
-    order_.push_back(id);
-    if (order_.size() > kMax) {
-      ids_.erase(order_.front());
-      order_.pop_front();
+    if (!ids_) ids_ = std::make_unique<Ids>();  // most connections never cancel: no memory until one does
+    if (!ids_->set.insert(id).second) return;
+    ids_->order.push_back(id);
+    if (ids_->order.size() > kMax) {
+      ids_->set.erase(ids_->order.front());
+      ids_->order.pop_front();
     }
     any_.store(true, std::memory_order_release);
   }
@@ -42,22 +44,42 @@ class CancelSet {
   bool check(std::uint64_t id, bool forget) {
     if (!any_.load(std::memory_order_acquire)) return false;  // the common case: no lock
     std::lock_guard lock(mu_);
-    if (ids_.count(id) == 0) return false;
+    if (!ids_ || ids_->set.count(id) == 0) return false;
     if (forget) {
-      ids_.erase(id);
-      order_.erase(std::find(order_.begin(), order_.end(), id));
-      if (ids_.empty()) any_.store(false, std::memory_order_release);
+      ids_->set.erase(id);
+      ids_->order.erase(std::find(ids_->order.begin(), ids_->order.end(), id));
+      if (ids_->set.empty()) any_.store(false, std::memory_order_release);
     }
     return true;
   }
 
  private:
   static constexpr std::size_t kMax = 1024;
+  struct Ids {
+    std::deque<std::uint64_t> order;
+    std::unordered_set<std::uint64_t> set;
+  };
   std::mutex mu_;
-  std::deque<std::uint64_t> order_;
-  std::unordered_set<std::uint64_t> ids_;
+  std::unique_ptr<Ids> ids_;
   std::atomic<bool> any_{false};
 };
+
+// What the requests of one connection share: the server, the channel to
+// answer on, and the ids the client cancelled. One reference per request in
+// flight (ReplySlot) and one of the connection's own: the counts stay on the
+// connection's cache line instead of the server's.
+struct ServerConnContext {
+  std::atomic<int> refs{0};
+  std::shared_ptr<ServerCore> core;
+  std::weak_ptr<transport::Channel> channel;  // the channel owns the connection: weak here
+  CancelSet cancels;
+
+  friend void intrusive_ptr_add_ref(ServerConnContext* c) noexcept { c->refs.fetch_add(1, std::memory_order_relaxed); }
+  friend void intrusive_ptr_release(ServerConnContext* c) noexcept {
+    if (c->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete c;
+  }
+};
+using ConnContextPtr = boost::intrusive_ptr<ServerConnContext>;
 
 // The shared state behind a Responder, completed exactly once by the handler's
 // reply, by the deadline (server_timeout, posted to the executor from the
@@ -66,9 +88,8 @@ class CancelSet {
 struct ReplySlot {
   std::atomic<int> refs{0};
   std::atomic<bool> done{false};
-  std::shared_ptr<ServerCore> core;
-  std::shared_ptr<transport::Channel> channel;
-  std::shared_ptr<CancelSet> cancels;  // of the connection
+  ConnContextPtr conn;
+  ServerCore* core = nullptr;  // conn->core, kept alive by it
   std::uint64_t request_id = 0;
   bool two_way = true;
   std::optional<std::chrono::steady_clock::time_point> deadline;
@@ -96,7 +117,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   ServerStats stats() const;
 
   // From connections (their strands).
-  void on_request(transport::Channel& channel, transport::Frame& frame, const std::shared_ptr<CancelSet>& cancels);
+  void on_request(transport::Channel& channel, transport::Frame& frame, const ConnContextPtr& conn);
   void on_connection_closed(std::uint64_t id);
   std::chrono::milliseconds close_timeout_for(std::chrono::milliseconds agreed) const;
   void count_protocol_error() { protocol_errors_.fetch_add(1, std::memory_order_relaxed); }
@@ -109,7 +130,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   /// The deadline passed (posted from the timer's worker).
   void on_deadline(const ReplySlotPtr& slot);
   std::chrono::steady_clock::time_point now() const noexcept {
-    return options_.clock ? options_.clock->now() : std::chrono::steady_clock::now();
+    return options_.clock ? options_.clock->now() : timer::fast_steady_now();
   }
   const boost::asio::any_io_executor& executor() const noexcept { return ex_; }
   WorkGate& timer_work() noexcept { return timer_work_; }

@@ -1,5 +1,7 @@
 #include "fast_clock.h"
 
+#include <wheelrpc/timer/clock.h>
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -129,3 +131,11 @@ bool FastClock::uses_tsc() noexcept {
 }
 
 }  // namespace wheelrpc::timer::detail
+
+namespace wheelrpc::timer {
+
+std::chrono::steady_clock::time_point fast_steady_now() noexcept {
+  return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(detail::FastClock::now_ns()));
+}
+
+}  // namespace wheelrpc::timer
