@@ -16,23 +16,29 @@ using boost::system::error_code;
 
 Load::Load(const Config& cfg, asio::io_context& io, rpc::Client& client)
     : cfg_(cfg), io_(io), client_(client), report_timer_(io), end_timer_(io), drain_timer_(io),
-      signals_(io, SIGINT, SIGTERM) {}
+      signals_(io, SIGINT, SIGTERM), connect_wait_(io, client) {}
 
 void Load::start() {
+  signals_.async_wait([this](const error_code& ec, int) {
+    if (ec) return;
+    if (!cfg_.json) std::fprintf(stderr, "echo_client: interrupted, waiting for the calls in flight\n");
+    stop_issuing();
+    connect_wait_.cancel();  // if still waiting: begin() now, and no call
+  });
+  connect_wait_.start([this] { begin(); });
+}
+
+void Load::begin() {
   start_ = Clock::now();
   last_progress_ = start_;
   last_report_at_ = start_;
+  if (!issuing_) return;  // interrupted while connecting: stop_issuing() posted finish()
   if (cfg_.duration_s) {
     end_timer_.expires_after(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*cfg_.duration_s)));
     end_timer_.async_wait([this](const error_code& ec) {
       if (!ec) stop_issuing();
     });
   }
-  signals_.async_wait([this](const error_code& ec, int) {
-    if (ec) return;
-    if (!cfg_.json) std::fprintf(stderr, "echo_client: interrupted, waiting for the calls in flight\n");
-    stop_issuing();
-  });
   schedule_report();
   for (std::size_t i = 0; i < cfg_.concurrency && may_issue(); ++i) issue();
 }

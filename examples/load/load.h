@@ -14,11 +14,13 @@
 #include <wheelrpc/rpc/client.h>
 
 #include "load/config.h"
+#include "load/connect_wait.h"
 #include "load/tally.h"
 
 namespace wheelrpc::examples::load {
 
-/// Keeps `cfg.concurrency` calls in flight until `--calls` were issued or
+/// Waits for the client's connections (ConnectWait), then keeps
+/// `cfg.concurrency` calls in flight until `--calls` were issued or
 /// `--duration-s` passed (or SIGINT / SIGTERM), waits (bounded) for those in
 /// flight, prints progress every `--report-interval-ms` and the summary, then
 /// closes the client, so that `io.run()` returns.
@@ -33,7 +35,8 @@ class Load {
  public:
   Load(const Config& cfg, boost::asio::io_context& io, rpc::Client& client);
 
-  /// Starts the clock and the calls.
+  /// Starts connecting; the clock and the calls start once the connections
+  /// are ready (or ConnectWait::kBound passed).
   void start();
   /// 1 if a call was lost or completed twice, else 0 (once `io.run()` returned).
   int exit_status() const { return exit_status_; }
@@ -41,6 +44,7 @@ class Load {
  private:
   using Clock = std::chrono::steady_clock;
 
+  void begin();
   bool may_issue();
   std::string make_payload(std::uint64_t id) const;
   void issue();
@@ -56,6 +60,7 @@ class Load {
   rpc::Client& client_;
   boost::asio::steady_timer report_timer_, end_timer_, drain_timer_;
   boost::asio::signal_set signals_;
+  ConnectWait connect_wait_;
 
   Clock::time_point start_, last_progress_, last_completion_, last_report_at_;
   bool issuing_ = true;

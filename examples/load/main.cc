@@ -8,6 +8,12 @@
 //               [--retries N] [--idempotent] [--lb round_robin|least_active|p2c]
 //               [--hedge-ms H]
 //
+// Before its clock and its first call start, it connects and waits until a
+// server is ready and each other one is ready or failed a connect attempt (at
+// most 10 s; "echo_client: no server ready after 10000 ms: <why>" on stderr if
+// none is, and the calls then fail with their own errors): a deadline measures
+// the call, not the connect and HELLO.
+//
 // Every call has a deadline of T ms (the client's wheel timer). Each attempt
 // goes to a ready server chosen by --lb; a failed attempt is retried (up to
 // --retries more, within the deadline and the client's retry budget), and with
@@ -26,8 +32,9 @@
 // lines, a summary (the same counters included) and the first few distinct
 // error messages.
 //
-// The files: config.h and flags.cc (the flags), load.h/.cc (the loop of
-// calls), tally.h/.cc (counting outcomes), report.h/.cc (the output).
+// The files: config.h and flags.cc (the flags), connect_wait.h/.cc (the wait
+// for the connections), load.h/.cc (the loop of calls), tally.h/.cc (counting
+// outcomes), report.h/.cc (the output).
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
