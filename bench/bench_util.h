@@ -1,6 +1,7 @@
 #pragma once
 /// Helpers for wheelrpc's benchmarks (Linux only): clocks, /proc readers,
-/// splitmix64, exact quantiles and a one-line JSON writer.
+/// splitmix64, exact quantiles, and (from examples/support) the latency
+/// histogram and the one-line JSON writer.
 ///
 /// They measure the same things, the same way, as the peer benchmarks we are
 /// compared with (shared/peers/common.hpp), so numbers can be put side by side.
@@ -24,6 +25,9 @@
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "support/json_line.h"
+#include "support/latency_histogram.h"
 
 namespace wheelrpc::bench {
 
@@ -151,52 +155,9 @@ inline double thread_cpu_s(pid_t tid) {
 /// /proc/PID/stat; -1 if it is gone (or a zombie). As the peers measure a server.
 inline double other_process_cpu_s(pid_t pid) { return stat_cpu_s("/proc/" + std::to_string(pid) + "/stat"); }
 
-/// Log-linear histogram of non-negative integers (ns), the peers' `Hist`:
-/// 128 sub-buckets per power of two (< 0.8 % relative error); record() never
-/// allocates.
-class LatencyHistogram {
- public:
-  void record(std::uint64_t v) noexcept {
-    ++buckets_[index(v)];
-    ++count_;
-    max_ = std::max(max_, v);
-  }
-  std::uint64_t count() const noexcept { return count_; }
-  std::uint64_t max() const noexcept { return max_; }
-  /// Nearest-rank quantile: the midpoint of the bucket holding it (at most max()).
-  double quantile(double q) const noexcept {
-    if (count_ == 0) return 0;
-    const auto rank = std::max<std::uint64_t>(
-        1, static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(count_))));
-    std::uint64_t seen = 0;
-    for (std::size_t i = 0; i < buckets_.size(); ++i) {
-      seen += buckets_[i];
-      if (seen >= rank) {
-        const double mid = (static_cast<double>(lower(i)) + static_cast<double>(lower(i + 1)) - 1) / 2.0;
-        return std::min(mid, static_cast<double>(max_));
-      }
-    }
-    return static_cast<double>(max_);
-  }
-
- private:
-  static constexpr int kSub = 7;
-  static std::size_t index(std::uint64_t v) noexcept {
-    if (v < (1u << kSub)) return static_cast<std::size_t>(v);
-    const int e = 63 - __builtin_clzll(v);
-    return (static_cast<std::size_t>(e - kSub + 1) << kSub) +
-           static_cast<std::size_t>((v >> (e - kSub)) & ((1u << kSub) - 1));
-  }
-  static std::uint64_t lower(std::size_t i) noexcept {
-    if (i < (1u << kSub)) return i;
-    const int e = static_cast<int>(i >> kSub) + kSub - 1;
-    return (std::uint64_t{1} << e) + (static_cast<std::uint64_t>(i & ((1u << kSub) - 1)) << (e - kSub));
-  }
-
-  std::vector<std::uint64_t> buckets_ = std::vector<std::uint64_t>(64u << kSub);
-  std::uint64_t count_ = 0;
-  std::uint64_t max_ = 0;
-};
+/// Latency histogram (log-linear, 128 sub-buckets per power of two, the
+/// peers' `Hist`), shared with the load generator: examples/support.
+using LatencyHistogram = support::LatencyHistogram;
 
 /// splitmix64: the tiny deterministic generator the peer benchmarks use
 /// (seed 42 there), so every system draws the same delays.
@@ -228,69 +189,10 @@ T quantile_sorted(const std::vector<T>& sorted, double q) {
   return sorted[std::min(sorted.size(), std::max<std::size_t>(rank, 1)) - 1];
 }
 
-/// Builds one JSON object and prints it as a single line on stdout (flushed).
-/// Doubles get a fixed number of decimals (3 by default), like the peers.
-class JsonLine {
- public:
-  JsonLine& str(std::string_view k, std::string_view v) {
-    key(k);
-    quote(v);
-    return *this;
-  }
-  JsonLine& num(std::string_view k, double v, int decimals = 3) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    key(k);
-    out_ += std::isfinite(v) ? buf : "null";
-    return *this;
-  }
-  JsonLine& num(std::string_view k, long long v) {
-    key(k);
-    out_ += std::to_string(v);
-    return *this;
-  }
-  JsonLine& num(std::string_view k, unsigned long long v) {
-    key(k);
-    out_ += std::to_string(v);
-    return *this;
-  }
-  JsonLine& num(std::string_view k, int v) { return num(k, static_cast<long long>(v)); }
-  JsonLine& num(std::string_view k, long v) { return num(k, static_cast<long long>(v)); }
-  JsonLine& num(std::string_view k, unsigned v) { return num(k, static_cast<unsigned long long>(v)); }
-  JsonLine& num(std::string_view k, unsigned long v) {
-    return num(k, static_cast<unsigned long long>(v));
-  }
-
-  void print() const {
-    std::printf("%s}\n", out_.c_str());
-    std::fflush(stdout);
-  }
-
- private:
-  void key(std::string_view k) {
-    if (out_.size() > 1) out_ += ',';
-    quote(k);
-    out_ += ':';
-  }
-  void quote(std::string_view s) {
-    out_ += '"';
-    for (const char c : s) {
-      if (c == '"' || c == '\\') {
-        out_ += '\\';
-        out_ += c;
-      } else if (static_cast<unsigned char>(c) < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-        out_ += buf;
-      } else {
-        out_ += c;
-      }
-    }
-    out_ += '"';
-  }
-
-  std::string out_ = "{";
-};
+/// One JSON object printed as one line on stdout (flushed), written by
+/// Boost.JSON; doubles with a fixed number of decimals (3 by default), like
+/// the peers. Shared with the load generator: examples/support.
+using JsonLine = support::JsonLine;
 
 /// Collects what a benchmark's self-check found wrong; `text()` is the JSON
 /// "check" field: "ok", or "FAILED: <reason>; <reason>...".

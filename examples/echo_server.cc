@@ -12,11 +12,9 @@
 // connection, prints its counters on stderr and exits 0. Exit status 1 when it
 // cannot listen, 2 on a usage error.
 #include <wheelrpc/rpc/server.h>
-#include <wheelrpc/transport/connector.h>
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 #include <wheelrpc/transport/connector.h>
 
-#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -39,12 +37,15 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "example_support.h"
+#include "support/flags.h"
+#include "support/logging.h"
+#include "support/run_main.h"
 
 namespace {
 
 using wheelrpc::transport::endpoint_text;
 
+using wheelrpc::examples::FlagParser;
 using wheelrpc::examples::parse_int;
 
 namespace asio = boost::asio;
@@ -77,38 +78,26 @@ int usage(const std::string& problem) {
 
 /// Parses the command line; returns the exit status of a usage error, if any.
 std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view name = argv[i];
-    if (name == "-h" || name == "--help") return usage("");
-    if (i + 1 >= argc) return usage("missing value after " + std::string(name));
-    const std::string_view value = argv[++i];
-    if (name == "--port") {
-      const auto v = parse_int(value, 0, 65535);
-      if (!v) return usage("--port must be 0..65535");
-      cfg.port = static_cast<unsigned short>(*v);
-      cfg.port_given = true;
-    } else if (name == "--host") {
-      cfg.host = std::string(value);
-    } else if (name == "--threads") {
-      const auto v = parse_int(value, 1, 256);
-      if (!v) return usage("--threads must be 1..256");
-      cfg.threads = static_cast<int>(*v);
-    } else if (name == "--heartbeat-ms") {
-      const auto v = parse_int(value, 1, 86'400'000);
-      if (!v) return usage("--heartbeat-ms must be a positive number of milliseconds");
-      cfg.heartbeat = std::chrono::milliseconds(*v);
-    } else if (name == "--idle-timeout-ms") {
-      const auto v = parse_int(value, 1, 86'400'000);
-      if (!v) return usage("--idle-timeout-ms must be a positive number of milliseconds");
-      cfg.idle_timeout = std::chrono::milliseconds(*v);
-    } else {
-      return usage("unknown flag " + std::string(name));
-    }
-  }
+  FlagParser flags(usage);
+  flags.add_number("--port", 0, 65535, "--port must be 0..65535",
+                   [&](long long v) {
+                     cfg.port = static_cast<unsigned short>(v);
+                     cfg.port_given = true;
+                   })
+      .add_value("--host",
+                 [&](const std::string& value) -> std::optional<int> {
+                   cfg.host = value;
+                   return std::nullopt;
+                 })
+      .add_number("--threads", 1, 256, "--threads must be 1..256", [&](long long v) { cfg.threads = static_cast<int>(v); })
+      .add_number("--heartbeat-ms", 1, 86'400'000, "--heartbeat-ms must be a positive number of milliseconds",
+                  [&](long long v) { cfg.heartbeat = std::chrono::milliseconds(v); })
+      .add_number("--idle-timeout-ms", 1, 86'400'000, "--idle-timeout-ms must be a positive number of milliseconds",
+                  [&](long long v) { cfg.idle_timeout = std::chrono::milliseconds(v); });
+  if (const auto status = flags.parse(argc, argv)) return status;
   if (!cfg.port_given) return usage("--port is required");
   return std::nullopt;
 }
-
 
 /// The timers of pending `sleep` calls, so that shutdown can cancel them
 /// instead of waiting for them.

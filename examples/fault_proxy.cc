@@ -13,7 +13,6 @@
 #include <wheelrpc/fault/fault_proxy.h>
 #include <wheelrpc/transport/connector.h>
 
-#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <exception>
@@ -25,13 +24,15 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 
-#include "example_support.h"
+#include "support/flags.h"
+#include "support/logging.h"
 
 namespace {
 
 namespace asio = boost::asio;
 namespace fault = wheelrpc::fault;
 using boost::system::error_code;
+using wheelrpc::examples::FlagParser;
 using wheelrpc::transport::endpoint_text;
 
 struct Config {
@@ -54,34 +55,21 @@ int usage(const std::string& problem) {
 }
 
 std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view name = argv[i];
-    if (name == "-h" || name == "--help") return usage("");
-    if (i + 1 >= argc) return usage("missing value after " + std::string(name));
-    const std::string value = argv[++i];
-    if (name == "--listen" || name == "--upstream") {
-      asio::ip::tcp::endpoint ep;
-      if (!wheelrpc::transport::parse_endpoint(value, ep)) {
+  auto endpoint = [](const char* name, asio::ip::tcp::endpoint& out, bool& given) {
+    return [name, &out, &given](const std::string& value) -> std::optional<int> {
+      if (!wheelrpc::transport::parse_endpoint(value, out)) {
         return usage(std::string(name) + " '" + value + "' is not HOST:PORT (IPv4/IPv6 literal or localhost)");
       }
-      if (name == "--listen") {
-        cfg.listen = ep;
-        cfg.listen_given = true;
-      } else {
-        cfg.upstream = ep;
-        cfg.upstream_given = true;
-      }
-    } else if (name == "--control-port") {
-      unsigned port = 0;
-      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), port);
-      if (ec != std::errc() || end != value.data() + value.size() || port > 65535) {
-        return usage("--control-port must be 0..65535");
-      }
-      cfg.control_port = static_cast<unsigned short>(port);
-    } else {
-      return usage("unknown flag " + std::string(name));
-    }
-  }
+      given = true;
+      return std::nullopt;
+    };
+  };
+  FlagParser flags(usage);
+  flags.add_value("--listen", endpoint("--listen", cfg.listen, cfg.listen_given))
+      .add_value("--upstream", endpoint("--upstream", cfg.upstream, cfg.upstream_given))
+      .add_number("--control-port", 0, 65535, "--control-port must be 0..65535",
+                  [&](long long v) { cfg.control_port = static_cast<unsigned short>(v); });
+  if (const auto status = flags.parse(argc, argv)) return status;
   if (!cfg.listen_given) return usage("--listen is required");
   if (!cfg.upstream_given) return usage("--upstream is required");
   if (cfg.upstream.port() == 0) return usage("--upstream needs a port other than 0");

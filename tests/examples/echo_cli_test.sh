@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end test of the echo_server / echo_client examples (registered with
 # CTest by tests/examples/CMakeLists.txt). Uses only bash, grep, sed, awk and
-# coreutils; every step is bounded.
+# coreutils; every step is bounded, none depends on how fast a connect or a
+# HELLO is (the client waits for its connections before its first call), and
+# the suite checks that it leaves no process behind.
 #
 #   echo_cli_test.sh PATH/TO/echo_server PATH/TO/echo_client
 set -euo pipefail
@@ -12,11 +14,31 @@ client_bin=${2:?usage: echo_cli_test.sh ECHO_SERVER ECHO_CLIENT}
 tmp=$(mktemp -d)
 server_pid=""
 server2_pid=""
+
+# The pids of this shell's children, in the array `kids`, read from /proc (no
+# procps needed; no subshell, which would be a child itself).
+list_children() {
+  kids=()
+  local stat line ppid
+  for stat in /proc/[0-9]*/stat; do
+    { read -r line <"$stat"; } 2>/dev/null || continue
+    read -r _ ppid _ <<<"${line##*) }"  # the fields after "(command name) "
+    if [ "$ppid" = "$$" ]; then kids+=("${stat//[^0-9]/}"); fi
+  done
+}
+# Kills every child of this shell (the servers, anything else) and reaps it.
+stop_children() {
+  local pid
+  list_children
+  for pid in "${kids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  for pid in "${kids[@]}"; do wait "$pid" 2>/dev/null || true; done
+}
 cleanup() {
-  for pid in $server_pid $server2_pid; do kill -KILL "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  stop_children
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT HUP  # so that the EXIT trap runs
 
 failures=0
 fail() {
@@ -35,10 +57,10 @@ expect_field() {  # LINE NAME VALUE
   [ "$v" = "$3" ] || fail "expected \"$2\":$3, got '${v}' in: $1"
 }
 
-# The first line a server printed to FILE, waiting up to 10 s while PID runs.
+# The first line a server printed to FILE, waiting up to 30 s while PID runs.
 first_line() {  # FILE PID
   local line=""
-  for _ in $(seq 100); do
+  for _ in $(seq 300); do
     line=$(head -n 1 "$1" 2>/dev/null || true)
     [ -n "$line" ] && break
     kill -0 "$2" 2>/dev/null || break
@@ -48,7 +70,9 @@ first_line() {  # FILE PID
 }
 
 # ---- server start and its first line ------------------------------------------
-timeout 60 "$server_bin" --port 0 >"$tmp/server.out" 2>"$tmp/server.err" &
+# Started directly, not under timeout(1): $! is the server itself, so the
+# steps below signal the server, and the EXIT trap stops it whatever happens.
+"$server_bin" --port 0 >"$tmp/server.out" 2>"$tmp/server.err" &
 server_pid=$!
 first=$(first_line "$tmp/server.out" "$server_pid")
 if ! grep -Eq '^listening on 127\.0\.0\.1:[1-9][0-9]*$' <<<"$first"; then
@@ -128,6 +152,7 @@ if [ -z "$overrun" ] || ! awk -v v="$overrun" 'BEGIN { exit !(v < 50) }'; then
 fi
 
 # ---- the text output names the error precisely ------------------------------------
+# (The calls are sent: the client starts them once its connection is ready.)
 set +e
 timeout 30 "$client_bin" --server "$endpoint" --method sleep --sleep-ms 300 --timeout-ms 30 \
   --calls 3 --concurrency 3 >"$tmp/text.out" 2>&1
@@ -136,7 +161,7 @@ grep -Eq "timeout \(sent, waiting for the reply\) after [0-9]+ ms calling 'sleep
   fail "text output lacks the timeout message: $(cat "$tmp/text.out")"
 
 # ---- two servers: least_active, a retry, hedging --------------------------------
-timeout 60 "$server_bin" --port 0 >"$tmp/server2.out" 2>"$tmp/server2.err" &
+"$server_bin" --port 0 >"$tmp/server2.out" 2>"$tmp/server2.err" &
 server2_pid=$!
 second=$(first_line "$tmp/server2.out" "$server2_pid")
 if ! grep -Eq '^listening on 127\.0\.0\.1:[1-9][0-9]*$' <<<"$second"; then
@@ -147,7 +172,7 @@ else
   # The number after "attempts" in the providers entry of PEER.
   provider_attempts() { grep -o "{\"peer\":\"$2\",\"attempts\":[0-9]*" <<<"$1" | sed 's/.*://'; }
 
-  # Echo for 1 s (plenty of calls, so both connections are up for most of them).
+  # Echo for 1 s (the client starts once both connections are ready).
   set +e
   timeout 30 "$client_bin" --server "$endpoint,$endpoint2" --lb least_active --retries 1 --idempotent \
     --hedge-ms 50 --duration-s 1 --concurrency 4 --json >"$tmp/two.out" 2>"$tmp/two.err"
@@ -222,6 +247,13 @@ else
   [ "$rc" = 0 ] || fail "server exited $rc after SIGTERM: $(cat "$tmp/server.err")"
   grep -q "stopped" "$tmp/server.err" || fail "server printed no summary: $(cat "$tmp/server.err")"
 fi
+
+# ---- nothing left behind: the steps above stopped every server they started ----
+list_children
+[ ${#kids[@]} -eq 0 ] || fail "processes still running after the last step: ${kids[*]}"
+stop_children
+list_children
+[ ${#kids[@]} -eq 0 ] || fail "processes still running after the cleanup: ${kids[*]}"
 
 if [ "$failures" -gt 0 ]; then
   echo "$failures check(s) failed" >&2

@@ -1,0 +1,41 @@
+#pragma once
+/// Config: what the load generator was asked to do, from its flags.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <wheelrpc/rpc/client.h>
+
+namespace wheelrpc::examples::load {
+
+/// One field per flag (see usage() in flags.cc for the flags' text).
+struct Config {
+  std::vector<boost::asio::ip::tcp::endpoint> servers;  ///< --server, in order
+  std::optional<std::uint64_t> calls;                   ///< --calls: this many in total, or
+  std::optional<double> duration_s;                     ///< --duration-s: for this long
+  std::size_t concurrency = 1;                          ///< --concurrency: calls in flight at once
+  std::chrono::milliseconds timeout{1000};              ///< --timeout-ms: deadline of each call
+  std::size_t payload_bytes = 64;                       ///< --payload-bytes: echo payload size
+  std::string method = "echo";                          ///< --method: echo or sleep
+  long long sleep_ms = 0;                               ///< --sleep-ms: payload of a sleep call
+  std::chrono::milliseconds report_interval{1000};      ///< --report-interval-ms
+  bool json = false;                                    ///< --json: JSON lines instead of text
+  std::chrono::milliseconds heartbeat{15000};           ///< --heartbeat-ms (ClientOptions::heartbeat)
+  std::chrono::milliseconds idle_timeout{0};            ///< --idle-timeout-ms (ClientOptions::idle_timeout)
+  int retries = rpc::CallOptions{}.retries;             ///< --retries (CallOptions::retries)
+  bool idempotent = false;                              ///< --idempotent (CallOptions::idempotent)
+  rpc::LoadBalance load_balance = rpc::ClientOptions{}.load_balance;  ///< --lb
+  std::chrono::milliseconds hedge_delay{0};             ///< --hedge-ms; 0 = no hedging
+};
+
+/// Reads the command line into `cfg`. Returns the exit status (2) of a usage
+/// error, after printing it and the usage text on stderr; nothing otherwise.
+std::optional<int> parse_args(int argc, char** argv, Config& cfg);
+
+}  // namespace wheelrpc::examples::load

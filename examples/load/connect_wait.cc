@@ -1,0 +1,57 @@
+#include "load/connect_wait.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+namespace wheelrpc::examples::load {
+
+bool connections_settled(const std::vector<rpc::ProviderStats>& providers) {
+  const auto ready = [](const rpc::ProviderStats& p) { return p.ready; };
+  const auto ready_or_failed = [](const rpc::ProviderStats& p) { return p.ready || !p.last_error.empty(); };
+  return std::any_of(providers.begin(), providers.end(), ready) &&
+         std::all_of(providers.begin(), providers.end(), ready_or_failed);
+}
+
+std::string not_ready_text(const std::vector<rpc::ProviderStats>& providers) {
+  std::string text;
+  for (const auto& p : providers) {
+    if (p.ready) continue;
+    if (!text.empty()) text += "; ";
+    text += p.last_error.empty() ? p.peer + ": still connecting" : p.last_error;
+  }
+  return text;
+}
+
+void ConnectWait::start(std::function<void()> done) {
+  done_ = std::move(done);
+  started_ = std::chrono::steady_clock::now();
+  client_.connect();
+  poll();
+}
+
+void ConnectWait::poll() {
+  if (!done_) return;
+  const std::vector<rpc::ProviderStats> providers = client_.providers();
+  if (connections_settled(providers)) return end();
+  if (std::chrono::steady_clock::now() - started_ >= kBound) {
+    if (std::none_of(providers.begin(), providers.end(), [](const rpc::ProviderStats& p) { return p.ready; })) {
+      std::fprintf(stderr, "echo_client: no server ready after %lld ms: %s\n", static_cast<long long>(kBound.count()),
+                   not_ready_text(providers).c_str());
+    }
+    return end();
+  }
+  timer_.expires_after(kPoll);
+  timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) poll();
+  });
+}
+
+void ConnectWait::end() {
+  if (!done_) return;
+  timer_.cancel();
+  auto done = std::exchange(done_, nullptr);
+  done();
+}
+
+}  // namespace wheelrpc::examples::load

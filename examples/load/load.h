@@ -1,0 +1,75 @@
+#pragma once
+/// Load: the load generator's closed loop of calls.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <wheelrpc/rpc/client.h>
+
+#include "load/config.h"
+#include "load/connect_wait.h"
+#include "load/tally.h"
+
+namespace wheelrpc::examples::load {
+
+/// Waits for the client's connections (ConnectWait), then keeps
+/// `cfg.concurrency` calls in flight until `--calls` were issued or
+/// `--duration-s` passed (or SIGINT / SIGTERM), waits (bounded) for those in
+/// flight, prints progress every `--report-interval-ms` and the summary, then
+/// closes the client, so that `io.run()` returns.
+///
+/// Every call must complete exactly once: a call still in flight T + 5 s
+/// after the last one was issued, or when nothing completed for T + 5 s, is
+/// lost; a second completion is counted (completed_twice).
+///
+/// Thread safety: everything runs on the one thread that runs `io`; `start()`
+/// must be called there too.
+class Load {
+ public:
+  Load(const Config& cfg, boost::asio::io_context& io, rpc::Client& client);
+
+  /// Starts connecting; the clock and the calls start once the connections
+  /// are ready (or ConnectWait::kBound passed).
+  void start();
+  /// 1 if a call was lost or completed twice, else 0 (once `io.run()` returned).
+  int exit_status() const { return exit_status_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  void begin();
+  bool may_issue();
+  std::string make_payload(std::uint64_t id) const;
+  void issue();
+  void on_complete(std::uint64_t id, Clock::time_point issued_at, const std::string& expected,
+                   const boost::system::error_code& ec, rpc::Response r);
+  void stop_issuing();
+  void schedule_report();
+  void report();
+  void finish();
+
+  const Config& cfg_;
+  boost::asio::io_context& io_;
+  rpc::Client& client_;
+  boost::asio::steady_timer report_timer_, end_timer_, drain_timer_;
+  boost::asio::signal_set signals_;
+  ConnectWait connect_wait_;
+
+  Clock::time_point start_, last_progress_, last_completion_, last_report_at_;
+  bool issuing_ = true;
+  bool finished_ = false;
+  std::size_t in_flight_ = 0;
+  std::vector<std::uint8_t> completions_;  // per call id: how many times it completed
+  std::uint64_t last_report_ok_ = 0;
+  Tally tally_;
+  int exit_status_ = 0;
+};
+
+}  // namespace wheelrpc::examples::load

@@ -1,0 +1,114 @@
+#include "load/report.h"
+
+#include <cstdio>
+
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+
+#include "support/json_line.h"
+
+namespace wheelrpc::examples::load {
+
+namespace json = boost::json;
+using support::JsonLine;
+
+namespace {
+
+/// {"name":count,...}, names in order.
+json::object errors_json(const Tally& tally) {
+  json::object o;
+  for (const auto& [name, n] : tally.errors) o[name] = n;
+  return o;
+}
+
+/// [{"peer":"ip:port","attempts":N,"failures":N},...], in --server order.
+json::array providers_json(const std::vector<rpc::ProviderStats>& providers) {
+  json::array a;
+  for (const auto& p : providers) {
+    a.push_back(json::object{{"peer", p.peer}, {"attempts", p.attempts}, {"failures", p.failures}});
+  }
+  return a;
+}
+
+using ull = unsigned long long;
+
+}  // namespace
+
+void print_progress(const Config& cfg, const Tally& tally, const Progress& p) {
+  if (cfg.json) {
+    JsonLine()
+        .num("t_ms", static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(p.elapsed).count()))
+        .num("ok", static_cast<ull>(tally.ok))
+        .value("errors", errors_json(tally))
+        .print();
+    return;
+  }
+  std::printf("[%6.1f s] %llu ok, %llu failed, %zu in flight, %.0f ok calls/s, %llu connects\n",
+              std::chrono::duration<double>(p.elapsed).count(), static_cast<ull>(tally.ok),
+              static_cast<ull>(tally.total_errors()), p.in_flight, p.ok_per_s, static_cast<ull>(p.connects));
+  std::fflush(stdout);
+}
+
+void print_summary(const Config& cfg, const Tally& tally, const Summary& s) {
+  const std::uint64_t failed = tally.total_errors() - tally.timeouts;
+  const double overrun_ms = std::chrono::duration<double, std::milli>(tally.max_overrun).count();
+  const double rate = static_cast<double>(tally.ok) / s.elapsed_s;
+  const double p50 = tally.latency_us.quantile(0.50);
+  const double p99 = tally.latency_us.quantile(0.99);
+  const char* lb = rpc::to_string(cfg.load_balance);
+  if (cfg.json) {
+    JsonLine()
+        .num("calls", static_cast<ull>(tally.issued))
+        .num("ok", static_cast<ull>(tally.ok))
+        .num("timeout", static_cast<ull>(tally.timeouts))
+        .num("failed", static_cast<ull>(failed))
+        .value("errors", errors_json(tally))
+        .num("lost", static_cast<ull>(s.lost))
+        .num("completed_twice", static_cast<ull>(tally.completed_twice))
+        .num("max_overrun_ms", overrun_ms, 3)
+        .num("calls_per_s", rate, 0)
+        .num("p50_us", p50, 0)
+        .num("p99_us", p99, 0)
+        .num("elapsed_s", s.elapsed_s, 3)
+        .str("method", cfg.method)
+        .num("concurrency", cfg.concurrency)
+        .num("timeout_ms", static_cast<long long>(cfg.timeout.count()))
+        .num("attempts", static_cast<ull>(s.stats.attempts))
+        .num("retries", static_cast<ull>(s.stats.retries))
+        .num("hedges", static_cast<ull>(s.stats.hedges))
+        .num("budget_refusals", static_cast<ull>(s.stats.budget_refusals))
+        .str("lb", lb)
+        .value("providers", providers_json(s.providers))
+        .print();
+    return;
+  }
+  std::printf("\n%llu calls in %.2f s: %llu ok, %llu timed out, %llu failed otherwise, %llu lost, "
+              "%llu completed twice\n",
+              static_cast<ull>(tally.issued), s.elapsed_s, static_cast<ull>(tally.ok), static_cast<ull>(tally.timeouts),
+              static_cast<ull>(failed), static_cast<ull>(s.lost), static_cast<ull>(tally.completed_twice));
+  if (tally.ok > 0) std::printf("  ok calls: %.0f/s, latency p50 %.0f us, p99 %.0f us\n", rate, p50, p99);
+  if (!tally.errors.empty()) {
+    std::printf("  errors by code:");
+    for (const auto& [name, n] : tally.errors) std::printf(" %s=%llu", name.c_str(), static_cast<ull>(n));
+    std::printf("\n");
+  }
+  std::printf("  latest completion after its deadline: %.1f ms\n", overrun_ms);
+  std::printf("  attempts: %llu (%llu retries, %llu hedges, %llu budget refusals), lb %s\n",
+              static_cast<ull>(s.stats.attempts), static_cast<ull>(s.stats.retries), static_cast<ull>(s.stats.hedges),
+              static_cast<ull>(s.stats.budget_refusals), lb);
+  for (const auto& p : s.providers) {
+    std::printf("  provider %s: %llu attempts, %llu failed\n", p.peer.c_str(), static_cast<ull>(p.attempts),
+                static_cast<ull>(p.failures));
+  }
+  if (!tally.first_messages.empty()) {
+    std::printf("  first distinct errors:\n");
+    for (const auto& m : tally.first_messages) std::printf("    %s\n", m.c_str());
+  }
+  if (s.lost > 0) std::printf("  LOST: %llu calls never completed\n", static_cast<ull>(s.lost));
+  if (tally.completed_twice > 0) {
+    std::printf("  BUG: %llu calls completed more than once\n", static_cast<ull>(tally.completed_twice));
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace wheelrpc::examples::load

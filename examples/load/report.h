@@ -1,0 +1,42 @@
+#pragma once
+/// The load generator's output on stdout: progress lines and the summary,
+/// as text or (--json) as one JSON object per line.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <wheelrpc/rpc/client.h>
+
+#include "load/config.h"
+#include "load/tally.h"
+
+namespace wheelrpc::examples::load {
+
+/// What a progress line shows besides the tally.
+struct Progress {
+  std::chrono::steady_clock::duration elapsed{};  ///< since the first call
+  std::size_t in_flight = 0;
+  double ok_per_s = 0;         ///< successful calls per second since the previous line
+  std::uint64_t connects = 0;  ///< connections made so far (ClientStats::connects)
+};
+
+/// JSON: {"t_ms":..,"ok":..,"errors":{..}} (cumulative); text: one line with
+/// the counts, the rate and the connects.
+void print_progress(const Config& cfg, const Tally& tally, const Progress& p);
+
+/// What the summary shows besides the tally.
+struct Summary {
+  double elapsed_s = 0;  ///< from the first call to the last completion
+  std::uint64_t lost = 0;  ///< calls that never completed
+  rpc::ClientStats stats;
+  std::vector<rpc::ProviderStats> providers;
+};
+
+/// JSON: one line with every counter (README.md lists the fields); text: the
+/// counts, latencies, errors by code, attempts, a line per provider and the
+/// first distinct error messages.
+void print_summary(const Config& cfg, const Tally& tally, const Summary& s);
+
+}  // namespace wheelrpc::examples::load
