@@ -11,8 +11,7 @@ namespace {
 long long count_ms(std::chrono::milliseconds d) { return static_cast<long long>(d.count()); }
 }  // namespace
 
-Failure failure_of(transport::Status status) noexcept {
-  using transport::Status;
+Failure failure_of(Status status) noexcept {
   switch (status) {
     case Status::server_timeout: return Failure::server_timeout;
     case Status::overloaded: return Failure::overloaded;

@@ -13,7 +13,7 @@
 #include <boost/system/error_code.hpp>
 
 #include <wheelrpc/rpc/backoff.h>
-#include <wheelrpc/transport/frame.h>
+#include <wheelrpc/rpc/status.h>
 
 namespace wheelrpc::rpc::detail {
 
@@ -34,7 +34,7 @@ enum class Failure : std::uint8_t {
 };
 
 /// The failure a non-ok response status stands for.
-Failure failure_of(transport::Status status) noexcept;
+Failure failure_of(Status status) noexcept;
 
 /// May an attempt that failed so be retried? Connection failures, unsent
 /// attempts and refusals always; timeouts only for idempotent calls;

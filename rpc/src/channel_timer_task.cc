@@ -5,7 +5,7 @@
 
 #include <wheelrpc/transport/errc.h>
 
-#include "hello.h"
+#include "control_frames.h"
 #include "log.h"
 
 namespace wheelrpc::rpc {

@@ -12,7 +12,7 @@
 #include <wheelrpc/transport/errc.h>
 
 #include "client_core.h"
-#include "hello.h"
+#include "control_frames.h"
 #include "log.h"
 
 namespace wheelrpc::rpc::detail {

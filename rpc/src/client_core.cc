@@ -15,7 +15,7 @@
 #include <wheelrpc/transport/connector.h>
 #include <wheelrpc/transport/errc.h>
 
-#include "hello.h"
+#include "control_frames.h"
 #include "log.h"
 
 namespace wheelrpc::rpc::detail {
@@ -547,19 +547,19 @@ void ClientCore::on_reply(ClientConnection& conn, transport::Frame& frame) {
     }
     const Call::Attempt a = *it;
     call.live.erase(it);
-    const auto status = static_cast<transport::Status>(frame.header.status);
+    const auto status = static_cast<Status>(frame.header.status);
     error_code ec = status_error(status);
     if (ec) conn.failures.fetch_add(1, std::memory_order_relaxed);
     const auto t = ec ? now() : TimePoint{};  // only errors look at the time
     Response r;
-    if (status == transport::Status::server_timeout && a.expires != kNever && t >= a.expires &&
+    if (status == Status::server_timeout && a.expires != kNever && t >= a.expires &&
         t < call.plan.deadline) {
       // The attempt's own timeout (which the server was given as its budget):
       // the outcome the wheel was about to report for it.
       attempt_timeouts_.fetch_add(1, std::memory_order_relaxed);
       attempt_failed(lock, call, a.provider, Failure::attempt_timeout, errc::timeout,
                      attempt_timed_out(call, a, /*server_too=*/true), done);
-    } else if (status == transport::Status::server_timeout && call.plan.has_deadline && t >= call.plan.deadline) {
+    } else if (status == Status::server_timeout && call.plan.has_deadline && t >= call.plan.deadline) {
       // Our deadline passed too (the server counts the same budget from a
       // little later): to the caller this is its own timeout.
       r.error_message = describe(call, "timeout (sent, waiting for the reply; the server timed out too)") +

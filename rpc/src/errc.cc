@@ -36,8 +36,7 @@ const boost::system::error_category& rpc_category() noexcept {
   return category;
 }
 
-boost::system::error_code status_error(transport::Status status) noexcept {
-  using transport::Status;
+boost::system::error_code status_error(Status status) noexcept {
   switch (status) {
     case Status::ok: return {};
     case Status::server_timeout: return make_error_code(errc::server_timeout);
@@ -50,8 +49,7 @@ boost::system::error_code status_error(transport::Status status) noexcept {
   return make_error_code(errc::server_error);
 }
 
-transport::Status error_status(errc e) noexcept {
-  using transport::Status;
+Status error_status(errc e) noexcept {
   switch (e) {
     case errc::server_timeout: return Status::server_timeout;
     case errc::method_not_found: return Status::method_not_found;

@@ -9,7 +9,7 @@
 #include <wheelrpc/rpc/deadline.h>
 #include <wheelrpc/transport/errc.h>
 
-#include "hello.h"
+#include "control_frames.h"
 #include "log.h"
 #include "server_core.h"
 
@@ -187,7 +187,7 @@ struct SlotDeadlineTask {
 }  // namespace
 
 void ServerCore::on_deadline(const ReplySlotPtr& slot) {
-  finish(*slot, transport::Status::server_timeout,
+  finish(*slot, Status::server_timeout,
          fmt::format("the deadline of '{}' passed before the handler replied", slot->method), {}, true);
 }
 
@@ -203,7 +203,7 @@ void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame
   auto it = handlers_.find(frame.method);
   if (it == handlers_.end()) {
     method_not_found_.fetch_add(1, std::memory_order_relaxed);
-    finish(*slot, transport::Status::method_not_found, "no method '" + frame.method + "'", {}, false);
+    finish(*slot, Status::method_not_found, "no method '" + frame.method + "'", {}, false);
     return;
   }
   if (frame.header.deadline_ms != 0) {
@@ -229,7 +229,7 @@ void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame
   }
 }
 
-bool ServerCore::finish(ReplySlot& s, transport::Status status, std::string payload,
+bool ServerCore::finish(ReplySlot& s, Status status, std::string payload,
                         transport::Attachments attachments, bool from_timer) {
   ReplySlot* slot = &s;
   if (slot->done.exchange(true, std::memory_order_acq_rel)) {
@@ -241,11 +241,11 @@ bool ServerCore::finish(ReplySlot& s, transport::Status status, std::string payl
     cancelled_.fetch_add(1, std::memory_order_relaxed);  // the client stopped waiting: no reply
     return false;
   }
-  if (status == transport::Status::ok) {
+  if (status == Status::ok) {
     replies_.fetch_add(1, std::memory_order_relaxed);
   } else {
     errors_.fetch_add(1, std::memory_order_relaxed);
-    if (status == transport::Status::server_timeout) server_timeouts_.fetch_add(1, std::memory_order_relaxed);
+    if (status == Status::server_timeout) server_timeouts_.fetch_add(1, std::memory_order_relaxed);
   }
   if (!slot->two_way) return true;
   transport::Frame f;
@@ -320,7 +320,7 @@ Responder::~Responder() {
   if (!slot_->done.load(std::memory_order_acquire)) {
     // Destroyed during unwinding: the handler threw (the server logs what).
     const bool threw = std::uncaught_exceptions() > 0;
-    slot_->core->finish(*slot_, transport::Status::server_error,
+    slot_->core->finish(*slot_, Status::server_error,
                         "the handler of '" + slot_->method +
                             (threw ? "' threw" : "' dropped its Responder without replying"),
                         {}, false);
@@ -328,7 +328,7 @@ Responder::~Responder() {
 }
 
 bool Responder::reply(std::string payload, transport::Attachments attachments) {
-  return slot_ && slot_->core->finish(*slot_, transport::Status::ok, std::move(payload),
+  return slot_ && slot_->core->finish(*slot_, Status::ok, std::move(payload),
                                       std::move(attachments), false);
 }
 

@@ -125,7 +125,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
 
   /// Completes a slot: sends the reply unless it was completed already.
   /// Any thread but the timer's worker.
-  bool finish(ReplySlot& slot, transport::Status status, std::string payload,
+  bool finish(ReplySlot& slot, Status status, std::string payload,
               transport::Attachments attachments, bool from_timer);
   /// The deadline passed (posted from the timer's worker).
   void on_deadline(const ReplySlotPtr& slot);

@@ -58,7 +58,7 @@ class ScriptedServer {
 
   /// A response frame for `request` with `payload`.
   static transport::Frame reply_to(const transport::Frame& request, std::string payload,
-                                   transport::Status status = transport::Status::ok) {
+                                   rpc::Status status = rpc::Status::ok) {
     transport::Frame f;
     f.header.request_id = request.header.request_id;
     f.header.status = static_cast<std::uint8_t>(status);

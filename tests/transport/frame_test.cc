@@ -118,17 +118,17 @@ TEST(FrameRoundTrip, RequestWithMethodAttachmentsAndPayload) {
 
 TEST(FrameRoundTrip, Response) {
   Frame f;
-  f.header.status = static_cast<std::uint8_t>(Status::method_not_found);
+  f.header.status = 2;  // rpc::Status::method_not_found
   f.header.request_id = 42;
   f.payload = "no such method";
   const Frame out = round_trip(f);
   EXPECT_FALSE(out.header.is_request());
-  EXPECT_EQ(out.header.status, static_cast<std::uint8_t>(Status::method_not_found));
+  EXPECT_EQ(out.header.status, 2);
 }
 
 TEST(FrameRoundTrip, EveryStatus) {
-  for (const Status s : {Status::ok, Status::server_timeout, Status::method_not_found, Status::bad_request,
-                         Status::server_error, Status::overloaded, Status::shutting_down}) {
+  // The transport carries the status byte; its meanings belong to rpc::Status.
+  for (int s = 0; s < 256; ++s) {
     Frame f;
     f.header.status = static_cast<std::uint8_t>(s);
     f.payload = "p";

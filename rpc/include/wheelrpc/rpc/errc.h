@@ -3,7 +3,7 @@
 
 #include <boost/system/error_code.hpp>
 
-#include <wheelrpc/transport/frame.h>
+#include <wheelrpc/rpc/status.h>
 
 namespace wheelrpc::rpc {
 
@@ -28,9 +28,9 @@ inline boost::system::error_code make_error_code(errc e) noexcept {
 }
 
 /// The error a response status stands for (empty for Status::ok).
-boost::system::error_code status_error(transport::Status status) noexcept;
+boost::system::error_code status_error(Status status) noexcept;
 /// The status a server sends for an error of this category.
-transport::Status error_status(errc e) noexcept;
+Status error_status(errc e) noexcept;
 
 }  // namespace wheelrpc::rpc
 

@@ -29,21 +29,10 @@ enum FrameFlag : std::uint8_t {
   kFlagEvent = 0x04,    ///< a protocol event (HELLO, heartbeat), not an application call
 };
 
-/// Response status byte. 0 is success; the rest name why a call failed.
-enum class Status : std::uint8_t {
-  ok = 0,
-  server_timeout = 1,    ///< the caller's deadline passed before the handler replied
-  method_not_found = 2,  ///< no handler registered under the method name
-  bad_request = 3,       ///< the server could not make sense of the request
-  server_error = 4,      ///< the handler failed (threw, or dropped its responder)
-  overloaded = 5,        ///< the server refused the call for lack of capacity
-  shutting_down = 6,     ///< the server is stopping and accepts no new calls
-};
-
 struct FrameHeader {
   std::uint8_t version = kProtocolVersion;
   std::uint8_t flags = 0;
-  std::uint8_t status = 0;
+  std::uint8_t status = 0;  ///< responses: 0 = success; the values belong to the layer above (rpc::Status)
   std::uint64_t request_id = 0;
   std::uint32_t deadline_ms = 0;  ///< remaining budget of the caller; 0 = none
   std::uint32_t body_len = 0;     ///< filled in by encode_frame

@@ -1,5 +1,6 @@
 #pragma once
-// The HELLO exchange and heartbeats (docs/protocol.md).
+// The protocol's control frames (docs/protocol.md): the HELLO exchange,
+// heartbeats and their replies, and CANCEL events.
 
 #include <chrono>
 #include <cstdint>
