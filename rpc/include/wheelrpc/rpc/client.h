@@ -75,14 +75,27 @@ class CallError : public boost::system::system_error {
 /// retried on another provider within the call's deadline (see
 /// CallOptions::retries). Connects lazily, on the first call (or `connect()`).
 ///
-/// Thread-safety: every method may be called from any thread. Completion
-/// handlers run on their associated executor (by default the client's).
+/// @par Thread Safety
+/// Distinct objects: safe. Shared objects: safe; every method may be called
+/// from any thread, and calls on different connections share no lock.
+/// Completion handlers run on their associated executor (by default the
+/// client's): inline on the I/O thread that read the reply, posted otherwise.
+/// The shared timer's worker never runs client work: a deadline, an attempt
+/// timeout, a hedge or the end of a retry backoff only posts to the executor.
 /// The client holds outstanding work on its executor until `close()`, so the
 /// io_context's `run()` does not return before.
 ///
 /// Shutdown order: close clients and stop servers, then stop the threads that
 /// run the executor, then destroy the timer: the timer must outlive every
 /// handler that may still run on the executor.
+///
+/// @par Example
+/// @code
+/// wheelrpc::rpc::Client client(io.get_executor(), timer, {server_endpoint});
+/// wheelrpc::rpc::CallOptions opts;
+/// opts.timeout = std::chrono::milliseconds(200);
+/// auto reply = co_await client.async_call("echo", "hi", opts, boost::asio::use_awaitable);
+/// @endcode
 class Client {
  public:
   using executor_type = boost::asio::any_io_executor;

@@ -100,7 +100,8 @@ struct ServerStats {
 /// Shutdown order as for Client: stop the server, then the executor's threads,
 /// then destroy the timer.
 ///
-/// Thread-safety: `handle` must be called before `listen`; everything else may
+/// @par Thread Safety
+/// Distinct objects: safe. Shared objects: `handle` must be called before `listen`; everything else may
 /// be called from any thread. Handlers run on the connection's strand of the
 /// server's executor and must not block: reply later from anywhere through the
 /// Responder.

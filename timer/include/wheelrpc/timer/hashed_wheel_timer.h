@@ -101,7 +101,8 @@ struct TimerStats {
 /// 32-byte record for reuse; schedulers on different threads use different
 /// shards and share no written cache line.
 ///
-/// Thread-safety: every public method is safe from any thread, except that
+/// @par Thread Safety
+/// Distinct objects: safe. Shared objects: every public method is safe from any thread, except that
 /// `stop()` and `run_expired()` must not be called from inside this timer's
 /// tasks. Create one per process and share it; a warning is logged (once) when
 /// a process holds more than 64 at a time.

@@ -30,7 +30,8 @@ enum class TimeoutState : std::uint8_t {
 /// until its record has been reused twice; after that they report
 /// `TimeoutState::finished` (`is_expired()` and `is_cancelled()` both false).
 ///
-/// Thread-safety: every method may be called from any thread, concurrently
+/// @par Thread Safety
+/// Distinct objects: safe. Shared objects: every method may be called from any thread, concurrently
 /// with the timer's worker. A handle must not be used after its timer is
 /// destroyed.
 class Timeout {

@@ -14,7 +14,8 @@ namespace wheelrpc::transport {
 /// Accepts connections until closed. Accept errors other than cancellation are
 /// logged and accepting goes on (e.g. running out of file descriptors is
 /// retried after a short pause instead of spinning).
-/// Thread-safety: `listen` and `close` from any thread; `on_accept` runs on the
+/// @par Thread Safety
+/// Distinct objects: safe. Shared objects: `listen` and `close` from any thread; `on_accept` runs on the
 /// acceptor's strand.
 class Acceptor : public std::enable_shared_from_this<Acceptor> {
  public:

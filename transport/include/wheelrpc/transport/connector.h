@@ -70,7 +70,8 @@ void async_connect_impl(boost::asio::any_completion_handler<ConnectSignature> ha
 /// cancellation reaches it, the handler gets that result instead. Whichever of
 /// the timeout and a cancellation comes first decides the error.
 ///
-/// Thread-safety: safe to call from any thread.
+/// @par Thread Safety
+/// Distinct objects: safe. Shared objects: safe to call from any thread.
 ///
 /// Example:
 /// @code

@@ -31,7 +31,8 @@ class ControlState;
 }
 
 /// Serves the control API for one proxy on 127.0.0.1 only.
-/// Thread-safety: every method from any thread. The proxy must outlive this
+/// @par Thread Safety
+/// Distinct objects: safe. Shared objects: every method from any thread. The proxy must outlive this
 /// object, or at least its `stop()`: after `stop()` returns no request touches
 /// the proxy again. The destructor calls `stop()`.
 class ControlServer {

@@ -65,7 +65,8 @@ struct ProxyStats {
 /// immediately, in order; bytes a blackhole or limit_data discarded are gone;
 /// a pending reset_peer is cancelled.
 ///
-/// Thread-safety: every public method is safe to call from any thread,
+/// @par Thread Safety
+/// Distinct objects: safe. Shared objects: every public method is safe to call from any thread,
 /// including from handlers running on `ex`. Requires `ex` to be run by at least
 /// one thread. The destructor calls `stop()`; connections then close on `ex`.
 class FaultProxy {
