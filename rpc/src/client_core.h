@@ -158,7 +158,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   boost::asio::executor_work_guard<boost::asio::any_io_executor> work_;
   std::mutex close_mu_;  // close() runs once, others wait for it
 
-  std::atomic<std::uint64_t> calls_{0}, ok_{0}, failed_{0}, timeouts_{0}, late_{0}, connects_{0},
+  std::atomic<std::uint64_t> ok_{0}, failed_{0}, timeouts_{0}, late_{0}, connects_{0},
       connect_failures_{0}, pending_{0}, attempts_{0}, retries_{0}, hedges_{0}, refusals_{0},
       cancelled_attempts_{0}, attempt_timeouts_{0};
 };
