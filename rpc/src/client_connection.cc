@@ -32,6 +32,7 @@ void ClientConnection::set_state(State s) noexcept {
 }
 
 void ClientConnection::on_frame(transport::Channel& ch, transport::Frame& frame) {
+  assert(ch.strand().running_in_this_thread());
   if (frame.header.is_event()) {
     if (frame.header.is_request()) {
       if (is_heartbeat(frame)) ch.send(make_heartbeat_reply(frame.header.request_id));
@@ -48,7 +49,9 @@ void ClientConnection::on_frame(transport::Channel& ch, transport::Frame& frame)
   if (auto core = core_.lock()) core->on_reply(*this, frame);
 }
 
-void ClientConnection::on_close(transport::Channel&, const error_code& ec, const std::string& reason) {
+void ClientConnection::on_close(transport::Channel& ch, const error_code& ec, const std::string& reason) {
+  assert(ch.strand().running_in_this_thread());
+  (void)ch;
   if (auto core = core_.lock()) core->on_closed(*this, ec, reason);
 }
 

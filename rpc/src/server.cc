@@ -1,5 +1,6 @@
 #include <wheelrpc/rpc/server.h>
 
+#include <cassert>
 #include <exception>
 #include <stdexcept>
 
@@ -30,6 +31,7 @@ class ServerConnection final : public transport::ChannelHandler {
   void set_channel(const std::shared_ptr<transport::Channel>& channel) { context_->channel = channel; }
 
   void on_frame(transport::Channel& channel, transport::Frame& frame) override {
+    assert(channel.strand().running_in_this_thread());
     if (!hello_done_) {
       if (!is_hello(frame)) {
         core_->count_protocol_error();
