@@ -43,6 +43,9 @@ AttemptBudget attempt_budget(const AttemptPlan& plan, int number, bool waited, T
   const bool hedged = plan.hedge_delay.count() > 0;
   if (plan.has_deadline) {
     out.wire = waited || number > 1 ? std::chrono::ceil<std::chrono::milliseconds>(plan.deadline - now) : plan.budget;
+    // An attempt started at (or, on a busy executor, just after) the deadline
+    // still tells the server it has no time, never "no deadline".
+    out.wire = std::max(out.wire, std::chrono::milliseconds(1));
     const int left = plan.max_attempts - number + 1;
     if (plan.idempotent && !hedged && left > 1) {
       const auto share = plan.attempt_timeout.count() > 0 ? plan.attempt_timeout : out.wire / left;

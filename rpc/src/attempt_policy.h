@@ -64,6 +64,7 @@ struct AttemptBudget {
 /// ones what is left. An idempotent, unhedged call that may still retry gives
 /// each attempt `attempt_timeout` or an even share of what is left over the
 /// attempts left (at least 1 ms); the last attempt gets all that is left.
+/// With a deadline the wire budget is never below 1 ms (0 would mean none).
 AttemptBudget attempt_budget(const AttemptPlan& plan, int number, bool waited, TimePoint now) noexcept;
 
 /// When the next hedge of a call is due after attempt `number` started at
