@@ -14,22 +14,12 @@
 #include <boost/asio/strand.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <wheelrpc/transport/channel_options.h>
 #include <wheelrpc/transport/frame.h>
 
 namespace wheelrpc::transport {
 
 enum class ChannelState : std::uint8_t { ready, closed };
-
-struct ChannelOptions {
-  /// Largest frame body accepted from the peer (bytes); larger frames close the
-  /// channel before anything is allocated. Default 8 MiB.
-  std::uint32_t max_body = kDefaultMaxBody;
-  /// Bytes of encoded frames that may wait to be written; `send` fails with
-  /// errc::write_queue_full beyond it. Default 64 MiB.
-  std::size_t max_write_queue_bytes = std::size_t{64} << 20;
-  /// Initial read buffer (bytes); it grows to fit one whole frame. Default 64 KiB.
-  std::size_t read_buffer_bytes = std::size_t{64} << 10;
-};
 
 class Channel;
 
