@@ -28,7 +28,9 @@
 /// client_cpu_s, server_cpu_s (over the window), client_rss_bytes_per_conn,
 /// server_rss_bytes_per_conn, timer_pending (the client's shared timer at the
 /// end of the window), errors (connections that failed, never became ready,
-/// were lost or reconnected); then details. Exit status 1 if errors > 0.
+/// were lost or reconnected); then details, among them the CPU of each
+/// process's timer worker thread ("wheel-timer", where the channel timer tasks
+/// run) over the window. Exit status 1 if errors > 0.
 
 #include "conn_scale.h"
 
@@ -52,6 +54,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -202,6 +205,21 @@ ClientTotals totals(const std::vector<std::unique_ptr<rpc::Client>>& clients, bo
   return t;
 }
 
+/// CPU seconds of the thread named `name` (comm) of process `pid`; -1 if none.
+/// The shared timer's worker is "wheel-timer": what the channel timer tasks cost.
+double thread_cpu_of(pid_t pid, std::string_view name) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  std::error_code ec;
+  for (const auto& d : std::filesystem::directory_iterator(dir, ec)) {
+    std::string comm = read_small_file(d.path().string() + "/comm");
+    while (!comm.empty() && (comm.back() == '\n' || comm.back() == ' ')) comm.pop_back();
+    if (comm == name) return stat_cpu_s(d.path().string() + "/stat");
+  }
+  return -1;
+}
+
+double delta(double before, double after) { return before < 0 || after < 0 ? -1 : after - before; }
+
 double per_conn(long before, long after, long n) {
   if (before < 0 || after < 0 || n <= 0) return -1;
   return static_cast<double>(after - before) / static_cast<double>(n);
@@ -300,11 +318,16 @@ int conn_scale(const Flags& flags) {
 
   // The window: nothing but heartbeats.
   const ClientTotals at_start = totals(clients, false);
+  const pid_t self = ::getpid();
   const double c0 = process_cpu_s();
   const double s0 = server_pid ? other_process_cpu_s(server_pid) : -1;
+  const double ct0 = thread_cpu_of(self, "wheel-timer");
+  const double st0 = server_pid ? thread_cpu_of(server_pid, "wheel-timer") : -1;
   std::this_thread::sleep_for(std::chrono::duration<double>(duration_s));
   const double c1 = process_cpu_s();
   const double s1 = server_pid ? other_process_cpu_s(server_pid) : -1;
+  const double ct1 = thread_cpu_of(self, "wheel-timer");
+  const double st1 = server_pid ? thread_cpu_of(server_pid, "wheel-timer") : -1;
   const long client_rss_end = rss_of(0);
   const long server_rss_end = server_pid ? rss_of(server_pid) : -1;
   const std::uint64_t timer_pending = timer.stats().pending;
@@ -334,6 +357,8 @@ int conn_scale(const Flags& flags) {
       .num("client_cpu_pct", 100 * client_cpu_s / duration_s, 2)
       .num("server_cpu_pct", server_cpu_s < 0 ? -1.0 : 100 * server_cpu_s / duration_s, 2)
       .num("heartbeats_in_window", at_end.heartbeats_sent - at_start.heartbeats_sent)
+      .num("client_timer_thread_cpu_s", delta(ct0, ct1), 3)
+      .num("server_timer_thread_cpu_s", delta(st0, st1), 3)
       .num("client_rss_bytes_per_conn_at_ready", per_conn(client_rss0, client_rss_ready, established), 0)
       .num("server_rss_bytes_per_conn_at_ready", per_conn(server_rss0, server_rss_ready, established), 0)
       .num("client_rss_before_bytes", client_rss0)
