@@ -148,11 +148,15 @@ void expect_same(const Frame& want, const Frame& got) {
                                            << got.payload.size() << " bytes differ";
 }
 
-// Sends a 351-byte frame one byte per read; the heap read buffer must stay
-// at most `max_capacity` throughout.
-void one_byte_reads(ChannelOptions options, std::size_t max_capacity) {
+// Sends a 351-byte frame one byte per read (after `warm_up` heartbeats, each
+// read on its own); the heap read buffer must stay at most `max_capacity`.
+void one_byte_reads(ChannelOptions options, int warm_up, std::size_t max_capacity) {
   ChannelPair p(options);
   p.channel().start();
+  for (int i = 0; i < warm_up; ++i) {
+    p.send(encode(heartbeat()));
+    ASSERT_TRUE(wait_until([&] { return p.stats().reads == static_cast<std::uint64_t>(i + 1); }));
+  }
   const Frame sent = request(7, 300);
   const std::string bytes = encode(sent);
   ASSERT_GT(bytes.size(), Channel::kInlineReadBytes);
@@ -163,24 +167,31 @@ void one_byte_reads(ChannelOptions options, std::size_t max_capacity) {
     ASSERT_LE(p.stats().read_capacity, max_capacity) << "byte " << i;
   }
   p.send(bytes.substr(bytes.size() - 1));
-  ASSERT_TRUE(wait_until([&] { return p.recorder().count() == 1; }));
-  expect_same(sent, p.recorder().frames().at(0));
-  EXPECT_EQ(bytes.size(), p.stats().reads);
+  ASSERT_TRUE(wait_until([&] { return p.recorder().count() == static_cast<std::size_t>(warm_up) + 1; }));
+  expect_same(sent, p.recorder().frames().back());
+  EXPECT_EQ(bytes.size() + static_cast<std::size_t>(warm_up), p.stats().reads);
   EXPECT_EQ(0, p.recorder().closes());
 }
 
 TEST(ChannelReads, AFrameSplitIntoOneByteReadsArrivesWhole) {
-  // Bytes a few microseconds apart make the channel busy: it keeps its first
-  // busy buffer (1 KiB) for the frame.
-  one_byte_reads({}, 1024);
+  // A quiet channel: the inline bytes until the header says how long the
+  // frame is, then a buffer of exactly its size (reads that continue a frame
+  // do not make a channel busy).
+  one_byte_reads({}, 0, encoded_size(request(7, 300)));
 }
 
-TEST(ChannelReads, AFrameSplitIntoOneByteReadsOnAChannelNeverBusyHoldsOnlyTheFrame) {
-  // Never busy: the inline bytes until the header says how long the frame
-  // is, then a buffer of exactly its size.
+TEST(ChannelReads, AFrameSplitIntoOneByteReadsOnABusyChannelArrivesWhole) {
+  // Two frames within busy_read_interval make the channel busy: it keeps its
+  // first busy buffer (1 KiB), in which the frame then arrives byte by byte.
+  ChannelOptions options;
+  options.busy_read_interval = std::chrono::seconds(5);
+  one_byte_reads(options, 2, 1024);
+}
+
+TEST(ChannelReads, AFrameSplitIntoOneByteReadsOnAChannelNeverBusyArrivesWhole) {
   ChannelOptions options;
   options.busy_read_interval = std::chrono::microseconds(0);
-  one_byte_reads(options, encoded_size(request(7, 300)));
+  one_byte_reads(options, 2, encoded_size(request(7, 300)));
 }
 
 TEST(ChannelReads, AFrameLargerThanAnyInitialBufferArrivesWhole) {

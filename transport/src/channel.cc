@@ -119,7 +119,11 @@ void Channel::do_read() {
     return;
   }
   prepare_read_buffer();
-  offered_ = (heap_ ? heap_capacity_ : kInlineReadBytes) - read_end_;
+  const std::size_t capacity = heap_ ? heap_capacity_ : kInlineReadBytes;
+  offered_ = capacity - read_end_;
+  // A buffer that ends where the partial frame does is expected to fill up;
+  // only one with room past the frame says, when full, that more is waiting.
+  full_means_more_ = capacity > decoder_.needed();
   socket_.async_read_some(
       asio::buffer(read_data() + read_end_, offered_),
       asio::bind_executor(strand_, [self = shared_from_this()](const error_code& ec, std::size_t n) {
@@ -182,11 +186,17 @@ void Channel::on_read(const error_code& ec, std::size_t n) {
     return;
   }
   const Clock::rep now = now_rep();
-  const Clock::rep previous = last_read_.load(std::memory_order_relaxed);
   last_read_.store(now, std::memory_order_relaxed);
-  const bool quiet = !read_before_ || now - previous >= busy_interval_;
-  const bool filled = n == offered_;  // more may be waiting in the socket
-  read_before_ = true;
+  // A read that starts a frame decides whether the channel is busy; reads
+  // that continue a frame (the rest of a large one, a header split in two)
+  // say nothing about the traffic and keep that decision.
+  const bool starts_frame = read_end_ == 0;
+  if (starts_frame) {
+    quiet_ = !read_before_ || now - last_frame_start_ >= busy_interval_;
+    last_frame_start_ = now;
+    read_before_ = true;
+  }
+  const bool more_waiting = n == offered_ && full_means_more_;
   reads_stat_.store(reads_stat_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   read_end_ += n;
   while (is_open()) {
@@ -213,14 +223,16 @@ void Channel::on_read(const error_code& ec, std::size_t n) {
   const auto first_busy = [&] {
     return std::min(std::max(std::bit_ceil(2 * n), kFirstBusyBytes), max_kept_read_);
   };
-  if (filled) {
+  if (more_waiting) {
     busy_bytes_ = busy_bytes_ == 0 ? first_busy() : std::min(2 * busy_bytes_, max_kept_read_);
-  } else if (quiet) {
-    busy_bytes_ = 0;
-  } else if (busy_bytes_ == 0) {
-    busy_bytes_ = first_busy();
+  } else if (starts_frame) {
+    if (quiet_) {
+      busy_bytes_ = 0;
+    } else if (busy_bytes_ == 0) {
+      busy_bytes_ = first_busy();
+    }
   }
-  if (quiet && !filled && read_end_ == 0) trim_idle();
+  if (quiet_ && !more_waiting && read_end_ == 0) trim_idle();
   do_read();
 }
 

@@ -65,19 +65,23 @@ struct ChannelBufferStats {
 /// than they are, moves to a heap buffer sized to need: a frame's buffer grows
 /// with what has arrived (at most doubling), never straight to the size its
 /// header announces, and is given back once the frame is complete.
-/// While the channel is busy (reads at most ChannelOptions::busy_read_interval
-/// apart) it keeps one read buffer between reads, sized to its traffic (from
-/// 1 KiB, doubled when a read fills it, at most read_buffer_bytes), so a
-/// stream of frames costs one read syscall per batch and no allocation. The
-/// first read after a quiet spell that leaves no partial frame gives the read
-/// buffer back, trims the write buffers (both, when no write is in flight) to
-/// at most kKeptWriteBytes each and drops the decoded frame's strings; a
-/// write after a quiet spell trims the in-flight write buffer too. So a
-/// connection that only carries heartbeats holds no heap buffer, and one that
-/// went quiet after a burst gives back what the burst needed at its next read
-/// (with heartbeats, within one heartbeat interval). Bytes queued for writing
-/// are bounded by max_write_queue_bytes; a written buffer over 1 MiB is given
-/// back as soon as its write completes. `buffer_stats()` shows all this.
+/// While the channel is busy (reads that start a frame come at most
+/// ChannelOptions::busy_read_interval apart, or a read fills its buffer) it
+/// keeps one read buffer between reads, sized to its traffic (from 1 KiB,
+/// doubled when a read fills it, at most read_buffer_bytes), so a stream of
+/// frames costs one read syscall per batch and no allocation. Reads that
+/// continue a frame (the rest of a large one) do not make a channel busy. A
+/// read that starts a frame after a quiet spell and leaves no partial frame
+/// gives the read buffer back, trims the write buffers (both, when no write
+/// is in flight) to at most kKeptWriteBytes each and drops the decoded
+/// frame's strings; a write after a quiet spell trims the in-flight write
+/// buffer too. So a connection that only carries heartbeats holds no heap
+/// buffer, one that went quiet after a burst gives back what the burst
+/// needed at its next read (with heartbeats, within one heartbeat interval),
+/// and connection setup (a HELLO larger than the inline bytes) leaves nothing
+/// behind. Bytes queued for writing are bounded by max_write_queue_bytes; a
+/// written buffer over 1 MiB is given back as soon as its write completes.
+/// `buffer_stats()` shows all this.
 ///
 /// @par Thread Safety
 /// `send`, `close` and the getters are safe from any thread; the handler runs
@@ -163,9 +167,12 @@ class Channel : public std::enable_shared_from_this<Channel> {
   std::unique_ptr<std::uint8_t[]> heap_;
   std::size_t heap_capacity_ = 0;
   std::size_t read_begin_ = 0, read_end_ = 0;
-  std::size_t offered_ = 0;     // bytes the pending read may fill
-  std::size_t busy_bytes_ = 0;  // buffer kept while busy; 0 = quiet
-  bool read_before_ = false;
+  std::size_t offered_ = 0;        // bytes the pending read may fill
+  bool full_means_more_ = false;   // a full read leaves bytes in the socket
+  std::size_t busy_bytes_ = 0;     // buffer kept while busy; 0 = quiet
+  Clock::rep last_frame_start_ = 0;  // last read that started a frame
+  bool read_before_ = false;       // a read has started a frame
+  bool quiet_ = true;              // that read came after a quiet spell
   FrameDecoder decoder_;
   Frame frame_;
   std::uint8_t inline_[kInlineReadBytes];

@@ -30,16 +30,18 @@ struct ChannelOptions {
   /// channel keeps none. Default 64 KiB; values below 64 act as 64.
   std::size_t read_buffer_bytes = std::size_t{64} << 10;
 
-  /// A channel is busy while its reads come at most this long apart: it then
-  /// keeps a read buffer between reads, so a stream of frames costs one read
-  /// and no allocation each. A read after a longer quiet spell (and the first
-  /// read) that leaves no partial frame gives back the read buffer, shrinks
-  /// the write buffers and the decoded frame's strings, and the next wait
-  /// holds no heap buffer. A read that fills its buffer counts as busy
-  /// whatever the interval: more bytes are waiting. Default 10 ms. Zero: the
-  /// read buffer is given back after every read that neither fills it nor
-  /// leaves a partial frame (least memory; costs an allocation whenever more
-  /// than Channel::kInlineReadBytes arrive at once).
+  /// A channel is busy while its reads that start a frame come at most this
+  /// long apart: it then keeps a read buffer between reads, so a stream of
+  /// frames costs one read and no allocation each. A read that starts a frame
+  /// after a longer quiet spell (or is the first) and leaves no partial frame
+  /// gives back the read buffer, shrinks the write buffers and the decoded
+  /// frame's strings, and the next wait holds no heap buffer. Reads that
+  /// continue a frame keep the decision; a read that fills its buffer past
+  /// the frame it was sized for counts as busy whatever the interval (more
+  /// bytes are waiting). Default 10 ms. Zero: the read buffer is given back
+  /// after every read that neither fills it nor leaves a partial frame (least
+  /// memory; costs an allocation whenever more than Channel::kInlineReadBytes
+  /// arrive at once).
   std::chrono::microseconds busy_read_interval{10'000};
 };
 
