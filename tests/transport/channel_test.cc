@@ -243,6 +243,20 @@ TEST(ChannelMemory, AnIdleChannelHoldsNoHeapBuffer) {
   EXPECT_LE(s.write_capacity, 2 * Channel::kKeptWriteBytes);
 }
 
+TEST(ChannelMemory, OneFrameLargerThanTheInlineBytesLeavesNoBufferBehind) {
+  // A connection's first frame (a HELLO) takes two reads: the inline bytes,
+  // then a buffer sized to the rest. That is not traffic: the channel stays
+  // quiet and gives the buffer back.
+  ChannelPair p;
+  p.channel().start();
+  const Frame hello = request(1, 150);
+  p.send(encode(hello));
+  ASSERT_TRUE(wait_until([&] { return p.recorder().count() == 1; }));
+  expect_same(hello, p.recorder().frames().at(0));
+  EXPECT_TRUE(wait_until([&] { return p.stats().reads >= 2 && p.stats().read_capacity == 0; }))
+      << "reads " << p.stats().reads << ", read buffer " << p.stats().read_capacity;
+}
+
 TEST(ChannelMemory, AQuietReadGivesBackWhatABurstNeeded) {
   ChannelOptions options;
   options.busy_read_interval = 200ms;

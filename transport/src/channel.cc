@@ -196,7 +196,8 @@ void Channel::on_read(const error_code& ec, std::size_t n) {
     last_frame_start_ = now;
     read_before_ = true;
   }
-  const bool more_waiting = n == offered_ && full_means_more_;
+  const bool full = n == offered_ && full_means_more_;
+  const std::size_t capacity = heap_ ? heap_capacity_ : kInlineReadBytes;
   reads_stat_.store(reads_stat_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   read_end_ += n;
   while (is_open()) {
@@ -217,6 +218,10 @@ void Channel::on_read(const error_code& ec, std::size_t n) {
     release_read_buffer();
     return;
   }
+  // A full buffer says more bytes are waiting, unless a frame too large for
+  // it explains why it is full (a HELLO over the inline bytes, a large frame:
+  // their buffer is sized to them, the channel is not busy for that).
+  const bool more_waiting = full && !(read_end_ > read_begin_ && decoder_.needed() > capacity);
   if (read_begin_ == read_end_) read_begin_ = read_end_ = 0;
 
   // How the next read is buffered ("Memory" in channel.h).
