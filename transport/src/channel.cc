@@ -53,10 +53,15 @@ ChannelCounters channel_counters() noexcept {
   return c;
 }
 
+struct Channel::MakeShared final : Channel {
+  MakeShared(asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> handler, ChannelOptions options)
+      : Channel(std::move(socket), std::move(handler), options) {}
+};
+
 std::shared_ptr<Channel> Channel::create(asio::ip::tcp::socket socket,
                                          std::shared_ptr<ChannelHandler> handler,
                                          ChannelOptions options) {
-  return std::shared_ptr<Channel>(new Channel(std::move(socket), std::move(handler), options));
+  return std::make_shared<MakeShared>(std::move(socket), std::move(handler), options);
 }
 
 Channel::Channel(asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> handler,

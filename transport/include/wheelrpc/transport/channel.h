@@ -134,6 +134,7 @@ class Channel : public std::enable_shared_from_this<Channel> {
   const boost::asio::strand<boost::asio::any_io_executor>& strand() const noexcept { return strand_; }
 
  private:
+  struct MakeShared;  // lets create() make the channel and its count in one allocation
   Channel(boost::asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> handler,
           ChannelOptions options);
   void do_read();
