@@ -5,10 +5,15 @@
 ///   rpc_bench server [--port 0] [--port-file PATH] [--lifetime SECONDS] [--threads N]
 ///   rpc_bench client --port N [--concurrency 16] [--payload 64] [--warmup 1]
 ///                    [--duration 10] [--server-pid PID] [--no-deadline] [--host 127.0.0.1]
+///   rpc_bench conn_scale [--connections N] [--heartbeat-ms H] [--duration-s S] ...
+///
+/// (conn_scale, what idle connections cost, is described in conn_scale.cc.)
 ///
 /// Server: a wheelrpc::rpc::Server with one method, `echo`, on an io_context run
-/// by N threads (default 1), sharing one HashedWheelTimer; it runs until killed
-/// (or `--lifetime` seconds, a safety net should the run script die).
+/// by N threads (default 1), sharing one HashedWheelTimer, proposing heartbeats
+/// every --heartbeat-ms; it raises its open-file soft limit to the hard limit
+/// and runs until killed (or `--lifetime` seconds, a safety net should the run
+/// script die).
 ///
 /// Client: one wheelrpc::rpc::Client on an io_context run by one thread (plus
 /// the timer's worker); closed loop with C calls in flight; each payload carries
@@ -47,7 +52,9 @@
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 #include <wheelrpc/transport/connector.h>
 
+#include "bench_flags.h"
 #include "bench_util.h"
+#include "conn_scale.h"
 
 namespace {
 
@@ -68,88 +75,9 @@ constexpr std::chrono::milliseconds kDeadline = 1s;
 /// "No deadline" with the current API: one that never fires during a run.
 constexpr std::chrono::milliseconds kNoDeadline = wheelrpc::rpc::CallOptions::kNoDeadline;
 
-// ---- command line --------------------------------------------------------------
-
-/// A usage error, reported by main with exit status 2.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-/// Flags of the form `--name value`, plus boolean `--name`.
-class Flags {
- public:
-  Flags(int argc, char** argv, std::vector<std::string_view> booleans) {
-    for (int i = 2; i < argc; ++i) {
-      const std::string_view a = argv[i];
-      if (a.size() < 3 || a.substr(0, 2) != "--") throw UsageError("unexpected argument " + std::string(a));
-      const std::string_view name = a.substr(2);
-      bool is_bool = false;
-      for (const auto b : booleans) is_bool = is_bool || b == name;
-      if (is_bool) {
-        values_.emplace_back(name, "1");
-      } else if (i + 1 < argc) {
-        values_.emplace_back(name, argv[++i]);
-      } else {
-        throw UsageError("missing value after " + std::string(a));
-      }
-    }
-  }
-
-  /// Throws UsageError for a flag nobody asked for.
-  void check_known(std::initializer_list<std::string_view> known) const {
-    for (const auto& [name, value] : values_) {
-      bool ok = false;
-      for (const auto k : known) ok = ok || k == name;
-      if (!ok) throw UsageError("unknown flag --" + std::string(name));
-    }
-  }
-
-  bool has(std::string_view name) const {
-    for (const auto& [n, v] : values_) {
-      if (n == name) return true;
-    }
-    return false;
-  }
-  std::string str(std::string_view name, std::string def) const {
-    for (const auto& [n, v] : values_) {
-      if (n == name) return std::string(v);
-    }
-    return def;
-  }
-  long long integer(std::string_view name, long long def, long long lo, long long hi) const {
-    if (!has(name)) return def;
-    const std::string s = str(name, "");
-    long long v = 0;
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || end != s.data() + s.size() || v < lo || v > hi) {
-      throw UsageError("--" + std::string(name) + " must be an integer in " + std::to_string(lo) + ".." +
-                       std::to_string(hi));
-    }
-    return v;
-  }
-  double seconds(std::string_view name, double def) const {
-    if (!has(name)) return def;
-    const std::string s = str(name, "");
-    try {
-      std::size_t used = 0;
-      const double v = std::stod(s, &used);
-      if (used == s.size() && v >= 0 && v <= 86'400) return v;
-    } catch (const std::exception&) {
-    }
-    throw UsageError("--" + std::string(name) + " must be a number of seconds in 0..86400");
-  }
-
- private:
-  std::vector<std::pair<std::string_view, std::string_view>> values_;
-};
-
-asio::ip::tcp::endpoint endpoint_of(const std::string& host, long long port) {
-  asio::ip::tcp::endpoint ep;
-  if (!wheelrpc::transport::parse_endpoint(host + ":" + std::to_string(port), ep)) {
-    throw UsageError("invalid --host '" + host + "'");
-  }
-  return ep;
-}
+using wb::Flags;
+using wb::UsageError;
+using wb::endpoint_of;
 
 // ---- server --------------------------------------------------------------------
 
@@ -171,14 +99,17 @@ void write_port_file(const std::string& path, int port) {
 }
 
 int server(const Flags& flags) {
-  flags.check_known({"port", "port-file", "lifetime", "threads", "host"});
+  flags.check_known({"port", "port-file", "lifetime", "threads", "host", "heartbeat-ms"});
   const auto ep = endpoint_of(flags.str("host", "127.0.0.1"), flags.integer("port", 0, 0, 65535));
   const auto threads = static_cast<int>(flags.integer("threads", 1, 1, 64));
+  rpc::ServerOptions options;
+  options.heartbeat = std::chrono::milliseconds(flags.integer("heartbeat-ms", 15000, 1, 3'600'000));
   exit_after(flags.seconds("lifetime", 0));
+  wb::raise_open_file_limit();  // conn_scale checks the result in /proc/PID/limits
 
   wheelrpc::timer::HashedWheelTimer timer;
   asio::io_context io(threads);
-  rpc::Server srv(io.get_executor(), timer);
+  rpc::Server srv(io.get_executor(), timer, options);
   srv.handle("echo", [](rpc::Request req, rpc::Responder r) { r.reply(std::move(req.payload)); });
   if (const error_code ec = srv.listen(ep)) {
     std::fprintf(stderr, "rpc_bench server: cannot listen: %s\n", ec.message().c_str());
@@ -348,8 +279,12 @@ int usage(const char* problem) {
   if (problem && *problem) std::fprintf(stderr, "rpc_bench: %s\n", problem);
   std::fprintf(stderr,
                "usage: rpc_bench server [--port 0] [--port-file PATH] [--lifetime SECONDS] [--threads N]\n"
+               "                        [--heartbeat-ms 15000]\n"
                "       rpc_bench client --port N [--concurrency 16] [--payload 64] [--warmup 1] [--duration 10]\n"
-               "                        [--server-pid PID] [--no-deadline] [--host 127.0.0.1]\n");
+               "                        [--server-pid PID] [--no-deadline] [--host 127.0.0.1]\n"
+               "       rpc_bench conn_scale [--connections 1000] [--heartbeat-ms 1000] [--duration-s 20]\n"
+               "                        [--batch 200] [--ready-timeout-s 120] [--port N [--server-pid PID]]\n"
+               "                        [--host 127.0.0.1]\n");
   return 2;
 }
 
@@ -360,6 +295,7 @@ int main(int argc, char** argv) {
   try {
     if (mode == "server") return server(Flags(argc, argv, {}));
     if (mode == "client") return client(Flags(argc, argv, {"no-deadline"}));
+    if (mode == "conn_scale") return wb::conn_scale(Flags(argc, argv, {}));
   } catch (const UsageError& e) {
     return usage(e.what());
   } catch (const std::exception& e) {

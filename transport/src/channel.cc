@@ -2,7 +2,10 @@
 #include <wheelrpc/transport/connector.h>
 
 #include <algorithm>
+#include <bit>
+#include <cassert>
 #include <cstring>
+#include <memory>
 
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/dispatch.hpp>
@@ -27,6 +30,19 @@ struct GlobalCounters {
 
 Channel::Clock::rep now_rep() { return Channel::Clock::now().time_since_epoch().count(); }
 
+// The kept read buffer of a channel that just became busy: twice its last
+// read, at least this, at most read_buffer_bytes.
+constexpr std::size_t kFirstBusyBytes = 1024;
+// A written buffer larger than this is given back as soon as its write completes.
+constexpr std::size_t kMaxKeptInflightBytes = std::size_t{1} << 20;
+
+const std::size_t kSmallStringCapacity = std::string().capacity();
+
+// Heap bytes behind a string: 0 while it fits in its small-string buffer.
+std::size_t heap_bytes(const std::string& s) noexcept {
+  return s.capacity() > kSmallStringCapacity ? s.capacity() + 1 : 0;
+}
+
 }  // namespace
 
 ChannelCounters channel_counters() noexcept {
@@ -37,22 +53,28 @@ ChannelCounters channel_counters() noexcept {
   return c;
 }
 
+struct Channel::MakeShared final : Channel {
+  MakeShared(asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> handler, ChannelOptions options)
+      : Channel(std::move(socket), std::move(handler), options) {}
+};
+
 std::shared_ptr<Channel> Channel::create(asio::ip::tcp::socket socket,
                                          std::shared_ptr<ChannelHandler> handler,
                                          ChannelOptions options) {
-  return std::shared_ptr<Channel>(new Channel(std::move(socket), std::move(handler), options));
+  return std::make_shared<MakeShared>(std::move(socket), std::move(handler), options);
 }
 
 Channel::Channel(asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> handler,
                  ChannelOptions options)
     : id_(g_next_id.fetch_add(1, std::memory_order_relaxed)),
       options_(options),
+      max_kept_read_(std::max(options.read_buffer_bytes, kInlineReadBytes)),
+      busy_interval_(std::chrono::duration_cast<Clock::duration>(options.busy_read_interval).count()),
       strand_(asio::make_strand(socket.get_executor())),
       socket_(std::move(socket)),
       handler_(std::move(handler)),
       last_read_(now_rep()),
       last_write_(now_rep()),
-      read_buf_(std::max<std::size_t>(options.read_buffer_bytes, kHeaderSize)),
       decoder_(options.max_body) {
   error_code ec;
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
@@ -77,31 +99,90 @@ std::size_t Channel::queued_bytes() const {
   return queued_.size();
 }
 
+ChannelBufferStats Channel::buffer_stats() const {
+  ChannelBufferStats stats;
+  stats.read_capacity = read_capacity_stat_.load(std::memory_order_relaxed);
+  stats.read_pending = read_pending_stat_.load(std::memory_order_relaxed);
+  stats.reads = reads_stat_.load(std::memory_order_relaxed);
+  std::size_t queued = 0;
+  {
+    std::lock_guard lock(write_mu_);
+    queued = heap_bytes(queued_);
+  }
+  stats.write_capacity = queued + inflight_capacity_stat_.load(std::memory_order_relaxed);
+  return stats;
+}
+
 void Channel::start() {
   asio::dispatch(strand_, [self = shared_from_this()] { self->do_read(); });
 }
 
 void Channel::do_read() {
-  if (!is_open()) return;
-  // Compact: move the partial frame to the front, and make room for the whole
-  // frame when its header said it is bigger than the buffer (the decoder has
-  // already checked the size against the limit).
-  if (read_begin_ > 0) {
-    std::memmove(read_buf_.data(), read_buf_.data() + read_begin_, read_end_ - read_begin_);
-    read_end_ -= read_begin_;
-    read_begin_ = 0;
+  assert(strand_.running_in_this_thread());
+  if (!is_open()) {
+    release_read_buffer();
+    return;
   }
-  if (decoder_.needed() > read_buf_.size()) read_buf_.resize(decoder_.needed());
-  if (read_end_ == read_buf_.size()) read_buf_.resize(read_buf_.size() * 2);
+  prepare_read_buffer();
+  const std::size_t capacity = heap_ ? heap_capacity_ : kInlineReadBytes;
+  offered_ = capacity - read_end_;
+  // A buffer that ends where the partial frame does is expected to fill up;
+  // only one with room past the frame says, when full, that more is waiting.
+  full_means_more_ = capacity > decoder_.needed();
   socket_.async_read_some(
-      asio::buffer(read_buf_.data() + read_end_, read_buf_.size() - read_end_),
+      asio::buffer(read_data() + read_end_, offered_),
       asio::bind_executor(strand_, [self = shared_from_this()](const error_code& ec, std::size_t n) {
         self->on_read(ec, n);
       }));
 }
 
+void Channel::prepare_read_buffer() {
+  const std::size_t have = read_end_ - read_begin_;
+  // What the next read wants room for: the kept buffer of a busy channel, and
+  // the rest of a partial frame. The decoder has checked the frame's size
+  // against max_body already; the buffer grows with what has arrived (at most
+  // doubling), so a header alone cannot make us allocate its whole body.
+  std::size_t want = busy_bytes_;
+  if (decoder_.needed() > have) {
+    want = std::max(want, std::min(decoder_.needed(), std::max(2 * have, max_kept_read_)));
+  }
+  const std::uint8_t* from = read_data() + read_begin_;
+  if (busy_bytes_ == 0 && want <= kInlineReadBytes) {
+    if (heap_) {
+      std::memcpy(inline_, from, have);
+      heap_.reset();
+      heap_capacity_ = 0;
+    } else if (read_begin_ > 0) {
+      std::memmove(inline_, from, have);
+    }
+  } else if (!heap_ || heap_capacity_ < want || heap_capacity_ > std::max(want, max_kept_read_)) {
+    // Grow, move off the inline bytes, or give back what a large frame needed.
+    auto buf = std::make_unique_for_overwrite<std::uint8_t[]>(want);
+    std::memcpy(buf.get(), from, have);
+    heap_ = std::move(buf);
+    heap_capacity_ = want;
+  } else if (read_begin_ > 0) {
+    std::memmove(heap_.get(), from, have);
+  }
+  read_begin_ = 0;
+  read_end_ = have;
+  read_capacity_stat_.store(heap_capacity_, std::memory_order_relaxed);
+  read_pending_stat_.store(have, std::memory_order_relaxed);
+}
+
+void Channel::release_read_buffer() noexcept {
+  heap_.reset();
+  heap_capacity_ = 0;
+  read_begin_ = read_end_ = 0;
+  busy_bytes_ = 0;
+  read_capacity_stat_.store(0, std::memory_order_relaxed);
+  read_pending_stat_.store(0, std::memory_order_relaxed);
+}
+
 void Channel::on_read(const error_code& ec, std::size_t n) {
+  assert(strand_.running_in_this_thread());
   if (ec) {
+    release_read_buffer();
     if (ec == asio::error::eof) {
       do_close(ec, "closed by peer");
     } else if (ec != asio::error::operation_aborted) {
@@ -109,23 +190,69 @@ void Channel::on_read(const error_code& ec, std::size_t n) {
     }
     return;
   }
-  last_read_.store(now_rep(), std::memory_order_relaxed);
+  const Clock::rep now = now_rep();
+  last_read_.store(now, std::memory_order_relaxed);
+  // A read that starts a frame decides whether the channel is busy; reads
+  // that continue a frame (the rest of a large one, a header split in two)
+  // say nothing about the traffic and keep that decision.
+  const bool starts_frame = read_end_ == 0;
+  if (starts_frame) {
+    quiet_ = !read_before_ || now - last_frame_start_ >= busy_interval_;
+    last_frame_start_ = now;
+    read_before_ = true;
+  }
+  const bool full = n == offered_ && full_means_more_;
+  const std::size_t capacity = heap_ ? heap_capacity_ : kInlineReadBytes;
+  reads_stat_.store(reads_stat_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   read_end_ += n;
   while (is_open()) {
     std::size_t consumed = 0;
-    const auto r = decoder_.decode(read_buf_.data() + read_begin_, read_end_ - read_begin_, frame_,
-                                   consumed);
+    const auto r = decoder_.decode(read_data() + read_begin_, read_end_ - read_begin_, frame_, consumed);
     if (r == FrameDecoder::Result::need_more) break;
     if (r == FrameDecoder::Result::error) {
       g_counters.bad_input.fetch_add(1, std::memory_order_relaxed);
       do_close(decoder_.error(), "bad input: " + decoder_.error_message());
-      return;
+      break;
     }
     read_begin_ += consumed;
     if (handler_) handler_->on_frame(*this, frame_);
+    // The frame is reused; a large payload the handler left in it is not kept.
+    if (frame_.payload.capacity() > max_kept_read_) std::string().swap(frame_.payload);
   }
+  if (!is_open()) {  // closed by the handler or for bad input
+    release_read_buffer();
+    return;
+  }
+  // A full buffer says more bytes are waiting, unless a frame too large for
+  // it explains why it is full (a HELLO over the inline bytes, a large frame:
+  // their buffer is sized to them, the channel is not busy for that).
+  const bool more_waiting = full && !(read_end_ > read_begin_ && decoder_.needed() > capacity);
   if (read_begin_ == read_end_) read_begin_ = read_end_ = 0;
+
+  // How the next read is buffered ("Memory" in channel.h).
+  const auto first_busy = [&] {
+    return std::min(std::max(std::bit_ceil(2 * n), kFirstBusyBytes), max_kept_read_);
+  };
+  if (more_waiting) {
+    busy_bytes_ = busy_bytes_ == 0 ? first_busy() : std::min(2 * busy_bytes_, max_kept_read_);
+  } else if (starts_frame) {
+    if (quiet_) {
+      busy_bytes_ = 0;
+    } else if (busy_bytes_ == 0) {
+      busy_bytes_ = first_busy();
+    }
+  }
+  if (quiet_ && !more_waiting && read_end_ == 0) trim_idle();
   do_read();
+}
+
+void Channel::trim_idle() {
+  frame_ = Frame{};
+  std::lock_guard lock(write_mu_);
+  if (writing_) return;  // a write cycle is under way: inflight_ is not ours to touch
+  if (queued_.empty() && heap_bytes(queued_) > kKeptWriteBytes) std::string().swap(queued_);
+  if (heap_bytes(inflight_) > kKeptWriteBytes) std::string().swap(inflight_);
+  inflight_capacity_stat_.store(heap_bytes(inflight_), std::memory_order_relaxed);
 }
 
 error_code Channel::send(const Frame& frame) {
@@ -153,9 +280,15 @@ void Channel::do_write() {
       writing_ = false;
       return;
     }
+    // The first write after a quiet spell does not need what the last burst left.
+    if (heap_bytes(inflight_) > kKeptWriteBytes &&
+        now_rep() - last_write_.load(std::memory_order_relaxed) >= busy_interval_) {
+      std::string().swap(inflight_);
+    }
     std::swap(queued_, inflight_);
     queued_.clear();
   }
+  inflight_capacity_stat_.store(heap_bytes(inflight_), std::memory_order_relaxed);
   asio::async_write(socket_, asio::buffer(inflight_),
                     asio::bind_executor(strand_, [self = shared_from_this()](
                                                      const error_code& ec, std::size_t n) {
@@ -165,16 +298,19 @@ void Channel::do_write() {
 
 void Channel::on_write(const error_code& ec, std::size_t) {
   if (ec) {
+    std::string().swap(inflight_);
+    inflight_capacity_stat_.store(0, std::memory_order_relaxed);
     if (ec != asio::error::operation_aborted) do_close(ec, "write failed: " + ec.message());
     return;
   }
   last_write_.store(now_rep(), std::memory_order_relaxed);
-  // Keep a moderate buffer for reuse; drop a huge one.
-  if (inflight_.capacity() > (std::size_t{1} << 20)) {
+  // Keep a moderate buffer for the next batch; drop a huge one.
+  if (inflight_.capacity() > kMaxKeptInflightBytes) {
     std::string().swap(inflight_);
   } else {
     inflight_.clear();
   }
+  inflight_capacity_stat_.store(heap_bytes(inflight_), std::memory_order_relaxed);
   do_write();
 }
 
@@ -189,7 +325,7 @@ void Channel::do_close(const error_code& ec, const std::string& reason) {
   {
     std::lock_guard lock(write_mu_);
     closed_for_write_ = true;
-    queued_.clear();
+    std::string().swap(queued_);
   }
   error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);

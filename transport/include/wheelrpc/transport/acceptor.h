@@ -24,7 +24,11 @@ class Acceptor : public std::enable_shared_from_this<Acceptor> {
   static std::shared_ptr<Acceptor> create(boost::asio::any_io_executor ex, AcceptHandler on_accept);
 
   /// Binds (SO_REUSEADDR) and listens; port 0 picks a free port. Starts accepting.
-  boost::system::error_code listen(const boost::asio::ip::tcp::endpoint& endpoint, int backlog = 1024);
+  /// `backlog`: connections the kernel may hold completed but not yet accepted;
+  /// default the system's largest (SOMAXCONN, capped by net.core.somaxconn),
+  /// so that many clients (re)connecting at once are not dropped and retried.
+  boost::system::error_code listen(const boost::asio::ip::tcp::endpoint& endpoint,
+                                   int backlog = boost::asio::socket_base::max_listen_connections);
   /// The bound endpoint (the real port when listening on port 0).
   boost::asio::ip::tcp::endpoint local_endpoint() const;
   /// Stops accepting and closes the listening socket. Idempotent.

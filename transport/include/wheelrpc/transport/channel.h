@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -14,22 +15,12 @@
 #include <boost/asio/strand.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <wheelrpc/transport/channel_options.h>
 #include <wheelrpc/transport/frame.h>
 
 namespace wheelrpc::transport {
 
 enum class ChannelState : std::uint8_t { ready, closed };
-
-struct ChannelOptions {
-  /// Largest frame body accepted from the peer (bytes); larger frames close the
-  /// channel before anything is allocated. Default 8 MiB.
-  std::uint32_t max_body = kDefaultMaxBody;
-  /// Bytes of encoded frames that may wait to be written; `send` fails with
-  /// errc::write_queue_full beyond it. Default 64 MiB.
-  std::size_t max_write_queue_bytes = std::size_t{64} << 20;
-  /// Initial read buffer (bytes); it grows to fit one whole frame. Default 64 KiB.
-  std::size_t read_buffer_bytes = std::size_t{64} << 10;
-};
 
 class Channel;
 
@@ -53,15 +44,57 @@ struct ChannelCounters {
 };
 ChannelCounters channel_counters() noexcept;
 
+/// What a channel holds in buffers now, for tests and diagnostics (a snapshot;
+/// each field is read on its own).
+struct ChannelBufferStats {
+  std::size_t read_capacity = 0;   ///< heap read buffer (bytes); 0 while reads use the inline bytes
+  std::size_t read_pending = 0;    ///< bytes of a frame not yet complete
+  std::size_t write_capacity = 0;  ///< heap bytes of the write buffers (queued + in flight)
+  std::uint64_t reads = 0;         ///< reads completed with data so far
+};
+
 /// A connected socket that reads and decodes frames and writes encoded frames
 /// in batches (one write in flight, everything queued meanwhile goes out in the
 /// next one). Created by Acceptor or Connector users via `create()`.
 ///
-/// Thread-safety: `send`, `close` and the getters are safe from any thread;
-/// the handler runs on the channel's strand, where all state changes happen.
+/// @par Memory
+/// A connection costs memory in proportion to what it carries. A channel that
+/// waits for bytes holds no heap buffer: its pending read goes into
+/// kInlineReadBytes inside the Channel, where a heartbeat or a small frame is
+/// read and decoded whole. A read that fills those bytes, or a frame larger
+/// than they are, moves to a heap buffer sized to need: a frame's buffer grows
+/// with what has arrived (at most doubling), never straight to the size its
+/// header announces, and is given back once the frame is complete.
+/// While the channel is busy (reads that start a frame come at most
+/// ChannelOptions::busy_read_interval apart, or a read fills its buffer) it
+/// keeps one read buffer between reads, sized to its traffic (from 1 KiB,
+/// doubled when a read fills it, at most read_buffer_bytes), so a stream of
+/// frames costs one read syscall per batch and no allocation. Reads that
+/// continue a frame (the rest of a large one) do not make a channel busy. A
+/// read that starts a frame after a quiet spell and leaves no partial frame
+/// gives the read buffer back, trims the write buffers (both, when no write
+/// is in flight) to at most kKeptWriteBytes each and drops the decoded
+/// frame's strings; a write after a quiet spell trims the in-flight write
+/// buffer too. So a connection that only carries heartbeats holds no heap
+/// buffer, one that went quiet after a burst gives back what the burst
+/// needed at its next read (with heartbeats, within one heartbeat interval),
+/// and connection setup (a HELLO larger than the inline bytes) leaves nothing
+/// behind. Bytes queued for writing are bounded by max_write_queue_bytes; a
+/// written buffer over 1 MiB is given back as soon as its write completes.
+/// `buffer_stats()` shows all this.
+///
+/// @par Thread Safety
+/// `send`, `close` and the getters are safe from any thread; the handler runs
+/// on the channel's strand, where all state changes happen.
 class Channel : public std::enable_shared_from_this<Channel> {
  public:
   using Clock = std::chrono::steady_clock;
+
+  /// Bytes inside every Channel that a read goes into while no heap read
+  /// buffer is held: a header-only frame (a heartbeat) fits twice.
+  static constexpr std::size_t kInlineReadBytes = 64;
+  /// Heap bytes each write buffer keeps across a quiet spell.
+  static constexpr std::size_t kKeptWriteBytes = 1024;
 
   /// Takes a connected socket; sets TCP_NODELAY. Call `start()` to begin reading.
   static std::shared_ptr<Channel> create(boost::asio::ip::tcp::socket socket,
@@ -93,20 +126,36 @@ class Channel : public std::enable_shared_from_this<Channel> {
   Clock::time_point last_write() const noexcept;
   /// Bytes queued and not yet handed to the socket.
   std::size_t queued_bytes() const;
+  /// The buffers this channel holds now (see "Memory" above). For tests and
+  /// diagnostics; any thread. Read buffer figures are updated before each
+  /// read is started, so they show what the pending read holds.
+  ChannelBufferStats buffer_stats() const;
 
   const boost::asio::strand<boost::asio::any_io_executor>& strand() const noexcept { return strand_; }
 
  private:
+  struct MakeShared;  // lets create() make the channel and its count in one allocation
   Channel(boost::asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> handler,
           ChannelOptions options);
   void do_read();
   void on_read(const boost::system::error_code& ec, std::size_t n);
+  /// Picks the buffer for the next read: inline, the kept one, or one grown
+  /// (or shrunk) to what the partial frame and the channel's traffic need;
+  /// moves the partial frame to its front.
+  void prepare_read_buffer();
+  /// Gives back the heap read buffer (strand only, with no read pending).
+  void release_read_buffer() noexcept;
+  /// After a quiet read: trims the write buffers and the decoded frame.
+  void trim_idle();
+  std::uint8_t* read_data() noexcept { return heap_ ? heap_.get() : inline_; }
   void do_write();
   void on_write(const boost::system::error_code& ec, std::size_t n);
   void do_close(const boost::system::error_code& ec, const std::string& reason);
 
   const std::uint64_t id_;
   const ChannelOptions options_;
+  const std::size_t max_kept_read_;        // read_buffer_bytes, at least kInlineReadBytes
+  const Clock::rep busy_interval_;         // busy_read_interval in Clock ticks
   boost::asio::strand<boost::asio::any_io_executor> strand_;
   boost::asio::ip::tcp::socket socket_;
   std::shared_ptr<ChannelHandler> handler_;  // strand only; reset after on_close
@@ -114,11 +163,23 @@ class Channel : public std::enable_shared_from_this<Channel> {
   std::atomic<ChannelState> state_{ChannelState::ready};
   std::atomic<Clock::rep> last_read_, last_write_;
 
-  // Reading (strand only).
-  std::vector<std::uint8_t> read_buf_;
+  // Reading (strand only). [read_begin_, read_end_) of read_data() is a frame
+  // not yet complete; the buffer is inline_ or heap_ (heap_capacity_ bytes).
+  std::unique_ptr<std::uint8_t[]> heap_;
+  std::size_t heap_capacity_ = 0;
   std::size_t read_begin_ = 0, read_end_ = 0;
+  std::size_t offered_ = 0;        // bytes the pending read may fill
+  bool full_means_more_ = false;   // a full read leaves bytes in the socket
+  std::size_t busy_bytes_ = 0;     // buffer kept while busy; 0 = quiet
+  Clock::rep last_frame_start_ = 0;  // last read that started a frame
+  bool read_before_ = false;       // a read has started a frame
+  bool quiet_ = true;              // that read came after a quiet spell
   FrameDecoder decoder_;
   Frame frame_;
+  std::uint8_t inline_[kInlineReadBytes];
+  // Mirrors of strand-only figures for buffer_stats() (single writer: the strand).
+  std::atomic<std::size_t> read_capacity_stat_{0}, read_pending_stat_{0}, inflight_capacity_stat_{0};
+  std::atomic<std::uint64_t> reads_stat_{0};
 
   // Writing: frames are encoded straight into queued_ by any thread; the strand
   // swaps it with inflight_ and writes that.

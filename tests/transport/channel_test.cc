@@ -1,0 +1,316 @@
+// Channel reads and memory: frames arrive whole however the bytes are split
+// (one byte per read, many frames per read, a frame larger than any buffer the
+// channel starts with), and a channel holds heap buffers only for what it
+// carries: none while it waits, none after a quiet spell.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+
+#include <wheelrpc/transport/channel.h>
+#include <wheelrpc/transport/errc.h>
+#include <wheelrpc/transport/frame.h>
+
+#include "support/wait.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using namespace wheelrpc::transport;
+namespace asio = boost::asio;
+using boost::system::error_code;
+using wheelrpc::test::wait_until;
+
+/// Records what a channel delivers (its callbacks run on the channel's strand).
+class Recorder : public ChannelHandler {
+ public:
+  void on_frame(Channel&, Frame& frame) override {
+    std::lock_guard lock(mu_);
+    frames_.push_back(std::move(frame));
+  }
+  void on_close(Channel&, const error_code& ec, const std::string&) override {
+    std::lock_guard lock(mu_);
+    ++closes_;
+    close_ec_ = ec;
+  }
+  std::size_t count() const {
+    std::lock_guard lock(mu_);
+    return frames_.size();
+  }
+  std::vector<Frame> frames() const {
+    std::lock_guard lock(mu_);
+    return frames_;
+  }
+  int closes() const {
+    std::lock_guard lock(mu_);
+    return closes_;
+  }
+  error_code close_ec() const {
+    std::lock_guard lock(mu_);
+    return close_ec_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<Frame> frames_;
+  int closes_ = 0;
+  error_code close_ec_;
+};
+
+/// A Channel on the accepting end of a loopback connection, run by one
+/// thread, and a blocking raw socket (5 s receive timeout) as its peer.
+class ChannelPair {
+ public:
+  explicit ChannelPair(ChannelOptions options = {}) {
+    asio::ip::tcp::acceptor acceptor(io_, {asio::ip::make_address("127.0.0.1"), 0});
+    peer_.connect(acceptor.local_endpoint());
+    timeval tv{5, 0};
+    ::setsockopt(peer_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    peer_.set_option(asio::ip::tcp::no_delay(true));
+    asio::ip::tcp::socket accepted(io_);
+    acceptor.accept(accepted);
+    channel_ = Channel::create(std::move(accepted), recorder_, options);
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~ChannelPair() {
+    channel_->close({}, "test over");
+    error_code ignored;
+    peer_.close(ignored);
+    work_.reset();
+    thread_.join();
+  }
+
+  Channel& channel() { return *channel_; }
+  const Recorder& recorder() const { return *recorder_; }
+  ChannelBufferStats stats() const { return channel_->buffer_stats(); }
+  /// Writes `bytes` from the peer (blocking until the kernel took them all).
+  void send(const std::string& bytes) { asio::write(peer_, asio::buffer(bytes)); }
+  /// Reads exactly `n` bytes at the peer.
+  std::string receive(std::size_t n) {
+    std::string out(n, '\0');
+    asio::read(peer_, asio::buffer(out));
+    return out;
+  }
+
+ private:
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_ = asio::make_work_guard(io_);
+  asio::ip::tcp::socket peer_{io_};
+  std::shared_ptr<Recorder> recorder_ = std::make_shared<Recorder>();
+  std::shared_ptr<Channel> channel_;
+  std::thread thread_;
+};
+
+std::string encode(const Frame& f) {
+  std::string out;
+  encode_frame(f, out);
+  return out;
+}
+
+Frame heartbeat(std::uint64_t id = 1) {
+  Frame f;
+  f.header.flags = kFlagRequest | kFlagTwoWay | kFlagEvent;
+  f.header.request_id = id;
+  return f;
+}
+
+/// A request with every field set; `payload_bytes` bytes of every byte value.
+Frame request(std::uint64_t id, std::size_t payload_bytes) {
+  Frame f;
+  f.header.flags = kFlagRequest | kFlagTwoWay;
+  f.header.request_id = id;
+  f.header.deadline_ms = 1000;
+  f.method = "echo";
+  f.attachments = {{"trace", "abc"}, {"k", std::string(1, '\0')}};
+  f.payload.resize(payload_bytes);
+  for (std::size_t i = 0; i < payload_bytes; ++i) f.payload[i] = static_cast<char>((i * 131 + id) & 0xff);
+  return f;
+}
+
+void expect_same(const Frame& want, const Frame& got) {
+  EXPECT_EQ(want.header.flags, got.header.flags);
+  EXPECT_EQ(want.header.request_id, got.header.request_id);
+  EXPECT_EQ(want.header.deadline_ms, got.header.deadline_ms);
+  EXPECT_EQ(want.method, got.method);
+  EXPECT_EQ(want.attachments, got.attachments);
+  EXPECT_TRUE(want.payload == got.payload) << "payloads of " << want.payload.size() << " and "
+                                           << got.payload.size() << " bytes differ";
+}
+
+// Sends a 351-byte frame one byte per read (after `warm_up` heartbeats, each
+// read on its own); the heap read buffer must stay at most `max_capacity`.
+void one_byte_reads(ChannelOptions options, int warm_up, std::size_t max_capacity) {
+  ChannelPair p(options);
+  p.channel().start();
+  for (int i = 0; i < warm_up; ++i) {
+    p.send(encode(heartbeat()));
+    ASSERT_TRUE(wait_until([&] { return p.stats().reads == static_cast<std::uint64_t>(i + 1); }));
+  }
+  const Frame sent = request(7, 300);
+  const std::string bytes = encode(sent);
+  ASSERT_GT(bytes.size(), Channel::kInlineReadBytes);
+  for (std::size_t i = 0; i + 1 < bytes.size(); ++i) {
+    p.send(bytes.substr(i, 1));
+    // The next byte goes out only once this one was read on its own.
+    ASSERT_TRUE(wait_until([&] { return p.stats().read_pending == i + 1; })) << "byte " << i;
+    ASSERT_LE(p.stats().read_capacity, max_capacity) << "byte " << i;
+  }
+  p.send(bytes.substr(bytes.size() - 1));
+  ASSERT_TRUE(wait_until([&] { return p.recorder().count() == static_cast<std::size_t>(warm_up) + 1; }));
+  expect_same(sent, p.recorder().frames().back());
+  EXPECT_EQ(bytes.size() + static_cast<std::size_t>(warm_up), p.stats().reads);
+  EXPECT_EQ(0, p.recorder().closes());
+}
+
+TEST(ChannelReads, AFrameSplitIntoOneByteReadsArrivesWhole) {
+  // A quiet channel: the inline bytes until the header says how long the
+  // frame is, then a buffer of exactly its size (reads that continue a frame
+  // do not make a channel busy).
+  one_byte_reads({}, 0, encoded_size(request(7, 300)));
+}
+
+TEST(ChannelReads, AFrameSplitIntoOneByteReadsOnABusyChannelArrivesWhole) {
+  // Two frames within busy_read_interval make the channel busy: it keeps its
+  // first busy buffer (1 KiB), in which the frame then arrives byte by byte.
+  ChannelOptions options;
+  options.busy_read_interval = std::chrono::seconds(5);
+  one_byte_reads(options, 2, 1024);
+}
+
+TEST(ChannelReads, AFrameSplitIntoOneByteReadsOnAChannelNeverBusyArrivesWhole) {
+  ChannelOptions options;
+  options.busy_read_interval = std::chrono::microseconds(0);
+  one_byte_reads(options, 2, encoded_size(request(7, 300)));
+}
+
+TEST(ChannelReads, AFrameLargerThanAnyInitialBufferArrivesWhole) {
+  ChannelOptions options;
+  options.read_buffer_bytes = 4096;
+  ChannelPair p(options);
+  p.channel().start();
+  const Frame sent = request(1, std::size_t{3} << 20);
+  std::thread writer([&] { p.send(encode(sent)); });  // blocks until the channel has read most of it
+  ASSERT_TRUE(wait_until([&] { return p.recorder().count() == 1; }));
+  writer.join();
+  expect_same(sent, p.recorder().frames().at(0));
+  // What the frame needed is given back once it is complete.
+  EXPECT_TRUE(wait_until([&] { return p.stats().read_capacity <= options.read_buffer_bytes; }))
+      << p.stats().read_capacity;
+}
+
+TEST(ChannelReads, ManyFramesInOneReadAreAllDeliveredInOrder) {
+  ChannelPair p;
+  constexpr std::uint64_t kFrames = 1000;
+  std::string bytes;
+  for (std::uint64_t i = 0; i < kFrames; ++i) encode_frame(i % 2 ? heartbeat(i) : request(i, 8), bytes);
+  p.send(bytes);  // all of it waits in the socket before the first read
+  p.channel().start();
+  ASSERT_TRUE(wait_until([&] { return p.recorder().count() == kFrames; }));
+  const auto frames = p.recorder().frames();
+  for (std::uint64_t i = 0; i < kFrames; ++i) ASSERT_EQ(i, frames[i].header.request_id);
+  expect_same(request(998, 8), frames[998]);
+  // The first read takes the inline bytes, then the kept buffer doubles per
+  // full read: a handful of reads, each of many frames.
+  EXPECT_LE(p.stats().reads, 12u);
+}
+
+TEST(ChannelMemory, AnIdleChannelHoldsNoHeapBuffer) {
+  ChannelPair p;
+  EXPECT_EQ(0u, p.stats().read_capacity);
+  EXPECT_EQ(0u, p.stats().write_capacity);
+  p.channel().start();
+  p.send(encode(heartbeat()));
+  ASSERT_TRUE(wait_until([&] { return p.recorder().count() == 1; }));
+  ASSERT_FALSE(p.channel().send(heartbeat(2)));  // the reply
+  EXPECT_EQ(encode(heartbeat(2)), p.receive(kHeaderSize));
+  // A heartbeat is read and decoded in the inline bytes: no heap buffer, and
+  // none for the wait that follows.
+  EXPECT_TRUE(wait_until([&] { return p.stats().reads == 1; }));
+  const auto s = p.stats();
+  EXPECT_EQ(0u, s.read_capacity);
+  EXPECT_EQ(0u, s.read_pending);
+  EXPECT_LE(s.write_capacity, 2 * Channel::kKeptWriteBytes);
+}
+
+TEST(ChannelMemory, OneFrameLargerThanTheInlineBytesLeavesNoBufferBehind) {
+  // A connection's first frame (a HELLO) takes two reads: the inline bytes,
+  // then a buffer sized to the rest. That is not traffic: the channel stays
+  // quiet and gives the buffer back.
+  ChannelPair p;
+  p.channel().start();
+  const Frame hello = request(1, 150);
+  p.send(encode(hello));
+  ASSERT_TRUE(wait_until([&] { return p.recorder().count() == 1; }));
+  expect_same(hello, p.recorder().frames().at(0));
+  EXPECT_TRUE(wait_until([&] { return p.stats().reads >= 2 && p.stats().read_capacity == 0; }))
+      << "reads " << p.stats().reads << ", read buffer " << p.stats().read_capacity;
+}
+
+TEST(ChannelMemory, AQuietReadGivesBackWhatABurstNeeded) {
+  ChannelOptions options;
+  options.busy_read_interval = 200ms;
+  ChannelPair p(options);
+  p.channel().start();
+  // A burst both ways: 200 requests of 1 KiB, one reply of 512 KiB.
+  std::string burst;
+  for (std::uint64_t i = 0; i < 200; ++i) encode_frame(request(i, 1024), burst);
+  p.send(burst);
+  ASSERT_TRUE(wait_until([&] { return p.recorder().count() == 200; }));
+  const Frame reply = request(1, 512 << 10);
+  ASSERT_FALSE(p.channel().send(reply));
+  EXPECT_EQ(encoded_size(reply), p.receive(encoded_size(reply)).size());
+  ASSERT_TRUE(wait_until([&] { return p.stats().write_capacity >= (512u << 10); }))
+      << "the written buffer is kept for the next batch";
+  EXPECT_GT(p.stats().read_capacity, 0u) << "a busy channel keeps its read buffer";
+
+  std::this_thread::sleep_for(300ms);  // a quiet spell longer than busy_read_interval
+  p.send(encode(heartbeat(1000)));
+  ASSERT_TRUE(wait_until([&] { return p.recorder().count() == 201; }));
+  EXPECT_TRUE(wait_until([&] {
+    const auto s = p.stats();
+    return s.read_capacity == 0 && s.write_capacity <= 2 * Channel::kKeptWriteBytes;
+  })) << "read " << p.stats().read_capacity << ", write " << p.stats().write_capacity;
+}
+
+TEST(ChannelMemory, APartialFrameHoldsWhatArrivedNotWhatItsHeaderAnnounces) {
+  ChannelOptions options;
+  options.read_buffer_bytes = 4096;
+  ChannelPair p(options);
+  p.channel().start();
+  const Frame sent = request(3, std::size_t{6} << 20);  // under the 8 MiB limit
+  const std::string bytes = encode(sent);
+  constexpr std::size_t kFirst = 10'000;
+  p.send(bytes.substr(0, kFirst));
+  ASSERT_TRUE(wait_until([&] { return p.stats().read_pending == kFirst; }));
+  EXPECT_GE(p.stats().read_capacity, kFirst);
+  EXPECT_LE(p.stats().read_capacity, 4 * kFirst) << "not the 6 MiB the header announces";
+  p.send(bytes.substr(kFirst));
+  ASSERT_TRUE(wait_until([&] { return p.recorder().count() == 1; }));
+  expect_same(sent, p.recorder().frames().at(0));
+}
+
+TEST(ChannelReads, ABodyOverTheLimitClosesTheChannelFromTheHeaderAlone) {
+  ChannelOptions options;
+  options.max_body = 1024;
+  ChannelPair p(options);
+  p.channel().start();
+  std::string bytes = encode(request(1, 2048));
+  p.send(bytes.substr(0, kHeaderSize));  // the header alone
+  ASSERT_TRUE(wait_until([&] { return p.recorder().closes() == 1; }));
+  EXPECT_EQ(make_error_code(errc::body_too_large), p.recorder().close_ec());
+  EXPECT_EQ(0u, p.recorder().count());
+  EXPECT_EQ(0u, p.stats().read_capacity);
+}
+
+}  // namespace
