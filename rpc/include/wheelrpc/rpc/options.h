@@ -11,7 +11,7 @@
 
 #include <wheelrpc/rpc/backoff.h>
 #include <wheelrpc/timer/clock.h>
-#include <wheelrpc/transport/channel.h>
+#include <wheelrpc/transport/channel_options.h>
 #include <wheelrpc/transport/frame.h>
 
 namespace wheelrpc::rpc {
