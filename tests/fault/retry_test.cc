@@ -1,7 +1,6 @@
-// Retries, failover across providers, the retry budget, hedging, failback,
-// load balancing and deadline propagation, on 127.0.0.1 with in-process
-// servers, each behind its own FaultProxy (to kill, black-hole or slow it).
-// Bounded waits only; every timing assertion has a generous margin.
+// Retries and failover across providers, attempt timeouts, backoff, the
+// retry budget and hedging, on 127.0.0.1 with in-process servers, each behind
+// its own FaultProxy (to kill, black-hole or slow it). Bounded waits only.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,7 +11,6 @@
 #include <future>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -20,202 +18,38 @@
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <wheelrpc/fault/fault_proxy.h>
-#include <wheelrpc/rpc/deadline.h>
 
-#include "support/rpc_fixture.h"
+#include "support/cluster.h"
 #include "support/toxic.h"
 #include "support/wait.h"
 
 using namespace std::chrono_literals;
 using boost::system::error_code;
 using Clock = std::chrono::steady_clock;
-using wheelrpc::fault::FaultProxy;
-using wheelrpc::fault::Stream;
-using wheelrpc::fault::Toxic;
 using wheelrpc::rpc::CallOptions;
 using wheelrpc::rpc::Client;
 using wheelrpc::rpc::ClientOptions;
-using wheelrpc::rpc::DeadlineScope;
 using wheelrpc::rpc::errc;
-using wheelrpc::rpc::LoadBalance;
-using wheelrpc::rpc::Request;
-using wheelrpc::rpc::Responder;
 using wheelrpc::rpc::Response;
-using wheelrpc::rpc::Server;
-using wheelrpc::rpc::ServerOptions;
-using wheelrpc::test::IoThreads;
-using wheelrpc::test::toxic;
+using wheelrpc::test::Cluster;
+using wheelrpc::test::contains;
+using wheelrpc::test::Mode;
+using wheelrpc::test::opts;
+using wheelrpc::test::Outcome;
+using wheelrpc::test::start;
+using wheelrpc::test::wait;
 using wheelrpc::test::wait_until;
+using wheelrpc::test::client_options;
+using wheelrpc::fault::Stream;
+using wheelrpc::fault::Toxic;
+using wheelrpc::test::toxic;
 
 namespace {
 
 // Generous: sanitizer builds and a busy 2-core machine delay handlers.
 constexpr auto kSlack = 300ms;
-
-/// How a provider answers "work".
-enum class Mode { reply, hold, delay };
-
-/// One provider: a Server behind a FaultProxy. "work" replies with the
-/// provider's name (at once, after `delay`, or never: `hold` keeps the
-/// Responder until the test ends); "budget" replies with the milliseconds
-/// left before the request's deadline as the server sees it.
-struct Provider {
-  Provider(IoThreads& io, wheelrpc::timer::Timer& timer, std::string n, Mode m)
-      : name(std::move(n)), mode(m), server(io.io.get_executor(), timer, server_options()) {
-    server.handle("work", [this, &io](Request, Responder r) {
-      times.push(Clock::now());
-      switch (mode.load()) {
-        case Mode::reply:
-          r.reply(name);
-          break;
-        case Mode::hold: {
-          std::lock_guard lock(mu);
-          held.push_back(std::move(r));
-          break;
-        }
-        case Mode::delay: {
-          auto t = std::make_shared<boost::asio::steady_timer>(io.io, delay);
-          t->async_wait([t, r = std::move(r), n = name](const error_code&) mutable { r.reply(n); });
-          break;
-        }
-      }
-    });
-    server.handle("budget", [](Request req, Responder r) {
-      const auto left = req.deadline ? std::chrono::duration_cast<std::chrono::milliseconds>(*req.deadline - Clock::now())
-                                     : std::chrono::milliseconds(-1);
-      r.reply(std::to_string(left.count()));
-    });
-    if (auto ec = server.listen(wheelrpc::test::loopback0())) throw boost::system::system_error(ec);
-    proxy.emplace(io.io.get_executor(), wheelrpc::test::loopback0(), server.local_endpoint());
-    if (auto ec = proxy->start()) throw boost::system::system_error(ec);
-  }
-  static ServerOptions server_options() {
-    ServerOptions o;
-    o.heartbeat = 100ms;
-    return o;
-  }
-  int requests() const { return static_cast<int>(server.stats().requests); }
-  std::size_t held_count() {
-    std::lock_guard lock(mu);
-    return held.size();
-  }
-  void stop() {
-    proxy->stop();
-    server.stop();
-    std::lock_guard lock(mu);
-    held.clear();  // their destructors answer server_error to closed channels
-  }
-
-  /// Arrival times of "work" requests.
-  struct Times {
-    void push(Clock::time_point t) {
-      std::lock_guard lock(mu);
-      v.push_back(t);
-    }
-    std::vector<Clock::time_point> get() {
-      std::lock_guard lock(mu);
-      return v;
-    }
-    std::mutex mu;
-    std::vector<Clock::time_point> v;
-  } times;
-
-  const std::string name;
-  std::atomic<Mode> mode;
-  std::chrono::milliseconds delay{0};
-  Server server;
-  std::optional<FaultProxy> proxy;
-  std::mutex mu;
-  std::vector<Responder> held;
-};
-
-ClientOptions client_options() {
-  ClientOptions o;
-  o.heartbeat = 100ms;
-  o.connect_timeout = 300ms;
-  o.reconnect.initial = 50ms;
-  o.reconnect.max = 200ms;
-  return o;
-}
-
-/// N providers and a client of all of them (through their proxies).
-struct Cluster {
-  explicit Cluster(std::vector<Mode> modes, ClientOptions co = client_options()) {
-    for (std::size_t i = 0; i < modes.size(); ++i) {
-      providers.push_back(std::make_unique<Provider>(io, timer, "p" + std::to_string(i), modes[i]));
-    }
-    std::vector<boost::asio::ip::tcp::endpoint> eps;
-    for (auto& p : providers) eps.push_back(p->proxy->local_endpoint());
-    client.emplace(io.io.get_executor(), timer, eps, co);
-  }
-  ~Cluster() {
-    client->close();
-    for (auto& p : providers) p->stop();
-    io.stop();
-  }
-  /// Connects to every provider and waits until all are ready.
-  void connect_all() {
-    client->connect();
-    ASSERT_TRUE(wait_until([&] {
-      auto ps = client->providers();
-      return std::all_of(ps.begin(), ps.end(), [](const auto& p) { return p.ready; });
-    }));
-  }
-  int total_requests() const {
-    int n = 0;
-    for (const auto& p : providers) n += p->requests();
-    return n;
-  }
-  std::size_t total_held() {
-    std::size_t n = 0;
-    for (auto& p : providers) n += p->held_count();
-    return n;
-  }
-
-  wheelrpc::timer::HashedWheelTimer timer;  // outlives the I/O threads
-  IoThreads io;
-  std::vector<std::unique_ptr<Provider>> providers;
-  std::optional<Client> client;
-};
-
-struct Outcome {
-  error_code ec;
-  Response response;
-  Clock::duration took{};
-};
-
-/// Starts a call; the future holds its outcome (a second completion would
-/// throw std::future_error: exactly once).
-std::future<Outcome> start(Client& client, std::string method, std::string payload, CallOptions o) {
-  auto p = std::make_shared<std::promise<Outcome>>();
-  auto f = p->get_future();
-  const auto t0 = Clock::now();
-  client.async_call(std::move(method), std::move(payload), std::move(o), [p, t0](error_code ec, Response r) {
-    p->set_value(Outcome{ec, std::move(r), Clock::now() - t0});
-  });
-  return f;
-}
-
-Outcome wait(std::future<Outcome>& f) {
-  if (f.wait_for(20s) != std::future_status::ready) {
-    ADD_FAILURE() << "call never completed";
-    return {};
-  }
-  return f.get();
-}
-
-CallOptions opts(std::chrono::milliseconds timeout, bool idempotent = false) {
-  CallOptions o;
-  o.timeout = timeout;
-  o.idempotent = idempotent;
-  return o;
-}
-
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // ---------------------------------------------------------------- failover
 
@@ -624,269 +458,6 @@ TEST(Retry, NoHedgeWhenTheFirstReplyComesInTime) {
   }
   EXPECT_EQ(c.client->stats().hedges, 0u);
   EXPECT_EQ(c.total_requests(), 20);
-}
-
-// ---------------------------------------------------------------- load balancing
-
-// Sends `n` calls one after another; p0 holds each call it gets, p1 answers.
-// Returns how many p0 holds.
-std::size_t held_by_the_busy_provider(LoadBalance lb, int n) {
-  auto co = client_options();
-  co.load_balance = lb;
-  Cluster c({Mode::hold, Mode::reply}, co);
-  c.connect_all();
-  std::vector<std::future<Outcome>> fs;
-  for (int i = 0; i < n; ++i) {
-    const auto held_before = c.providers[0]->held_count();
-    fs.push_back(start(*c.client, "work", "", opts(10s)));
-    auto& f = fs.back();
-    EXPECT_TRUE(wait_until([&] {
-      return f.wait_for(0s) == std::future_status::ready || c.providers[0]->held_count() > held_before;
-    }));
-  }
-  return c.providers[0]->held_count();
-}
-
-TEST(LoadBalance, LeastActivePrefersTheIdleProvider) {
-  EXPECT_EQ(held_by_the_busy_provider(LoadBalance::round_robin, 20), 10u);  // the contrast
-  EXPECT_LE(held_by_the_busy_provider(LoadBalance::least_active, 20), 1u);
-}
-
-TEST(LoadBalance, PowerOfTwoChoicesAvoidsTheBusyProvider) {
-  EXPECT_LE(held_by_the_busy_provider(LoadBalance::power_of_two, 20), 1u);
-}
-
-TEST(LoadBalance, ProvidersWhoseConnectionIsNotReadyAreSkipped) {
-  for (auto lb : {LoadBalance::round_robin, LoadBalance::least_active, LoadBalance::power_of_two}) {
-    auto co = client_options();
-    co.load_balance = lb;
-    Cluster c({Mode::reply, Mode::reply, Mode::reply}, co);
-    c.providers[1]->proxy->down();
-    c.client->connect();
-    ASSERT_TRUE(wait_until([&] {
-      auto ps = c.client->providers();
-      return ps[0].ready && ps[2].ready && !ps[1].last_error.empty();
-    }));
-    for (int i = 0; i < 30; ++i) {
-      auto f = start(*c.client, "work", "", opts(2s));
-      auto out = wait(f);
-      ASSERT_FALSE(out.ec) << to_string(lb) << ": " << out.response.error_message;
-      EXPECT_NE(out.response.payload, "p1");
-    }
-    EXPECT_EQ(c.client->stats().retries, 0u) << to_string(lb);
-    EXPECT_GT(c.providers[0]->requests(), 0) << to_string(lb);
-    EXPECT_GT(c.providers[2]->requests(), 0) << to_string(lb);
-  }
-}
-
-// ---------------------------------------------------------------- deadline propagation
-
-TEST(DeadlinePropagation, AChainOfThreeServersSeesTheFirstCallersBudgetMinusElapsed) {
-  wheelrpc::timer::HashedWheelTimer timer;
-  IoThreads io;
-  // client -> s1 -> s2 -> s3. s1 works 100 ms (on a timer) before its nested
-  // call and hands the request's deadline on with a DeadlineScope; s2 works
-  // 100 ms (synchronously, in the handler) and its nested call inherits the
-  // deadline by itself. The nested calls use default options (1000 ms
-  // timeouts), so only the propagated deadline can make s3 see less.
-  Server s3(io.io.get_executor(), timer);
-  s3.handle("budget", [](Request req, Responder r) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*req.deadline - Clock::now());
-    r.reply(std::to_string(left.count()));
-  });
-  ASSERT_FALSE(s3.listen(wheelrpc::test::loopback0()));
-  Client to_s3(io.io.get_executor(), timer, {s3.local_endpoint()});
-
-  auto reply_with = [](Responder r) {
-    return [r = std::move(r)](error_code ec, Response resp) mutable {
-      if (ec) {
-        r.fail(errc::server_error, ec.message() + ": " + resp.error_message);
-      } else {
-        r.reply(std::move(resp.payload));
-      }
-    };
-  };
-  Server s2(io.io.get_executor(), timer);
-  s2.handle("chain", [&](Request req, Responder r) {
-    std::this_thread::sleep_for(100ms);  // the handler's own work
-    to_s3.async_call("budget", std::move(req.payload), CallOptions{}, reply_with(std::move(r)));
-  });
-  ASSERT_FALSE(s2.listen(wheelrpc::test::loopback0()));
-  Client to_s2(io.io.get_executor(), timer, {s2.local_endpoint()});
-
-  Server s1(io.io.get_executor(), timer);
-  s1.handle("chain", [&](Request req, Responder r) {
-    auto t = std::make_shared<boost::asio::steady_timer>(io.io, 100ms);
-    t->async_wait([&, t, req = std::move(req), r = std::move(r)](const error_code&) mutable {
-      DeadlineScope scope(req.deadline);  // continued later, elsewhere: say whose work this is
-      to_s2.async_call("chain", std::move(req.payload), CallOptions{}, reply_with(std::move(r)));
-    });
-  });
-  ASSERT_FALSE(s1.listen(wheelrpc::test::loopback0()));
-  Client to_s1(io.io.get_executor(), timer, {s1.local_endpoint()});
-
-  for (Client* c : {&to_s1, &to_s2, &to_s3}) c->connect();
-  ASSERT_TRUE(wait_until([&] {
-    return to_s1.providers()[0].ready && to_s2.providers()[0].ready && to_s3.providers()[0].ready;
-  }));
-
-  auto f = start(to_s1, "chain", "", opts(600ms));
-  auto out = wait(f);
-  ASSERT_FALSE(out.ec) << out.response.error_message;
-  const long long seen = std::stoll(out.response.payload);
-  EXPECT_LE(seen, 600 - 200) << "s3 must see the first caller's budget minus the 200 ms spent upstream";
-  EXPECT_GE(seen, 600 - 200 - 150) << "and not much less";
-
-  to_s1.close();
-  to_s2.close();
-  to_s3.close();
-  s1.stop();
-  s2.stop();
-  s3.stop();
-  io.stop();
-}
-
-TEST(DeadlinePropagation, AnExpiredInheritedDeadlineFailsAtOnceWithoutSending) {
-  Cluster c({Mode::reply});
-  c.connect_all();
-  std::future<Outcome> f;
-  {
-    DeadlineScope scope(Clock::now() - 5ms);
-    f = start(*c.client, "work", "", opts(1s));
-  }
-  auto out = wait(f);
-  EXPECT_EQ(out.ec, errc::timeout);
-  EXPECT_TRUE(contains(out.response.error_message, "inherited")) << out.response.error_message;
-  EXPECT_TRUE(contains(out.response.error_message, "not sent")) << out.response.error_message;
-  EXPECT_LT(out.took, 100ms);
-  EXPECT_EQ(c.total_requests(), 0);
-}
-
-TEST(DeadlinePropagation, InheritedDeadlineBoundsTheCallAndStaysInForceInItsCompletion) {
-  Cluster c({Mode::reply});
-  c.connect_all();
-  const auto outer = Clock::now() + 200ms;
-  std::promise<std::pair<long long, std::optional<Clock::time_point>>> p;
-  auto fut = p.get_future();
-  {
-    DeadlineScope scope(outer);
-    c.client->async_call("budget", "", opts(5s), [&p](error_code ec, Response r) {
-      p.set_value({ec ? -2 : std::stoll(r.payload), wheelrpc::rpc::current_deadline()});
-    });
-  }
-  EXPECT_FALSE(wheelrpc::rpc::current_deadline().has_value()) << "the scope restored the previous one";
-  ASSERT_EQ(fut.wait_for(10s), std::future_status::ready);
-  auto [seen, in_force] = fut.get();
-  EXPECT_GT(seen, 0);
-  EXPECT_LE(seen, 200);
-  ASSERT_TRUE(in_force.has_value());
-  EXPECT_EQ(*in_force, outer);
-
-  // A call whose own timeout is shorter than the request's deadline: its
-  // completion still runs with the request's deadline in force.
-  std::promise<std::optional<Clock::time_point>> q;
-  auto qf = q.get_future();
-  const auto request_deadline = Clock::now() + 5s;
-  {
-    DeadlineScope scope(request_deadline);
-    c.client->async_call("work", "", opts(1s), [&q](error_code, Response) { q.set_value(wheelrpc::rpc::current_deadline()); });
-  }
-  ASSERT_EQ(qf.wait_for(10s), std::future_status::ready);
-  EXPECT_EQ(qf.get(), std::optional<Clock::time_point>(request_deadline));
-
-  // Opting out: the call's own 5 s budget.
-  std::future<Outcome> f;
-  {
-    DeadlineScope scope(Clock::now() + 200ms);
-    auto o = opts(5s);
-    o.inherit_deadline = false;
-    f = start(*c.client, "budget", "", o);
-  }
-  auto out = wait(f);
-  ASSERT_FALSE(out.ec);
-  EXPECT_GT(std::stoll(out.response.payload), 4000);
-}
-
-TEST(DeadlinePropagation, AnInheritedDeadlineThatPassesIsATimeoutNamingIt) {
-  Cluster c({Mode::hold});
-  c.connect_all();
-  std::future<Outcome> f;
-  {
-    DeadlineScope scope(Clock::now() + 100ms);
-    f = start(*c.client, "work", "", opts(5s));
-  }
-  auto out = wait(f);
-  EXPECT_EQ(out.ec, errc::timeout);
-  EXPECT_TRUE(contains(out.response.error_message, "inherited")) << out.response.error_message;
-  EXPECT_LT(out.took, 100ms + kSlack);
-}
-
-// ---------------------------------------------------------------- failback
-
-ClientOptions failback_options(std::chrono::milliseconds interval, unsigned retries, std::size_t max_pending) {
-  auto co = client_options();
-  co.failback.interval = interval;
-  co.failback.retries = retries;
-  co.failback.max_pending = max_pending;
-  return co;
-}
-
-CallOptions fire_and_forget() {
-  CallOptions o;
-  o.timeout = 100ms;
-  o.wait_for_ready = false;
-  return o;
-}
-
-TEST(Failback, ARetryTaskDeliversOnceTheProviderIsBack) {
-  Cluster c({Mode::reply}, failback_options(50ms, 50, 10));
-  c.providers[0]->proxy->down();
-  c.client->send_failback("work", "x", fire_and_forget());
-  // Between two tries the delivery waits in one retry task.
-  ASSERT_TRUE(wait_until([&] {
-    const auto s = c.client->stats();
-    return s.failback_retries >= 2 && s.failback_pending == 1;
-  }));
-  EXPECT_EQ(c.client->stats().failback_delivered, 0u);
-  // Bounded retry: the freed port may briefly be another test's source port.
-  ASSERT_TRUE(wait_until([&] { return !c.providers[0]->proxy->up(); }));
-  ASSERT_TRUE(wait_until([&] { return c.client->stats().failback_delivered == 1; }));
-  EXPECT_EQ(c.providers[0]->requests(), 1);
-  EXPECT_EQ(c.client->stats().failback_pending, 0u);
-  EXPECT_EQ(c.client->stats().failback_given_up, 0u);
-}
-
-TEST(Failback, ARetryTaskGivesUpAfterItsRetries) {
-  Cluster c({Mode::reply}, failback_options(30ms, 3, 10));
-  c.providers[0]->proxy->down();
-  c.client->send_failback("work", "x", fire_and_forget());
-  ASSERT_TRUE(wait_until([&] { return c.client->stats().failback_given_up == 1; }));
-  const auto s = c.client->stats();
-  EXPECT_EQ(s.failback_retries, 3u);
-  EXPECT_EQ(s.failback_pending, 0u);
-  EXPECT_EQ(s.failback_delivered, 0u);
-}
-
-TEST(Failback, PendingRetryTasksAreCapped) {
-  Cluster c({Mode::reply}, failback_options(60s, 3, 2));
-  c.providers[0]->proxy->down();
-  for (int i = 0; i < 5; ++i) c.client->send_failback("work", "x", fire_and_forget());
-  ASSERT_TRUE(wait_until([&] {
-    const auto s = c.client->stats();
-    return s.failback_pending == 2 && s.failback_dropped == 3;
-  }));
-  // close() cancels the waiting retry tasks.
-  c.client->close();
-  EXPECT_EQ(c.client->stats().failback_pending, 0u);
-}
-
-TEST(Failback, AnErrorRetryingCannotFixIsNotRetried) {
-  Cluster c({Mode::reply}, failback_options(30ms, 3, 10));
-  c.connect_all();
-  c.client->send_failback("no_such_method", "x", fire_and_forget());
-  ASSERT_TRUE(wait_until([&] { return c.client->stats().failback_given_up == 1; }));
-  EXPECT_EQ(c.client->stats().failback_retries, 0u);
-  EXPECT_EQ(c.providers[0]->requests(), 1);
 }
 
 }  // namespace
