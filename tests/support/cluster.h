@@ -40,11 +40,12 @@
 namespace wheelrpc::test {
 
 /// How a provider answers "work".
-enum class Mode { reply, hold, delay };
+enum class Mode { reply, hold, delay, overloaded };
 
 /// One provider: a Server behind a FaultProxy. "work" replies with the
 /// provider's name (at once, after `delay`, or never: `hold` keeps the
-/// Responder until the test ends); "budget" replies with the milliseconds
+/// Responder until the test ends), or refuses it unprocessed
+/// (`overloaded`: errc::too_many_pending); "budget" replies with the milliseconds
 /// left before the request's deadline as the server sees it. The server
 /// runs on real time.
 struct Provider {
@@ -68,6 +69,9 @@ struct Provider {
           t->async_wait([t, r = std::move(r), n = name](const boost::system::error_code&) mutable { r.reply(n); });
           break;
         }
+        case Mode::overloaded:
+          r.fail(rpc::errc::too_many_pending, name + " is overloaded");
+          break;
       }
     });
     server.handle("budget", [](rpc::Request req, rpc::Responder r) {
