@@ -34,6 +34,8 @@ using wheelrpc::rpc::ClientOptions;
 using wheelrpc::rpc::errc;
 using wheelrpc::rpc::Response;
 using wheelrpc::test::Cluster;
+using wheelrpc::test::done;
+using wheelrpc::test::ManualTime;
 using wheelrpc::test::contains;
 using wheelrpc::test::Mode;
 using wheelrpc::test::opts;
@@ -47,9 +49,6 @@ using wheelrpc::fault::Toxic;
 using wheelrpc::test::toxic;
 
 namespace {
-
-// Generous: sanitizer builds and a busy 2-core machine delay handlers.
-constexpr auto kSlack = 300ms;
 
 // ---------------------------------------------------------------- failover
 
@@ -93,30 +92,41 @@ TEST(Retry, OneOfThreeProvidersKilledUnderLoadEveryCallSucceeds) {
 }
 
 TEST(Retry, AllProvidersDownCallsFailWithUnavailableByTheirDeadlines) {
-  Cluster c({Mode::reply, Mode::reply, Mode::reply});
+  // On the client's manual clock: each call ends exactly at its deadline.
+  Cluster c(ManualTime{}, {Mode::reply, Mode::reply, Mode::reply});
   for (auto& p : c.providers) p->proxy->down();
   std::vector<std::future<Outcome>> fs;
-  for (int i = 0; i < 10; ++i) fs.push_back(start(*c.client, "work", "", opts(300ms)));
+  for (int i = 0; i < 10; ++i) fs.push_back(start(c, "work", "", opts(300ms)));
+  // The calls made the client connect to every provider; each refused.
+  ASSERT_TRUE(wait_until([&] {
+    auto ps = c.client->providers();
+    return std::all_of(ps.begin(), ps.end(), [](const auto& p) { return !p.last_error.empty(); });
+  }));
+  c.advance(299ms);
+  for (auto& f : fs) EXPECT_FALSE(done(f)) << "failed before its deadline";
+  c.advance(1ms);
   for (auto& f : fs) {
     auto out = wait(f);
     EXPECT_EQ(out.ec, errc::unavailable) << out.response.error_message;
     EXPECT_TRUE(contains(out.response.error_message, "cannot connect")) << out.response.error_message;
-    EXPECT_GE(out.took, 300ms);
-    EXPECT_LT(out.took, 300ms + kSlack);
+    EXPECT_TRUE(contains(out.response.error_message, "after 300 ms")) << out.response.error_message;
+    EXPECT_EQ(out.took, 300ms);
   }
   EXPECT_EQ(c.total_requests(), 0);
 }
 
 TEST(Retry, WithoutWaitForReadyAnUnavailableCallIsRetriedThenFailsNamingItsAttempts) {
-  Cluster c({Mode::reply, Mode::reply});
+  Cluster c(ManualTime{}, {Mode::reply, Mode::reply});
   for (auto& p : c.providers) p->proxy->down();
   auto o = opts(2s);
   o.wait_for_ready = false;
-  auto f = start(*c.client, "work", "", o);
+  auto f = start(c, "work", "", o);
+  // The default retry backoff (without jitter here): 10 ms, then 20 ms.
+  c.advance(30ms);
   auto out = wait(f);
   EXPECT_EQ(out.ec, errc::unavailable);
   EXPECT_TRUE(contains(out.response.error_message, "attempt 3 of 3")) << out.response.error_message;
-  EXPECT_LT(out.took, 1s) << "fails after its retries, not at its deadline";
+  EXPECT_EQ(out.took, 30ms) << "fails after its retries, not at its deadline";
   const auto s = c.client->stats();
   EXPECT_EQ(s.attempts, 3u);
   EXPECT_EQ(s.retries, 2u);
@@ -233,10 +243,16 @@ TEST(Retry, ChaosOnOneProviderAtATimeEveryCallCompletesExactlyOnceByItsDeadline)
   ASSERT_TRUE(wait_until([&] {
     return std::all_of(records.begin(), records.end(), [](const auto& r) { return r->completions.load() >= 1; });
   })) << "a call never completed";
+  // On real time, under chaos and maybe a sanitizer on a busy machine, "by
+  // its deadline" has a generous margin; the ManualTime tests check that a
+  // deadline fires exactly when the client's clock passes it.
+  constexpr auto kLate = 2s;
+  Clock::duration latest{};
   int ok = 0;
   for (const auto& r : records) {
     EXPECT_EQ(r->completions.load(), 1);
-    EXPECT_LE(r->completed_at - r->deadline, kSlack) << "completed late: " << r->ec.message();
+    EXPECT_LE(r->completed_at - r->deadline, kLate) << "completed late: " << r->ec.message();
+    latest = std::max(latest, r->completed_at - r->deadline);
     if (!r->ec) {
       ++ok;
     } else {
@@ -252,29 +268,39 @@ TEST(Retry, ChaosOnOneProviderAtATimeEveryCallCompletesExactlyOnceByItsDeadline)
   RecordProperty("ok", ok);
   RecordProperty("retries", static_cast<int>(s.retries));
   RecordProperty("hedges", static_cast<int>(s.hedges));
+  RecordProperty("latest_ms", static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(latest).count()));
 }
 
 // ---------------------------------------------------------------- timeouts
 
 TEST(Retry, ATimeoutIsRetriedOnlyForIdempotentCalls) {
-  Cluster c({Mode::hold, Mode::hold});
+  Cluster c(ManualTime{}, {Mode::hold, Mode::hold});
   c.connect_all();
   // Not idempotent: one attempt, which times out with the call.
-  auto f = start(*c.client, "work", "", opts(300ms));
+  auto f = start(c, "work", "", opts(300ms));
+  ASSERT_TRUE(wait_until([&] { return c.total_held() == 1; }));
+  c.advance(299ms);
+  EXPECT_FALSE(done(f));
+  c.advance(1ms);
   auto out = wait(f);
   EXPECT_EQ(out.ec, errc::timeout) << out.response.error_message;
-  EXPECT_GE(out.took, 300ms);
-  ASSERT_TRUE(wait_until([&] { return c.total_held() == 1; }));
+  EXPECT_EQ(out.took, 300ms);
   EXPECT_EQ(c.client->stats().retries, 0u);
 
-  // Idempotent: three attempts of 200 ms each (the 600 ms split over them),
-  // never twice in a row on the same provider.
-  auto g = start(*c.client, "work", "", opts(600ms, /*idempotent=*/true));
+  // Idempotent: three attempts sharing the 600 ms (200 ms, then an even
+  // share of what is left after each 10 ms / 20 ms backoff), never twice in
+  // a row on the same provider; the call ends at its deadline.
+  auto g = start(c, "work", "", opts(600ms, /*idempotent=*/true));
+  c.advance(200ms);
+  EXPECT_EQ(c.client->stats().attempt_timeouts, 1u) << "the first attempt had a third of the budget";
+  c.advance(399ms);
+  EXPECT_FALSE(done(g));
+  EXPECT_EQ(c.client->stats().attempts, 4u);
+  c.advance(1ms);
   out = wait(g);
   EXPECT_EQ(out.ec, errc::timeout) << out.response.error_message;
   EXPECT_TRUE(contains(out.response.error_message, "attempt 3 of 3")) << out.response.error_message;
-  EXPECT_GE(out.took, 600ms);
-  EXPECT_LT(out.took, 600ms + kSlack);
+  EXPECT_EQ(out.took, 600ms);
   ASSERT_TRUE(wait_until([&] { return c.total_held() == 4; }));
   EXPECT_EQ(c.providers[0]->held_count() + c.providers[1]->held_count(), 4u);
   EXPECT_GE(c.providers[0]->held_count(), 2u);
@@ -285,20 +311,22 @@ TEST(Retry, ATimeoutIsRetriedOnlyForIdempotentCalls) {
 }
 
 TEST(Retry, AnIdempotentCallTimingOutOnABlackholedProviderSucceedsOnAnother) {
-  // A 1 s heartbeat: the half-open connection is not detected (3 s idle
-  // timeout) before the attempt's own timeout ends it.
-  auto co = client_options();
-  co.heartbeat = 1s;
-  Cluster c({Mode::reply, Mode::reply}, co);
+  // A 30 s heartbeat (manual_client_options): the half-open connection is not
+  // detected before the attempt's own timeout ends it.
+  Cluster c(ManualTime{}, {Mode::reply, Mode::reply});
   c.connect_all();
   // Round robin starts with p0: black-hole it (a half-open peer).
   ASSERT_FALSE(c.providers[0]->proxy->add_toxic(toxic("hole", Stream::both, wheelrpc::fault::Blackhole{})));
-  auto f = start(*c.client, "work", "", opts(900ms, /*idempotent=*/true));
+  auto f = start(c, "work", "", opts(900ms, /*idempotent=*/true));
+  c.advance(299ms);
+  EXPECT_EQ(c.client->stats().attempt_timeouts, 0u);
+  c.advance(1ms);
+  EXPECT_EQ(c.client->stats().attempt_timeouts, 1u) << "the first attempt had a third of the budget";
+  c.advance(10ms);  // the first retry's backoff
   auto out = wait(f);
   ASSERT_FALSE(out.ec) << out.response.error_message;
   EXPECT_EQ(out.response.payload, "p1");
-  EXPECT_GE(out.took, 300ms) << "the first attempt had a third of the budget";
-  EXPECT_LT(out.took, 300ms + kSlack);
+  EXPECT_EQ(out.took, 310ms);
   const auto s = c.client->stats();
   EXPECT_EQ(s.attempt_timeouts, 1u);
   EXPECT_EQ(s.retries, 1u);
@@ -308,45 +336,53 @@ TEST(Retry, BackoffBetweenAttemptsIsBoundedByTheDeadline) {
   {
     // A 5 s backoff cannot fit in what is left of 400 ms: no retry, and the
     // call ends at once with its error instead of waiting for the deadline.
-    auto co = client_options();
+    auto co = wheelrpc::test::manual_client_options();
     co.retry.backoff.first = 5s;
     co.retry.backoff.initial = 5s;
     co.retry.backoff.max = 5s;
-    Cluster c({Mode::hold, Mode::hold}, co);
+    Cluster c(ManualTime{}, {Mode::hold, Mode::hold}, co);
     c.connect_all();
     auto o = opts(400ms, /*idempotent=*/true);
     o.attempt_timeout = 50ms;
-    auto f = start(*c.client, "work", "", o);
+    auto f = start(c, "work", "", o);
+    c.advance(49ms);
+    EXPECT_FALSE(done(f));
+    c.advance(1ms);
     auto out = wait(f);
     EXPECT_EQ(out.ec, errc::timeout);
     EXPECT_TRUE(contains(out.response.error_message, "no time left to retry")) << out.response.error_message;
-    EXPECT_GE(out.took, 50ms);
-    EXPECT_LT(out.took, 400ms);
+    EXPECT_EQ(out.took, 50ms);
     EXPECT_EQ(c.client->stats().retries, 0u);
-    EXPECT_EQ(c.total_requests(), 1);
+    EXPECT_EQ(c.client->stats().attempts, 1u);
+    ASSERT_TRUE(wait_until([&] { return c.total_requests() == 1; }));
   }
   {
-    // A 150 ms backoff fits: the second attempt arrives one attempt timeout
-    // plus the backoff after the first.
-    auto co = client_options();
+    // A 150 ms backoff fits: each retry goes out one attempt timeout plus
+    // the backoff after the attempt before it.
+    auto co = wheelrpc::test::manual_client_options();
     co.retry.backoff.first = 150ms;
     co.retry.backoff.initial = 150ms;
-    co.retry.backoff.jitter = 0;
-    Cluster c({Mode::hold, Mode::hold}, co);
+    Cluster c(ManualTime{}, {Mode::hold, Mode::hold}, co);
     c.connect_all();
     auto o = opts(1000ms, /*idempotent=*/true);
     o.attempt_timeout = 100ms;
-    auto f = start(*c.client, "work", "", o);
+    auto f = start(c, "work", "", o);
+    c.advance(249ms);
+    EXPECT_EQ(c.client->stats().attempts, 1u) << "100 ms attempt + 150 ms backoff";
+    c.advance(1ms);
+    EXPECT_EQ(c.client->stats().attempts, 2u);
+    ASSERT_TRUE(wait_until([&] { return c.providers[0]->requests() == 1 && c.providers[1]->requests() == 1; }))
+        << "the retry went to the other provider";
+    c.advance(249ms);
+    EXPECT_EQ(c.client->stats().attempts, 2u);
+    c.advance(1ms);
+    EXPECT_EQ(c.client->stats().attempts, 3u);
+    c.advance(499ms);  // the last attempt runs to the deadline
+    EXPECT_FALSE(done(f));
+    c.advance(1ms);
     auto out = wait(f);
     EXPECT_EQ(out.ec, errc::timeout);
-    EXPECT_LT(out.took, 1000ms + kSlack);
-    auto t0 = c.providers[0]->times.get();
-    auto t1 = c.providers[1]->times.get();
-    ASSERT_FALSE(t0.empty());
-    ASSERT_FALSE(t1.empty());
-    const auto first = std::min(t0.front(), t1.front());
-    const auto second = std::max(t0.front(), t1.front());
-    EXPECT_GE(second - first, 250ms - 20ms);  // 100 ms attempt + 150 ms backoff (the wheel is never early)
+    EXPECT_EQ(out.took, 1000ms);
     EXPECT_EQ(c.client->stats().attempts, 3u);
   }
 }
@@ -354,21 +390,27 @@ TEST(Retry, BackoffBetweenAttemptsIsBoundedByTheDeadline) {
 // ---------------------------------------------------------------- budget
 
 TEST(Retry, TheRetryBudgetCapsRetriesWhenEveryProviderFails) {
-  auto co = client_options();
+  auto co = wheelrpc::test::manual_client_options();
   co.retry.budget_ratio = 0.2;
   co.retry.budget_min_per_second = 0;
-  Cluster c({Mode::hold, Mode::hold, Mode::hold}, co);
+  Cluster c(ManualTime{}, {Mode::hold, Mode::hold, Mode::hold}, co);
   c.connect_all();
   constexpr int kCalls = 100;
   auto o = opts(5s, /*idempotent=*/true);
   o.attempt_timeout = 50ms;
   std::vector<std::future<Outcome>> fs;
-  for (int i = 0; i < kCalls; ++i) fs.push_back(start(*c.client, "work", "", o));
+  for (int i = 0; i < kCalls; ++i) fs.push_back(start(c, "work", "", o));
+  // Every first attempt times out at 50 ms; the retries the budget allows go
+  // out after the 10 ms backoff and time out at 110 ms, where the budget
+  // refuses the next.
+  c.advance(110ms);
   int refused = 0;
   for (auto& f : fs) {
     auto out = wait(f);
     EXPECT_EQ(out.ec, errc::timeout);
-    EXPECT_LT(out.took, 2s) << "a refused retry ends the call with its error, not at its deadline";
+    EXPECT_TRUE(out.took == 50ms || out.took == 110ms)
+        << "a refused retry ends the call with its error, not at its deadline: "
+        << std::chrono::duration_cast<std::chrono::milliseconds>(out.took).count() << " ms";
     if (contains(out.response.error_message, "retry budget")) ++refused;
   }
   const auto s = c.client->stats();
@@ -384,25 +426,29 @@ TEST(Retry, TheRetryBudgetCapsRetriesWhenEveryProviderFails) {
 // ---------------------------------------------------------------- hedging
 
 TEST(Retry, HedgingCutsTailLatencyWhenOneProviderIsSlow) {
-  Cluster c({Mode::delay, Mode::reply});
-  c.providers[0]->delay = 1000ms;
+  // The hedge delay on the client's manual clock; the slow provider's 5 s is
+  // real time, far longer than the test takes to reach the hedge.
+  Cluster c(ManualTime{}, {Mode::delay, Mode::reply});
+  c.providers[0]->delay = 5s;
   c.connect_all();
-  auto o = opts(3s, /*idempotent=*/true);
+  auto o = opts(30s, /*idempotent=*/true);
   o.hedge_delay = 50ms;
-  auto f = start(*c.client, "work", "", o);  // round robin: p0, the slow one, first
+  auto f = start(c, "work", "", o);  // round robin: p0, the slow one, first
+  c.advance(49ms);
+  EXPECT_EQ(c.client->stats().hedges, 0u);
+  c.advance(1ms);
   auto out = wait(f);
   ASSERT_FALSE(out.ec) << out.response.error_message;
   EXPECT_EQ(out.response.payload, "p1") << "the hedge on the fast provider wins";
-  EXPECT_GE(out.took, 50ms);
-  EXPECT_LT(out.took, 50ms + kSlack) << "not the slow provider's 1000 ms";
+  EXPECT_EQ(out.took, 50ms) << "not the slow provider's 5 s";
   auto s = c.client->stats();
   EXPECT_EQ(s.hedges, 1u);
   EXPECT_EQ(s.attempts, 2u);
   EXPECT_EQ(s.attempts_cancelled, 1u) << "the slow attempt was cancelled";
-  EXPECT_EQ(c.providers[0]->requests(), 1);
-  // The slow provider was told (CANCEL): when its handler replies, at 1000 ms,
+  ASSERT_TRUE(wait_until([&] { return c.providers[0]->requests() == 1; }));
+  // The slow provider was told (CANCEL): when its handler replies, at 5 s,
   // the server drops the reply instead of sending it.
-  ASSERT_TRUE(wait_until([&] { return c.providers[0]->server.stats().cancelled == 1; }));
+  ASSERT_TRUE(wait_until([&] { return c.providers[0]->server.stats().cancelled == 1; }, 30s));
   EXPECT_EQ(c.providers[0]->server.stats().replies, 0u);
   EXPECT_EQ(c.client->stats().late_replies, 0u);
   EXPECT_EQ(c.client->stats().ok, 1u);
@@ -447,16 +493,20 @@ TEST(Retry, ACallCancelledByItsCallerIsCancelledOnTheServer) {
 }
 
 TEST(Retry, NoHedgeWhenTheFirstReplyComesInTime) {
-  Cluster c({Mode::reply, Mode::reply});
+  // On the manual clock each reply comes before any time passes; the hedge
+  // delays that pass afterwards start nothing.
+  Cluster c(ManualTime{}, {Mode::reply, Mode::reply});
   c.connect_all();
   auto o = opts(3s, /*idempotent=*/true);
   o.hedge_delay = 500ms;
   for (int i = 0; i < 20; ++i) {
-    auto f = start(*c.client, "work", "", o);
+    auto f = start(c, "work", "", o);
     auto out = wait(f);
     ASSERT_FALSE(out.ec) << out.response.error_message;
   }
+  c.advance(1s, 10ms);
   EXPECT_EQ(c.client->stats().hedges, 0u);
+  EXPECT_EQ(c.client->stats().attempts, 20u);
   EXPECT_EQ(c.total_requests(), 20);
 }
 

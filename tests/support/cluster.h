@@ -9,7 +9,9 @@
 //   ClientOptions::clock its ManualClock, so its deadlines, attempt timeouts,
 //   hedges and retry backoffs move only when the test calls `advance()`. The
 //   client gets its own executor, run by one thread, so `flush()` can wait for
-//   everything the timer posted. The servers keep real time and real I/O.
+//   everything the timer posted. The servers share that timer and clock
+//   (ServerOptions::clock), so the budgets they are sent run out on the same
+//   clock, never before the client's own timeouts; their I/O is real.
 //
 // Bounded waits only.
 
@@ -47,12 +49,12 @@ enum class Mode { reply, hold, delay, overloaded };
 /// Responder until the test ends), or refuses it unprocessed
 /// (`overloaded`: errc::too_many_pending); "budget" replies with the milliseconds
 /// left before the request's deadline as the server sees it. The server
-/// runs on real time.
+/// reads `clock` (nullptr: the steady clock), the one `timer` reads.
 struct Provider {
   using Clock = std::chrono::steady_clock;
 
-  Provider(IoThreads& io, timer::Timer& timer, std::string n, Mode m)
-      : name(std::move(n)), mode(m), server(io.io.get_executor(), timer, server_options()) {
+  Provider(IoThreads& io, timer::Timer& timer, const timer::Clock* clock, std::string n, Mode m)
+      : name(std::move(n)), mode(m), server(io.io.get_executor(), timer, server_options(clock)) {
     server.handle("work", [this, &io](rpc::Request, rpc::Responder r) {
       times.push(Clock::now());
       switch (mode.load()) {
@@ -74,19 +76,20 @@ struct Provider {
           break;
       }
     });
-    server.handle("budget", [](rpc::Request req, rpc::Responder r) {
-      const auto left = req.deadline
-                            ? std::chrono::duration_cast<std::chrono::milliseconds>(*req.deadline - Clock::now())
-                            : std::chrono::milliseconds(-1);
+    server.handle("budget", [clock](rpc::Request req, rpc::Responder r) {
+      const auto now = clock ? clock->now() : Clock::now();
+      const auto left = req.deadline ? std::chrono::duration_cast<std::chrono::milliseconds>(*req.deadline - now)
+                                     : std::chrono::milliseconds(-1);
       r.reply(std::to_string(left.count()));
     });
     if (auto ec = server.listen(loopback0())) throw boost::system::system_error(ec);
     proxy.emplace(io.io.get_executor(), loopback0(), server.local_endpoint());
     if (auto ec = proxy->start()) throw boost::system::system_error(ec);
   }
-  static rpc::ServerOptions server_options() {
+  static rpc::ServerOptions server_options(const timer::Clock* clock) {
     rpc::ServerOptions o;
     o.heartbeat = std::chrono::milliseconds(100);
+    o.clock = clock;
     return o;
   }
   int requests() const { return static_cast<int>(server.stats().requests); }
@@ -156,12 +159,12 @@ struct ManualTime {};
 /// N providers and a client of all of them (through their proxies).
 struct Cluster {
   explicit Cluster(std::vector<Mode> modes, rpc::ClientOptions co = client_options()) {
-    add_providers(modes);
+    add_providers(modes, timer, nullptr);
     client.emplace(io.io.get_executor(), timer, endpoints(), co);
   }
   Cluster(ManualTime, std::vector<Mode> modes, rpc::ClientOptions co = manual_client_options())
       : manual(std::make_unique<ManualTimer>()), client_io(std::make_unique<IoThreads>(1)) {
-    add_providers(modes);
+    add_providers(modes, manual->timer, &manual->clock);
     co.clock = &manual->clock;
     client.emplace(client_io->io.get_executor(), manual->timer, endpoints(), co);
   }
@@ -192,12 +195,16 @@ struct Cluster {
 
   // ---- manual time only
 
-  /// Runs everything posted to the client's executor so far (it has one
-  /// thread, so a marker posted now runs after all of it).
+  /// Runs everything posted to the client's executor so far, and what that
+  /// posts in turn, a few posts deep (a timeout posts its work, which posts
+  /// the completion handler). One thread runs the executor, so a marker
+  /// posted now runs after all that was posted before it.
   void flush() {
-    Latch done(1);
-    boost::asio::post(client_io->io, [&] { done.count_down(); });
-    ASSERT_TRUE(done.wait_for(std::chrono::seconds(20))) << "the client's executor is stuck";
+    for (int round = 0; round < 4; ++round) {
+      Latch done(1);
+      boost::asio::post(client_io->io, [&] { done.count_down(); });
+      ASSERT_TRUE(done.wait_for(std::chrono::seconds(20))) << "the client's executor is stuck";
+    }
   }
   /// Moves the client's clock forward by `d`, in steps of `step`, letting the
   /// client finish what each step made due before the next: the timeouts due
@@ -215,6 +222,8 @@ struct Cluster {
   std::chrono::milliseconds elapsed() const {
     return std::chrono::duration_cast<std::chrono::milliseconds>(manual->clock.now() - manual_start);
   }
+  /// The clock the client reads (its manual clock, or the steady clock).
+  const timer::Clock* clock() const { return manual ? &manual->clock : nullptr; }
 
   timer::HashedWheelTimer timer;  // the servers' (and a real-time client's); outlives the I/O threads
   std::unique_ptr<ManualTimer> manual;  // a manual-time client's
@@ -225,9 +234,9 @@ struct Cluster {
   std::optional<rpc::Client> client;
 
  private:
-  void add_providers(const std::vector<Mode>& modes) {
+  void add_providers(const std::vector<Mode>& modes, timer::Timer& t, const timer::Clock* clock) {
     for (std::size_t i = 0; i < modes.size(); ++i) {
-      providers.push_back(std::make_unique<Provider>(io, timer, "p" + std::to_string(i), modes[i]));
+      providers.push_back(std::make_unique<Provider>(io, t, clock, "p" + std::to_string(i), modes[i]));
     }
   }
   std::vector<boost::asio::ip::tcp::endpoint> endpoints() const {
@@ -237,25 +246,33 @@ struct Cluster {
   }
 };
 
-/// A call's outcome, and how long it took in real time.
+/// A call's outcome, and how long it took on the clock it was started with.
 struct Outcome {
   boost::system::error_code ec;
   rpc::Response response;
-  std::chrono::steady_clock::duration took{};
+  std::chrono::nanoseconds took{};
 };
 
 /// Starts a call; the future holds its outcome (a second completion would
-/// throw std::future_error: exactly once).
-inline std::future<Outcome> start(rpc::Client& client, std::string method, std::string payload,
-                                  rpc::CallOptions o) {
+/// throw std::future_error: exactly once). `took` is read on `clock`
+/// (nullptr: the steady clock) when the handler runs: on a manual clock that
+/// is exact while the test does not advance it before the call completes.
+inline std::future<Outcome> start(rpc::Client& client, std::string method, std::string payload, rpc::CallOptions o,
+                                  const timer::Clock* clock = nullptr) {
   auto p = std::make_shared<std::promise<Outcome>>();
   auto f = p->get_future();
-  const auto t0 = std::chrono::steady_clock::now();
+  auto now = [clock] { return clock ? clock->now() : std::chrono::steady_clock::now(); };
+  const auto t0 = now();
   client.async_call(std::move(method), std::move(payload), std::move(o),
-                    [p, t0](boost::system::error_code ec, rpc::Response r) {
-                      p->set_value(Outcome{ec, std::move(r), std::chrono::steady_clock::now() - t0});
+                    [p, t0, now](boost::system::error_code ec, rpc::Response r) {
+                      p->set_value(Outcome{ec, std::move(r), now() - t0});
                     });
   return f;
+}
+
+/// Starts a call on the cluster's client, timed on the client's clock.
+inline std::future<Outcome> start(Cluster& c, std::string method, std::string payload, rpc::CallOptions o) {
+  return start(*c.client, std::move(method), std::move(payload), std::move(o), c.clock());
 }
 
 /// Waits (bounded) for a call's outcome.
