@@ -185,6 +185,28 @@ TEST(AttemptPolicy, EachAttemptsBudgetFollowsThePlan) {
   }
 }
 
+TEST(AttemptPolicy, AnAttemptOfACallWithADeadlineAlwaysTellsTheServerOne) {
+  GTEST_SKIP() << "BUG: attempt_budget (rpc/src/attempt_policy.cc:46) gives an attempt made at or after the "
+                  "call's deadline (a late hedge, or a waiting call dispatched late) a wire budget <= 0, "
+                  "which send_attempt (rpc/src/client_core.cc:349) sends as 'no deadline'";
+  const struct {
+    const char* name;
+    AttemptPlan plan;
+    int number;
+    bool waited;
+    TimePoint now;
+  } rows[] = {
+      {"a retry at the deadline", with_deadline(900ms, false, 3), 2, false, t0 + 900ms},
+      {"a hedge past the deadline", with(with_deadline(900ms, true, 3), 0ms, 50ms), 2, false, t0 + 950ms},
+      {"a waiting call dispatched past its deadline", with_deadline(900ms, false, 3), 1, true, t0 + 901ms},
+      {"an idempotent retry past the deadline", with_deadline(900ms, true, 3), 2, false, t0 + 1s},
+  };
+  for (const auto& r : rows) {
+    EXPECT_GT(attempt_budget(r.plan, r.number, r.waited, r.now).wire, 0ms)
+        << r.name << ": the server would be told there is no deadline";
+  }
+}
+
 TEST(AttemptPolicy, TheNextHedgeIsDueHedgeDelayAfterAnAttemptWhileAttemptsAreLeft) {
   const auto hedged = with(with_deadline(1s, true, 3), 0ms, 50ms);
   const struct {
