@@ -56,7 +56,6 @@ struct Provider {
   Provider(IoThreads& io, timer::Timer& timer, const timer::Clock* clock, std::string n, Mode m)
       : name(std::move(n)), mode(m), server(io.io.get_executor(), timer, server_options(clock)) {
     server.handle("work", [this, &io](rpc::Request, rpc::Responder r) {
-      times.push(Clock::now());
       switch (mode.load()) {
         case Mode::reply:
           r.reply(name);
@@ -103,20 +102,6 @@ struct Provider {
     std::lock_guard lock(mu);
     held.clear();  // their destructors answer server_error to closed channels
   }
-
-  /// Arrival times of "work" requests.
-  struct Times {
-    void push(Clock::time_point t) {
-      std::lock_guard lock(mu);
-      v.push_back(t);
-    }
-    std::vector<Clock::time_point> get() {
-      std::lock_guard lock(mu);
-      return v;
-    }
-    std::mutex mu;
-    std::vector<Clock::time_point> v;
-  } times;
 
   const std::string name;
   std::atomic<Mode> mode;
