@@ -467,6 +467,9 @@ void ClientCore::on_aux(const CallPtr& ptr) {
     // The timeout that posted this ran; a newer one may be pending already.
     if (call.aux.state() != timer::TimeoutState::pending) call.aux_at = kNever;
     const auto t = now();
+    // Posted, it may run late: past the deadline, the deadline's own work
+    // (posted too) ends the call; no hedge or retry starts now.
+    if (call.plan.has_deadline && t >= call.plan.deadline) return;
     if (call.phase == Phase::backoff) {
       if (t < call.retry_at) {
         rearm_aux(lock, call, t);

@@ -171,10 +171,6 @@ TEST(ManualTime, AnAttemptTimeoutMovesAnIdempotentCallToTheOtherProvider) {
 }
 
 TEST(ManualTime, AHedgeThatRunsAfterTheDeadlinePassedNeverGoesOutWithoutADeadline) {
-  GTEST_SKIP() << "BUG: an attempt sent once its call's deadline has passed (a hedge or a waiting call's "
-                  "dispatch that runs late, before the deadline's own work) carries no deadline at all: "
-                  "attempt_budget (rpc/src/attempt_policy.cc:46) gives it a budget <= 0 and send_attempt "
-                  "(rpc/src/client_core.cc:349) then leaves deadline_ms at 0, which means 'none'";
   Cluster c(ManualTime{}, {Mode::hold, Mode::hold});
   c.connect_all();
   auto o = opts(100ms, /*idempotent=*/true);
