@@ -21,9 +21,9 @@ ASIO = "boost_asio_tcp_echo"
 GRPC = "grpc_cpp"
 SHORT = {ASIO: "raw asio", GRPC: "grpc"}
 
-C1_VS_ASIO_GOAL = 0.7      # echo C=1: ours / raw asio calls_per_s >= goal
+C1_VS_ASIO_GOAL = 0.9      # echo C=1: ours / raw asio calls_per_s >= goal
 C128_VS_GRPC_GOAL = 15.0   # echo C=128: ours / grpc >= goal
-C128_VS_ASIO_GOAL = 0.25   # echo C=128: ours / raw asio >= goal
+C128_VS_ASIO_GOAL = 0.5    # echo C=128: ours / raw asio >= goal
 DEADLINE_COST_GOAL = 0.05  # 1 - echo / echo_no_deadline <= goal
 
 

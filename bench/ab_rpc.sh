@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# A/B of two rpc_bench builds (say, before and after a change), alternating
+# runs so both see the same machine: each round runs A's server and client,
+# then B's, and prints one summary line per run (calls/s, CPU per call).
+#
+#   bench/ab_rpc.sh OLD/rpc_bench NEW/rpc_bench [C] [DURATION] [ROUNDS]
+#   bench/ab_rpc.sh /tmp/old/bench/rpc_bench build/release/bench/rpc_bench 128 4 3
+#
+# The JSON lines themselves go to $OUT if set.
+set -euo pipefail
+a=${1:?usage: ab_rpc.sh A_rpc_bench B_rpc_bench [C] [DURATION] [ROUNDS]}
+b=${2:?usage: ab_rpc.sh A_rpc_bench B_rpc_bench [C] [DURATION] [ROUNDS]}
+c=${3:-128}; d=${4:-4}; rounds=${5:-3}
+tmp=$(mktemp -d)
+server_pid=""
+cleanup() {
+  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+run() {  # binary label
+  rm -f "$tmp/port"
+  "$1" server --port 0 --port-file "$tmp/port" --lifetime $((d + 30)) &
+  server_pid=$!
+  for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
+  line=$("$1" client --port "$(cat "$tmp/port")" --concurrency "$c" --payload 64 --warmup 1 --duration "$d" \
+    --server-pid "$server_pid")
+  kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""
+  [ -n "${OUT:-}" ] && echo "$line" | sed "s/^{/{\"label\":\"$2\",/" >> "$OUT"
+  python3 -c '
+import json, sys
+d = json.loads(sys.argv[2])
+cpu = lambda s: s / d["calls"] * 1e9 if d["calls"] and s >= 0 else -1
+print(f"{sys.argv[1]:>2} C={d[\"concurrency\"]} calls_per_s={d[\"calls_per_s\"]:.0f} "
+      f"client_cpu_ns_per_call={cpu(d[\"client_cpu_s\"]):.0f} server_cpu_ns_per_call={cpu(d[\"server_cpu_s\"]):.0f}")
+' "$2" "$line"
+}
+for _ in $(seq "$rounds"); do
+  run "$a" A
+  run "$b" B
+done
