@@ -31,8 +31,9 @@ run() {  # binary label
 import json, sys
 d = json.loads(sys.argv[2])
 cpu = lambda s: s / d["calls"] * 1e9 if d["calls"] and s >= 0 else -1
-print(f"{sys.argv[1]:>2} C={d[\"concurrency\"]} calls_per_s={d[\"calls_per_s\"]:.0f} "
-      f"client_cpu_ns_per_call={cpu(d[\"client_cpu_s\"]):.0f} server_cpu_ns_per_call={cpu(d[\"server_cpu_s\"]):.0f}")
+c, r = d["concurrency"], d["calls_per_s"]
+cc, sc = cpu(d["client_cpu_s"]), cpu(d["server_cpu_s"])
+print("%2s C=%d calls_per_s=%.0f client_cpu_ns_per_call=%.0f server_cpu_ns_per_call=%.0f" % (sys.argv[1], c, r, cc, sc))
 ' "$2" "$line"
 }
 for _ in $(seq "$rounds"); do
