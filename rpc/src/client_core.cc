@@ -727,7 +727,12 @@ void ClientCore::close() {
     conn->table.for_each([&](std::uint64_t, const CallPtr& c) { calls.push_back(c); });
     tasks.push_back(conn->heartbeat_task);
     tasks.push_back(conn->reconnect_task);
-    if (conn->channel) channels.push_back(conn->channel);
+    // Break connection <-> channel: if the executor stops before the close
+    // below runs, neither keeps the other alive.
+    if (conn->channel) channels.push_back(std::move(conn->channel));
+    conn->channel.reset();
+    conn->watched_channel.store(nullptr, std::memory_order_release);
+    conn->set_state(ClientConnection::State::idle);
   }
   for (auto& t : tasks) {
     if (t) t->cancel();
