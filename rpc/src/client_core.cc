@@ -225,7 +225,7 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
                Response{{}, {}, "cannot schedule the deadline of '" + c.method + "': " + tec.message()},
                Origin::other, done);
     } else if (closed_.load(std::memory_order_acquire)) {
-      complete(lock, c, errc::cancelled, Response{{}, {}, describe(c, "client closed")}, Origin::other, done);
+      complete_closed(lock, c, done);
     } else {
       auto slot = asio::get_associated_cancellation_slot(c.handler);
       if (slot.is_connected()) slot.template emplace<CancelHandler>(call);
@@ -267,7 +267,8 @@ void ClientCore::dispatch(CallLock& lock, Call& call, Completion& done) {
   };
   // A provider seen ready may go down before the attempt is sent, and one may
   // become ready while this call decides to wait: a few rounds settle both.
-  for (int round = 0; round < 4; ++round) {
+  constexpr int kRounds = 4;
+  for (int round = 0; round < kRounds; ++round) {
     for (std::size_t tries = 0; tries < conns_.size(); ++tries) {
       const auto index = pick(lock, call, false);
       if (!index) break;
@@ -287,32 +288,21 @@ void ClientCore::dispatch(CallLock& lock, Call& call, Completion& done) {
       attempt_failed(lock, call, std::nullopt, Failure::unavailable, errc::unavailable, describe(call, why), done);
       return;
     }
-    {
-      std::lock_guard books(books_mu_);
-      if (closed_.load(std::memory_order_acquire)) {
-        complete(lock, call, errc::cancelled, Response{{}, {}, describe(call, "client closed")}, Origin::other, done);
-        return;
-      }
-      // on_hello marks a provider ready before it drains the list under this
-      // lock: seeing none ready here means the drain comes after the push.
-      if (!any_ready()) {
-        call.phase = Phase::waiting;
-        call.waited = true;
-        waiting_.emplace_back(&call);
-        break;
-      }
-    }
-  }
-  if (call.phase != Phase::waiting) {
-    // Providers kept flapping between ready and not: wait like any call.
     std::lock_guard books(books_mu_);
     if (closed_.load(std::memory_order_acquire)) {
-      complete(lock, call, errc::cancelled, Response{{}, {}, describe(call, "client closed")}, Origin::other, done);
+      complete_closed(lock, call, done);
       return;
     }
-    call.phase = Phase::waiting;
-    call.waited = true;
-    waiting_.emplace_back(&call);
+    // on_hello marks a provider ready before it drains the list under this
+    // lock: seeing none ready here means the drain comes after the push.
+    // Providers that keep flapping between ready and not get a few rounds,
+    // then the call waits like any other.
+    if (!any_ready() || round == kRounds - 1) {
+      call.phase = Phase::waiting;
+      call.waited = true;
+      waiting_.emplace_back(&call);
+      break;
+    }
   }
   wake_all(now());
 }
@@ -426,7 +416,7 @@ void ClientCore::attempt_failed(CallLock& lock, Call& call, std::optional<std::s
   {
     std::lock_guard books(books_mu_);
     if (closed_.load(std::memory_order_acquire)) {
-      complete(lock, call, errc::cancelled, Response{{}, {}, describe(call, "client closed")}, Origin::other, done);
+      complete_closed(lock, call, done);
       return;
     }
     backoff_.emplace(&call, CallPtr(&call));
@@ -627,6 +617,10 @@ bool ClientCore::complete(CallLock& lock, Call& call, error_code ec, Response re
   done.may_run_inline = origin == Origin::reply;
   done.context = call.context;
   return true;
+}
+
+void ClientCore::complete_closed(CallLock& lock, Call& call, Completion& done) {
+  complete(lock, call, errc::cancelled, Response{{}, {}, describe(call, "client closed")}, Origin::other, done);
 }
 
 // Invokes the handler on its associated executor: inline when the completion

@@ -120,6 +120,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// Completes the call (false if it was done already).
   bool complete(CallLock& lock, Call& call, boost::system::error_code ec, Response response, Origin origin,
                 Completion& done);
+  /// Completes the call with errc::cancelled, "client closed".
+  void complete_closed(CallLock& lock, Call& call, Completion& done);
   /// Schedules the aux timeout for the call's nearest event (or none).
   void rearm_aux(CallLock& lock, Call& call, TimePoint now);
   /// Removes the attempt at `index` from the call and its connection's table.

@@ -25,7 +25,7 @@ namespace {
 class ServerConnection final : public transport::ChannelHandler {
  public:
   explicit ServerConnection(std::shared_ptr<ServerCore> core)
-      : core_(core), heartbeat_ms_(std::make_shared<std::atomic<std::int64_t>>(0)), context_(new ServerConnContext) {
+      : heartbeat_ms_(std::make_shared<std::atomic<std::int64_t>>(0)), context_(new ServerConnContext) {
     context_->core = std::move(core);
   }
   void set_channel(const std::shared_ptr<transport::Channel>& channel) { context_->channel = channel; }
@@ -34,7 +34,7 @@ class ServerConnection final : public transport::ChannelHandler {
     assert(channel.strand().running_in_this_thread());
     if (!hello_done_) {
       if (!is_hello(frame)) {
-        core_->count_protocol_error();
+        context_->core->count_protocol_error();
         channel.close(transport::make_error_code(transport::errc::protocol_error),
                       "the first frame was not a HELLO");
         return;
@@ -43,8 +43,8 @@ class ServerConnection final : public transport::ChannelHandler {
       hello_timeout_.cancel();
       // Agree on the larger interval, so neither side thinks a healthy
       // connection idle.
-      const auto theirs = hello_heartbeat(frame).value_or(core_->options().heartbeat);
-      const auto agreed = std::max(theirs, core_->options().heartbeat);
+      const auto theirs = hello_heartbeat(frame).value_or(context_->core->options().heartbeat);
+      const auto agreed = std::max(theirs, context_->core->options().heartbeat);
       heartbeat_ms_->store(agreed.count(), std::memory_order_relaxed);
       channel.send(make_hello(frame.header.request_id, agreed, false));
       return;
@@ -58,19 +58,18 @@ class ServerConnection final : public transport::ChannelHandler {
       return;  // heartbeat replies (event responses) only refresh last-read
     }
     if (!frame.header.is_request()) return;  // the client never sends responses
-    core_->on_request(channel, frame, context_);
+    context_->core->on_request(channel, frame, context_);
   }
 
   void on_close(transport::Channel& channel, const error_code&, const std::string&) override {
     hello_timeout_.cancel();
-    core_->on_connection_closed(channel.id());
+    context_->core->on_connection_closed(channel.id());
   }
 
   timer::Timeout hello_timeout_;
   const std::shared_ptr<std::atomic<std::int64_t>>& heartbeat_ms() const { return heartbeat_ms_; }
 
  private:
-  std::shared_ptr<ServerCore> core_;
   std::shared_ptr<std::atomic<std::int64_t>> heartbeat_ms_;  // agreed; read by the timer tasks
   bool hello_done_ = false;
   ConnContextPtr context_;
