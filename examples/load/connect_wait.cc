@@ -7,10 +7,8 @@
 namespace wheelrpc::examples::load {
 
 bool connections_settled(const std::vector<rpc::ProviderStats>& providers) {
-  const auto ready = [](const rpc::ProviderStats& p) { return p.ready; };
   const auto ready_or_failed = [](const rpc::ProviderStats& p) { return p.ready || !p.last_error.empty(); };
-  return std::any_of(providers.begin(), providers.end(), ready) &&
-         std::all_of(providers.begin(), providers.end(), ready_or_failed);
+  return std::all_of(providers.begin(), providers.end(), ready_or_failed);
 }
 
 std::string not_ready_text(const std::vector<rpc::ProviderStats>& providers) {
@@ -33,10 +31,10 @@ void ConnectWait::start(std::function<void()> done) {
 void ConnectWait::poll() {
   if (!done_) return;
   const std::vector<rpc::ProviderStats> providers = client_.providers();
-  if (connections_settled(providers)) return end();
-  if (std::chrono::steady_clock::now() - started_ >= kBound) {
+  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_);
+  if (connections_settled(providers) || waited >= kBound) {
     if (std::none_of(providers.begin(), providers.end(), [](const rpc::ProviderStats& p) { return p.ready; })) {
-      std::fprintf(stderr, "echo_client: no server ready after %lld ms: %s\n", static_cast<long long>(kBound.count()),
+      std::fprintf(stderr, "echo_client: no server ready after %lld ms: %s\n", static_cast<long long>(waited.count()),
                    not_ready_text(providers).c_str());
     }
     return end();

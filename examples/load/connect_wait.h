@@ -14,9 +14,10 @@
 
 namespace wheelrpc::examples::load {
 
-/// True when the calls may start: a server is ready, and every other one is
-/// ready too or has failed a connect attempt (it is being retried, and a call
-/// that waited for it would only measure the wait).
+/// True when the calls may start: every server is ready or has failed a
+/// connect attempt (it is being retried, and a call that waited for it would
+/// only measure the wait; with none ready the calls fail at once, as they
+/// would for any user of the client).
 bool connections_settled(const std::vector<rpc::ProviderStats>& providers);
 
 /// Why no server is ready: each server's last connect error ("cannot connect
@@ -26,9 +27,9 @@ std::string not_ready_text(const std::vector<rpc::ProviderStats>& providers);
 /// Makes the client connect, then looks at `client.providers()` every kPoll
 /// on a steady timer until connections_settled() or kBound passed, whatever
 /// the calls' deadline is: so that a call's deadline measures the call, not a
-/// connect and a HELLO on a loaded machine. If no server is ready by kBound it
-/// says so on stderr ("echo_client: no server ready after 10000 ms: <why>")
-/// and the calls start anyway (and fail with their own errors).
+/// connect and a HELLO on a loaded machine. If no server is ready when it
+/// ends it says so on stderr ("echo_client: no server ready after N ms:
+/// <why>") and the calls start anyway (and fail with their own errors).
 ///
 /// Thread safety: everything runs on the one thread that runs `io`.
 class ConnectWait {

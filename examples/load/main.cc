@@ -8,11 +8,11 @@
 //               [--retries N] [--idempotent] [--lb round_robin|least_active|p2c]
 //               [--hedge-ms H]
 //
-// Before its clock and its first call start, it connects and waits until a
-// server is ready and each other one is ready or failed a connect attempt (at
-// most 10 s; "echo_client: no server ready after 10000 ms: <why>" on stderr if
-// none is, and the calls then fail with their own errors): a deadline measures
-// the call, not the connect and HELLO.
+// Before its clock and its first call start, it connects and waits until each
+// server is ready or failed a connect attempt (at most 10 s; "echo_client: no
+// server ready after N ms: <why>" on stderr if none is, and the calls then
+// fail with their own errors): a deadline measures the call, not the connect
+// and HELLO.
 //
 // Every call has a deadline of T ms (the client's wheel timer). Each attempt
 // goes to a ready server chosen by --lb; a failed attempt is retried (up to

@@ -25,7 +25,7 @@ enum class Failure : std::uint8_t {
   connection_lost,   ///< the connection closed with the attempt sent
   not_sent,          ///< the connection closed before the attempt could be written
   write_queue_full,  ///< the connection's write queue was full
-  unavailable,       ///< no connection ready (wait_for_ready off)
+  unavailable,       ///< every provider in backoff after a failed connect (wait_for_ready off)
   overloaded,        ///< the server refused it unprocessed (overloaded)
   shutting_down,     ///< the server refused it unprocessed (stopping)
   attempt_timeout,   ///< the attempt's own timeout passed (idempotent calls)

@@ -63,7 +63,7 @@ struct Call {
   std::string method;
   TimePoint start;
   AttemptPlan plan;
-  bool wait_for_ready = true;
+  bool wait_for_ready = false;
   bool inherited = false;  // the deadline is that of the request being served
   // The deadline in force where the call started (the request being served),
   // put back in force while the completion runs.

@@ -124,12 +124,16 @@ void ClientCore::on_connected(ClientConnection& conn, error_code ec, asio::ip::t
   std::unique_lock conn_lock(conn.mu);
   if (conn.closed) return;
   if (ec) {
-    // Calls waiting for a connection go on waiting (until their deadlines); the
-    // ReconnectTimerTask retries under the connection's backoff.
+    // The ReconnectTimerTask retries under the connection's backoff. Calls
+    // waiting for ready go on waiting (until their deadlines); the others
+    // fail now if no provider is left to wait for.
+    conn.failing.store(true, std::memory_order_release);
     conn.set_state(State::idle);
     conn.last_error = "cannot connect to " + conn.peer() + ": " + ec.message();
     connect_failures_.fetch_add(1, std::memory_order_relaxed);
     logger()->warn("connect to {} failed: {}", conn.peer(), ec.message());
+    conn_lock.unlock();
+    fail_fast_waiting();
     return;
   }
   auto channel = transport::Channel::create(std::move(socket), conn.shared_from_this(), options_.channel);
@@ -149,6 +153,7 @@ void ClientCore::on_hello(ClientConnection& conn, const transport::Frame& frame)
     const auto heartbeat = std::max(hello_heartbeat(frame).value_or(options_.heartbeat), options_.heartbeat);
     conn.heartbeat_ms.store(heartbeat.count(), std::memory_order_relaxed);
     conn.idle_timeout_ms.store(idle_timeout_for(heartbeat).count(), std::memory_order_relaxed);
+    conn.failing.store(false, std::memory_order_release);
     conn.set_state(State::ready);
     conn.backoff.reset();
     conn.next_attempt = {};  // the first attempt after a loss is immediate
@@ -180,6 +185,7 @@ void ClientCore::on_closed(ClientConnection& conn, const error_code& ec, const s
     std::unique_lock conn_lock(conn.mu);
     was_ready = conn.state == State::ready;
     client_closed = conn.closed;
+    conn.failing.store(!was_ready, std::memory_order_release);
     conn.set_state(State::idle);
     conn.channel.reset();
     conn.watched_channel.store(nullptr, std::memory_order_release);
@@ -199,6 +205,7 @@ void ClientCore::on_closed(ClientConnection& conn, const error_code& ec, const s
     waiting = !waiting_.empty();
   }
   if (waiting) maybe_reconnect(conn, now());
+  if (!was_ready) fail_fast_waiting();  // a failed handshake is a failed connect
   const std::string what = "connection lost (" + reason + (ec ? ": " + ec.message() : "") + ")";
   for (auto& [ptr, id] : lost) {
     Call& call = *ptr;

@@ -51,6 +51,10 @@ class ClientConnection final : public transport::ChannelHandler,
     return {ready.load(std::memory_order_acquire), active.load(std::memory_order_relaxed),
             failures.load(std::memory_order_relaxed)};
   }
+  /// Idle after a failed connect attempt, waiting out its backoff (lock-free).
+  bool in_backoff() const noexcept {
+    return state_mirror.load(std::memory_order_acquire) == State::idle && failing.load(std::memory_order_acquire);
+  }
   /// The channel the timer tasks watch, with its intervals (lock-free; O(1)).
   std::optional<std::vector<WatchedChannel>> watched();
 
@@ -58,6 +62,9 @@ class ClientConnection final : public transport::ChannelHandler,
   std::atomic<bool> ready{false};
   std::atomic<State> state_mirror{State::idle};
   std::atomic<bool> wanted{false};  // keep it connected from now on (set once)
+  /// Its last connect attempt failed (cleared once ready): while `idle` too,
+  /// it is in backoff, and calls that do not wait for ready do not wait for it.
+  std::atomic<bool> failing{false};
   std::atomic<std::uint64_t> active{0};    // attempts in flight on it
   std::atomic<std::uint64_t> attempts{0};  // attempts sent to it
   std::atomic<std::uint64_t> failures{0};  // of which failed

@@ -274,30 +274,33 @@ void ClientCore::dispatch(CallLock& lock, Call& call, Completion& done) {
       if (!index) break;
       if (send_attempt(lock, call, *conns_[*index], done)) return;
     }
-    const auto t = now();
     if (!call.wait_for_ready) {
-      std::string why = "unavailable (no connection ready, wait_for_ready off";
-      for (const auto& c : conns_) {
-        std::lock_guard conn_lock(c->mu);
-        if (!c->last_error.empty()) why += "; " + c->last_error;
+      // Starts the connects that are due: a provider being connected is
+      // worth waiting for, one in backoff after a failure is not.
+      wake_all(now());
+      if (every_provider_in_backoff()) {
+        fail_unavailable(lock, call, done);
+        return;
       }
-      why += ")";
-      wake_all(t);
-      ++call.attempts;
-      attempts_.fetch_add(1, std::memory_order_relaxed);
-      attempt_failed(lock, call, std::nullopt, Failure::unavailable, errc::unavailable, describe(call, why), done);
-      return;
     }
-    std::lock_guard books(books_mu_);
+    std::unique_lock books(books_mu_);
     if (closed_.load(std::memory_order_acquire)) {
+      books.unlock();
       complete_closed(lock, call, done);
       return;
     }
     // on_hello marks a provider ready before it drains the list under this
-    // lock: seeing none ready here means the drain comes after the push.
-    // Providers that keep flapping between ready and not get a few rounds,
-    // then the call waits like any other.
+    // lock: seeing none ready here means the drain comes after the push. A
+    // failed connect likewise marks its provider in backoff before it looks
+    // for calls to fail fast (fail_fast_waiting). Providers that keep
+    // flapping between ready and not get a few rounds, then the call waits
+    // like any other.
     if (!any_ready() || round == kRounds - 1) {
+      if (!call.wait_for_ready && every_provider_in_backoff()) {
+        books.unlock();
+        fail_unavailable(lock, call, done);
+        return;
+      }
       call.phase = Phase::waiting;
       call.waited = true;
       waiting_.emplace_back(&call);
@@ -305,6 +308,46 @@ void ClientCore::dispatch(CallLock& lock, Call& call, Completion& done) {
     }
   }
   wake_all(now());
+}
+
+bool ClientCore::every_provider_in_backoff() const noexcept {
+  return std::all_of(conns_.begin(), conns_.end(), [](const auto& c) { return c->in_backoff(); });
+}
+
+void ClientCore::fail_unavailable(CallLock& lock, Call& call, Completion& done) {
+  assert(lock.owns_lock() && call.mu.held());
+  std::string why = "unavailable (every provider is in backoff after a failed connect";
+  for (const auto& c : conns_) {
+    std::lock_guard conn_lock(c->mu);
+    if (!c->last_error.empty()) why += "; " + c->last_error;
+  }
+  why += ")";
+  call.phase = Phase::idle;
+  ++call.attempts;
+  attempts_.fetch_add(1, std::memory_order_relaxed);
+  attempt_failed(lock, call, std::nullopt, Failure::unavailable, errc::unavailable, describe(call, why), done);
+}
+
+void ClientCore::fail_fast_waiting() {
+  if (closed_.load(std::memory_order_acquire) || !every_provider_in_backoff()) return;
+  std::vector<CallPtr> batch;
+  {
+    std::lock_guard books(books_mu_);
+    // wait_for_ready is fixed when a call starts: read without its lock.
+    auto keep = std::partition(waiting_.begin(), waiting_.end(), [](const CallPtr& c) { return c->wait_for_ready; });
+    batch.assign(std::make_move_iterator(keep), std::make_move_iterator(waiting_.end()));
+    waiting_.erase(keep, waiting_.end());
+  }
+  for (auto& ptr : batch) {
+    Completion done;
+    {
+      CallLock lock(ptr->mu);
+      if (!ptr->done.load(std::memory_order_relaxed) && ptr->phase == Call::Phase::waiting) {
+        fail_unavailable(lock, *ptr, done);
+      }
+    }
+    deliver(done);
+  }
 }
 
 bool ClientCore::send_attempt(CallLock& lock, Call& call, ClientConnection& conn, Completion& done) {

@@ -110,7 +110,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   // Each of these runs with the call's lock held (asserted).
   /// Starts the call's next attempt: on a ready provider, else into the
-  /// waiting list (or failed, without wait_for_ready).
+  /// waiting list, or failed as unavailable when it does not wait for ready
+  /// and every provider is in backoff after a failed connect.
   void dispatch(CallLock& lock, Call& call, Completion& done);
   /// Sends an attempt on `conn`; false (nothing changed) if it is not ready.
   bool send_attempt(CallLock& lock, Call& call, ClientConnection& conn, Completion& done);
@@ -132,6 +133,15 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::string describe(const Call& call, std::string_view what,
                        std::optional<std::size_t> provider = std::nullopt) const;
   std::string attempt_timed_out(const Call& call, const Call::Attempt& a, bool server_too) const;
+
+  /// Every provider is idle after a failed connect attempt (lock-free).
+  bool every_provider_in_backoff() const noexcept;
+  /// Fails the attempt of a call that does not wait for ready: every
+  /// provider is in backoff (unavailable, naming their connect errors).
+  void fail_unavailable(CallLock& lock, Call& call, Completion& done);
+  /// After a connect attempt failed: if every provider is now in backoff,
+  /// fails the attempts of the waiting calls that do not wait for ready.
+  void fail_fast_waiting();
 
   void deliver(Completion& done);
   void schedule_deadline(const CallPtr& call, std::chrono::milliseconds budget, std::error_code& ec);

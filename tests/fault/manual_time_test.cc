@@ -97,12 +97,16 @@ TEST(ManualTime, AnUnavailableCallIsRetriedAfterItsBackoffWhenNoProviderCanBeRea
   Cluster c(ManualTime{}, {Mode::reply}, co);
   c.providers[0]->proxy->down();  // its port refuses connections
   auto o = opts(30s);
-  o.wait_for_ready = false;
+  o.wait_for_ready = false;  // the default
   auto f = start(c, "work", "", o);
-  EXPECT_EQ(c.client->stats().attempts, 1u) << "the first attempt failed at once: nothing ready";
+  // The call waits for the connect it started; refused, the attempt fails.
+  ASSERT_TRUE(wait_until([&] { return c.client->stats().retries == 1; }));
+  EXPECT_EQ(c.client->stats().attempts, 1u);
   c.advance(99ms);
   EXPECT_EQ(c.client->stats().attempts, 1u) << "retried before its backoff";
   c.advance(1ms);
+  // At once, or when the reconnect it started is refused.
+  ASSERT_TRUE(wait_until([&] { return c.client->stats().retries == 2; }));
   EXPECT_EQ(c.client->stats().attempts, 2u);
   c.advance(299ms);
   EXPECT_EQ(c.client->stats().attempts, 2u) << "retried before its backoff";
@@ -111,6 +115,7 @@ TEST(ManualTime, AnUnavailableCallIsRetriedAfterItsBackoffWhenNoProviderCanBeRea
   auto out = wait(f);
   EXPECT_EQ(out.ec, errc::unavailable) << out.response.error_message;
   EXPECT_TRUE(contains(out.response.error_message, "attempt 3 of 3")) << out.response.error_message;
+  EXPECT_TRUE(contains(out.response.error_message, "in backoff after a failed connect")) << out.response.error_message;
   EXPECT_EQ(out.took, 400ms);
   EXPECT_EQ(c.client->stats().attempts, 3u);
   EXPECT_EQ(c.providers[0]->requests(), 0);

@@ -91,12 +91,14 @@ TEST(Retry, OneOfThreeProvidersKilledUnderLoadEveryCallSucceeds) {
   EXPECT_FALSE(c.client->providers()[1].ready);
 }
 
-TEST(Retry, AllProvidersDownCallsFailWithUnavailableByTheirDeadlines) {
+TEST(Retry, AllProvidersDownWaitForReadyCallsFailWithUnavailableByTheirDeadlines) {
   // On the client's manual clock: each call ends exactly at its deadline.
   Cluster c(ManualTime{}, {Mode::reply, Mode::reply, Mode::reply});
   for (auto& p : c.providers) p->proxy->down();
+  auto o = opts(300ms);
+  o.wait_for_ready = true;  // wait through the reconnect attempts
   std::vector<std::future<Outcome>> fs;
-  for (int i = 0; i < 10; ++i) fs.push_back(start(c, "work", "", opts(300ms)));
+  for (int i = 0; i < 10; ++i) fs.push_back(start(c, "work", "", o));
   // The calls made the client connect to every provider; each refused.
   ASSERT_TRUE(wait_until([&] {
     auto ps = c.client->providers();
@@ -119,10 +121,16 @@ TEST(Retry, WithoutWaitForReadyAnUnavailableCallIsRetriedThenFailsNamingItsAttem
   Cluster c(ManualTime{}, {Mode::reply, Mode::reply});
   for (auto& p : c.providers) p->proxy->down();
   auto o = opts(2s);
-  o.wait_for_ready = false;
+  o.wait_for_ready = false;  // the default
   auto f = start(c, "work", "", o);
-  // The default retry backoff (without jitter here): 10 ms, then 20 ms.
-  c.advance(30ms);
+  // The call starts the connects and waits for them; the first attempt fails
+  // when both are refused.
+  ASSERT_TRUE(wait_until([&] { return c.client->stats().retries == 1; }));
+  // The default retry backoff (without jitter here): 10 ms, then 20 ms; the
+  // providers are still in their reconnect backoff, so each retry fails at once.
+  c.advance(10ms);
+  ASSERT_TRUE(wait_until([&] { return c.client->stats().retries == 2; }));
+  c.advance(20ms);
   auto out = wait(f);
   EXPECT_EQ(out.ec, errc::unavailable);
   EXPECT_TRUE(contains(out.response.error_message, "attempt 3 of 3")) << out.response.error_message;

@@ -252,17 +252,19 @@ TEST(Deadline, NoServerListeningFailsWithUnavailable) {
     dead = a.local_endpoint();
   }
   Client client(io.io.get_executor(), timer, {dead});
-  // wait_for_ready (the default): waits through reconnect attempts until the
-  // deadline, then fails with unavailable and the reason.
+  // wait_for_ready: waits through reconnect attempts until the deadline, then
+  // fails with unavailable and the reason.
+  CallOptions wait_opts = with_timeout(300ms);
+  wait_opts.wait_for_ready = true;
   const auto t0 = Clock::now();
-  auto f = start(client, "echo", "x", with_timeout(300ms));
+  auto f = start(client, "echo", "x", wait_opts);
   auto out = wait(f);
   EXPECT_EQ(out.ec, errc::unavailable) << out.response.error_message;
   EXPECT_NE(out.response.error_message.find("cannot connect"), std::string::npos) << out.response.error_message;
   EXPECT_GE(out.at - t0, 300ms);
-  // Without wait_for_ready: at once.
+  // Without wait_for_ready (the default): at once, the provider being in
+  // backoff after its failed connects.
   CallOptions no_wait = with_timeout(5s);
-  no_wait.wait_for_ready = false;
   const auto t1 = Clock::now();
   auto g = start(client, "echo", "x", no_wait);
   auto out2 = wait(g);

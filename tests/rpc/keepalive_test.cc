@@ -234,7 +234,9 @@ TEST(KeepAlive, WaitForReadyCallSucceedsWhenTheServerComesUp) {
   }
   Client client(io.io.get_executor(), timer, {endpoint}, client_options(30ms));
   std::promise<error_code> result;
-  client.async_call("echo", "late", timeout(5s), [&](error_code ec, Response) { result.set_value(ec); });
+  CallOptions o = timeout(5s);
+  o.wait_for_ready = true;  // waits through the refused connects
+  client.async_call("echo", "late", o, [&](error_code ec, Response) { result.set_value(ec); });
   ASSERT_TRUE(wait_until([&] { return client.stats().connect_failures >= 2; }));
   Server server(io.io.get_executor(), timer, server_options(30ms));
   wheelrpc::test::register_test_methods(server, io.io);
@@ -273,7 +275,9 @@ TEST(KeepAlive, ReconnectAttemptsFollowTheBackoffCurveAndStopWhenClosed) {
   co.reconnect.max = 250ms;
   Client client(io.io.get_executor(), timer, {down.local_endpoint()}, co);
   std::promise<error_code> result;
-  client.async_call("echo", "x", timeout(1500ms), [&](error_code ec, Response) { result.set_value(ec); });
+  CallOptions o = timeout(1500ms);
+  o.wait_for_ready = true;  // keeps the client reconnecting until the deadline
+  client.async_call("echo", "x", o, [&](error_code ec, Response) { result.set_value(ec); });
   auto f = result.get_future();
   ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
   EXPECT_EQ(f.get(), errc::unavailable);

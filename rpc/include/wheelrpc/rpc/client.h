@@ -3,13 +3,16 @@
 /// the shared HashedWheelTimer and completes exactly once.
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associator.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/system/error_code.hpp>
@@ -18,6 +21,15 @@
 #include <wheelrpc/rpc/options.h>
 #include <wheelrpc/rpc/response.h>
 #include <wheelrpc/timer/timer.h>
+
+namespace boost::asio {
+// The tokens whose failures throw (see Client::async_call); declared here so
+// that this header does not pull in coroutine or future support.
+template <typename Executor>
+struct use_awaitable_t;
+template <typename Allocator>
+class use_future_t;
+}  // namespace boost::asio
 
 namespace wheelrpc::rpc {
 
@@ -60,13 +72,47 @@ struct ProviderStats {
   std::string last_error;           ///< why the last connect attempt failed; "" once connected
 };
 
-/// Thrown by the blocking `call()`; `code()` is the call's error and `what()`
-/// its detailed message.
+/// A failed call as an exception: thrown by the blocking `call()`, and by
+/// `async_call` with `use_awaitable` or `use_future`. `code()` is the call's
+/// error (a wheelrpc::rpc::errc, or boost::asio::error::operation_aborted) and
+/// `what()` the full message of Response::error_message: the phase, elapsed
+/// time, method and server, e.g. "timeout (sent, waiting for the reply) after
+/// 50 ms calling 'slow' on 127.0.0.1:7001". A boost::system::system_error, so
+/// catch sites written for that keep working.
 class CallError : public boost::system::system_error {
  public:
-  CallError(boost::system::error_code ec, const std::string& message)
-      : boost::system::system_error(ec, message) {}
+  /// `message` empty: the code's own message.
+  CallError(boost::system::error_code ec, std::string message)
+      : boost::system::system_error(ec), message_(message.empty() ? ec.message() : std::move(message)) {}
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  std::string message_;
 };
+
+namespace detail {
+/// Completion tokens whose completion with an error throws: for them a call
+/// completes with an exception_ptr holding a CallError instead of a bare
+/// error_code, so the precise message reaches the catch site.
+template <class Token>
+struct throws_on_error : std::false_type {};
+template <class Executor>
+struct throws_on_error<boost::asio::use_awaitable_t<Executor>> : std::true_type {};
+template <class Allocator>
+struct throws_on_error<boost::asio::use_future_t<Allocator>> : std::true_type {};
+
+/// Turns (error_code, Response) into (exception_ptr, Response); keeps the
+/// wrapped handler's executor, allocator and cancellation slot.
+template <class Handler>
+struct ThrowingHandler {
+  Handler handler;
+  void operator()(boost::system::error_code ec, Response r) {
+    std::exception_ptr e;
+    if (ec) e = std::make_exception_ptr(CallError(ec, r.error_message));
+    std::move(handler)(std::move(e), std::move(r));
+  }
+};
+}  // namespace detail
 
 /// A client of one or more servers ("providers"): each has its own connection,
 /// kept alive and reconnected by the client's HeartbeatTimerTask and
@@ -122,26 +168,43 @@ class Client {
   /// - errc::connection_lost when the connection closed with the call sent;
   ///   (retried on another provider first, up to CallOptions::retries: the
   ///   error is that of the last attempt, and the message counts attempts);
-  /// - errc::unavailable when no connection could be made (or wait_for_ready is
-  ///   off and none is ready), errc::too_many_pending at the client's limit,
+  /// - errc::unavailable when no connection could be made: at once when every
+  ///   provider is in backoff after a failed connect (CallOptions::
+  ///   wait_for_ready off, the default), else at the deadline;
+  ///   errc::too_many_pending at the client's limit,
   ///   errc::cancelled when the client is closed first;
   /// - boost::asio::error::operation_aborted when cancelled through the token's
   ///   cancellation slot (any cancellation type), which frees the call at once.
   /// Works with any completion token: callbacks, use_future, use_awaitable,
   /// as_tuple(...), deferred. The handler is never invoked from inside async_call.
+  /// With `use_awaitable` and `use_future` a failure throws CallError, whose
+  /// what() is the full message; `as_tuple(use_awaitable)` gives
+  /// (error_code, Response) instead.
   template <class Token>
   auto async_call(std::string method, std::string payload, CallOptions options, Token&& token) {
-    return boost::asio::async_initiate<Token, Signature>(
-        [this](auto handler, std::string m, std::string p, CallOptions o) {
-          start_call(std::move(m), std::move(p), std::move(o),
-                     boost::asio::any_completion_handler<Signature>(std::move(handler)));
-        },
-        token, std::move(method), std::move(payload), std::move(options));
+    if constexpr (detail::throws_on_error<std::decay_t<Token>>::value) {
+      return boost::asio::async_initiate<Token, void(std::exception_ptr, Response)>(
+          [this](auto handler, std::string m, std::string p, CallOptions o) {
+            start_call(std::move(m), std::move(p), std::move(o),
+                       boost::asio::any_completion_handler<Signature>(
+                           detail::ThrowingHandler<decltype(handler)>{std::move(handler)}));
+          },
+          token, std::move(method), std::move(payload), std::move(options));
+    } else {
+      return boost::asio::async_initiate<Token, Signature>(
+          [this](auto handler, std::string m, std::string p, CallOptions o) {
+            start_call(std::move(m), std::move(p), std::move(o),
+                       boost::asio::any_completion_handler<Signature>(std::move(handler)));
+          },
+          token, std::move(method), std::move(payload), std::move(options));
+    }
   }
 
   /// Blocking convenience: waits for the call and returns the response; throws
-  /// CallError on failure. Must not be called from a thread that runs the
-  /// client's executor (it would wait for itself).
+  /// CallError on failure. Called from a thread that runs the client's
+  /// executor it would wait for itself (the reply and the deadline both need
+  /// that thread): it throws CallError(errc::bad_request) at once instead,
+  /// nothing sent. Use async_call there.
   Response call(std::string method, std::string payload, CallOptions options = {});
 
   /// Fire-and-forget with delayed redelivery (Dubbo's failback): sends the call
@@ -180,3 +243,16 @@ class Client {
 };
 
 }  // namespace wheelrpc::rpc
+
+template <template <typename, typename> class Associator, typename Handler, typename DefaultCandidate>
+struct boost::asio::associator<Associator, wheelrpc::rpc::detail::ThrowingHandler<Handler>, DefaultCandidate>
+    : Associator<Handler, DefaultCandidate> {
+  static typename Associator<Handler, DefaultCandidate>::type get(
+      const wheelrpc::rpc::detail::ThrowingHandler<Handler>& h) noexcept {
+    return Associator<Handler, DefaultCandidate>::get(h.handler);
+  }
+  static auto get(const wheelrpc::rpc::detail::ThrowingHandler<Handler>& h, const DefaultCandidate& c) noexcept
+      -> decltype(Associator<Handler, DefaultCandidate>::get(h.handler, c)) {
+    return Associator<Handler, DefaultCandidate>::get(h.handler, c);
+  }
+};

@@ -32,14 +32,22 @@ struct CallOptions {
   /// the call fails at once with errc::bad_request.
   std::chrono::milliseconds timeout{1000};
 
-  /// When no connection is ready: true (default) = wait for one (through
-  /// reconnect attempts) until the deadline; if none could be made by then the
-  /// call fails with errc::unavailable naming the last connect error, otherwise
-  /// with errc::timeout ("not sent"). false = the attempt fails at once with
-  /// errc::unavailable, which is retried like any unavailable attempt (after
-  /// the retry backoff, while connections are being made); with retries = 0
-  /// the call fails at once.
-  bool wait_for_ready = true;
+  /// What an attempt does when no provider's connection is ready (gRPC's
+  /// semantics):
+  /// - false (default): it waits while a provider's connection is being made
+  ///   (connecting, or about to: the first call starts the connects), but
+  ///   fails at once with errc::unavailable, naming the connect errors, when
+  ///   every provider is in backoff after a failed connect attempt; calls
+  ///   already waiting fail the moment the last provider's attempt fails. An
+  ///   unavailable attempt is retried like any other (after the retry backoff,
+  ///   up to `retries`), so a call to servers that are all down ends within
+  ///   a few tens of milliseconds, not at its deadline.
+  /// - true: it waits for a ready connection (through reconnect attempts)
+  ///   until the deadline; if none could be made by then the call fails with
+  ///   errc::unavailable naming the last connect error, otherwise with
+  ///   errc::timeout ("not sent").
+  /// Either way an attempt goes to a ready provider at once when there is one.
+  bool wait_for_ready = false;
 
   /// Sent with the request; the handler sees them in `Request::attachments`.
   /// Keys at most 255 bytes. Default none.
