@@ -1,5 +1,8 @@
 #include <wheelrpc/rpc/channel_timer_task.h>
 
+#include <algorithm>
+#include <utility>
+
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
@@ -16,17 +19,47 @@ AbstractTimerTask::AbstractTimerTask(ChannelProvider provider, std::chrono::mill
       tick_(std::max(tick, std::chrono::milliseconds(1))),
       executor_(std::move(executor)) {}
 
-void AbstractTimerTask::start(timer::Timer& timer) { reschedule(timer); }
+void AbstractTimerTask::start(timer::Timer& timer) {
+  {
+    std::lock_guard lock(mu_);
+    timer_ = &timer;
+  }
+  reschedule(timer);
+}
 
 void AbstractTimerTask::reschedule(timer::Timer& timer) {
   std::lock_guard lock(mu_);
   if (cancelled()) return;
+  std::chrono::nanoseconds delay = tick_;
+  if (sooner_) delay = std::min(delay, *std::exchange(sooner_, std::nullopt));
+  schedule_locked(timer, delay);
+}
+
+void AbstractTimerTask::schedule_locked(timer::Timer& timer, std::chrono::nanoseconds delay) {
   std::error_code ec;
-  next_ = timer.new_timeout(std::static_pointer_cast<timer::TimerTask>(shared_from_this()), tick_, ec);
+  next_ = timer.new_timeout(std::static_pointer_cast<timer::TimerTask>(shared_from_this()), delay, ec);
+  next_at_ = std::chrono::steady_clock::now() + delay;
   if (ec) {  // the timer stopped: so do we
     cancelled_.store(true, std::memory_order_release);
     detail::logger()->debug("{} stops: {}", name(), ec.message());
   }
+}
+
+void AbstractTimerTask::check_within(std::chrono::nanoseconds delay) {
+  delay = std::max(delay, std::chrono::nanoseconds(0));
+  std::lock_guard lock(mu_);
+  if (cancelled() || !timer_) return;
+  if (next_.state() != timer::TimeoutState::pending) {
+    // Running, or posted to the executor: its reschedule() takes this.
+    sooner_ = sooner_ ? std::min(*sooner_, delay) : delay;
+    return;
+  }
+  if (std::chrono::steady_clock::now() + delay >= next_at_) return;  // due soon enough
+  if (!next_.cancel()) {  // expired meanwhile: as above
+    sooner_ = sooner_ ? std::min(*sooner_, delay) : delay;
+    return;
+  }
+  schedule_locked(*timer_, delay);
 }
 
 void AbstractTimerTask::cancel() noexcept {

@@ -132,7 +132,10 @@ void ClientCore::on_connected(ClientConnection& conn, error_code ec, asio::ip::t
     conn.last_error = "cannot connect to " + conn.peer() + ": " + ec.message();
     connect_failures_.fetch_add(1, std::memory_order_relaxed);
     logger()->warn("connect to {} failed: {}", conn.peer(), ec.message());
+    auto task = conn.reconnect_task;
+    const auto delay = conn.next_attempt - now();
     conn_lock.unlock();
+    if (task) task->check_within(delay);  // the next attempt when its backoff ends, not at a later tick
     fail_fast_waiting();
     return;
   }
@@ -181,6 +184,8 @@ void ClientCore::on_hello(ClientConnection& conn, const transport::Frame& frame)
 void ClientCore::on_closed(ClientConnection& conn, const error_code& ec, const std::string& reason) {
   std::vector<std::pair<CallPtr, std::uint64_t>> lost;  // the calls, and the ids of their attempts here
   bool was_ready = false, client_closed = false;
+  std::shared_ptr<ReconnectTimerTask> task;
+  std::chrono::nanoseconds reconnect_in{0};
   {
     std::unique_lock conn_lock(conn.mu);
     was_ready = conn.state == State::ready;
@@ -191,9 +196,14 @@ void ClientCore::on_closed(ClientConnection& conn, const error_code& ec, const s
     conn.watched_channel.store(nullptr, std::memory_order_release);
     if (was_ready) conn.next_attempt = now() + options_.reconnect.first;  // the first attempt's delay
     if (!was_ready) conn.last_error = "the connection to " + conn.peer() + " closed before it was ready: " + reason;
+    task = conn.reconnect_task;
+    reconnect_in = conn.next_attempt - now();
     conn.table.for_each([&](std::uint64_t id, const CallPtr& c) { lost.emplace_back(c, id); });
   }
   if (client_closed) return;  // close() fails the calls itself
+  // The next connect attempt when the backoff allows it (at once after a
+  // loss, by default), whether or not calls are waiting.
+  if (task) task->check_within(reconnect_in);
   if (was_ready || !lost.empty()) {
     logger()->info("peer={} connection lost ({}): {} calls in flight", conn.peer(), reason, lost.size());
   }

@@ -199,3 +199,43 @@ TEST(ManualTime, AHedgeThatRunsAfterTheDeadlinePassedNeverGoesOutWithoutADeadlin
 }
 
 }  // namespace
+
+namespace {
+
+// Reconnects start when their backoff ends, not at the reconnect task's next
+// tick (heartbeat / 3: 10 s here, never reached on the manual clock).
+TEST(ManualTime, AReconnectStartsWhenItsBackoffEndsNotAtTheNextTick) {
+  auto co = wheelrpc::test::manual_client_options();
+  co.reconnect.initial = 100ms;
+  co.reconnect.jitter = 0;
+  Cluster c(ManualTime{}, {Mode::reply}, co);
+  auto& proxy = *c.providers[0]->proxy;
+  proxy.down();
+  c.client->connect();  // attempt 1, at once: refused
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return c.client->stats().connect_failures == 1; }));
+  ASSERT_FALSE(proxy.up());
+  c.advance(99ms);
+  EXPECT_EQ(c.client->stats().connect_failures, 1u) << "reconnected before its backoff";
+  EXPECT_EQ(c.client->stats().connects, 0u) << "reconnected before its backoff";
+  c.advance(1ms);  // attempt 2 is due
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return c.client->providers()[0].ready; }))
+      << "no reconnect when the backoff ended";
+  EXPECT_EQ(c.client->stats().connects, 1u);
+
+  // A loss: the first attempt after it is immediate (reconnect.first = 0),
+  // with no call waiting and no tick (one tick of the manual wheel: the
+  // soonest any timeout runs); the port still refuses it.
+  proxy.down();
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return !c.client->providers()[0].ready; }));
+  c.advance(1ms);
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return c.client->stats().connect_failures == 2; }))
+      << "no attempt at once after the loss";
+  ASSERT_FALSE(proxy.up());
+  c.advance(99ms);
+  EXPECT_EQ(c.client->stats().connects, 1u) << "reconnected before its backoff";
+  c.advance(1ms);
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return c.client->stats().connects == 2; }))
+      << "no reconnect when the backoff ended";
+}
+
+}  // namespace

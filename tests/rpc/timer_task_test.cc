@@ -56,6 +56,62 @@ TEST(TimerTask, RunsEveryTickAndReschedulesItself) {
   EXPECT_EQ(mt.timer.stats().pending, 1u) << "always exactly one next run scheduled";
 }
 
+TEST(TimerTask, CheckWithinBringsTheNextRunForwardOnce) {
+  ManualTimer mt;
+  auto task = std::make_shared<CountingTask>(two_entries(), 100ms);
+  task->check_within(1ms);  // before start(): nothing to move
+  task->start(mt.timer);
+  mt.advance(10ms);
+  task->check_within(20ms);  // due at 30 ms instead of 100 ms
+  task->check_within(50ms);  // later than planned: ignored
+  mt.advance(19ms);
+  EXPECT_EQ(task->runs(), 0u);
+  mt.advance(1ms);
+  EXPECT_EQ(task->runs(), 1u);
+  EXPECT_EQ(mt.timer.stats().pending, 1u) << "the replaced run was cancelled";
+  mt.advance(99ms);
+  EXPECT_EQ(task->runs(), 1u) << "back to the tick after the early run";
+  mt.advance(1ms);
+  EXPECT_EQ(task->runs(), 2u);
+  task->cancel();
+  task->check_within(1ms);  // after cancel(): nothing
+  mt.advance(200ms);
+  EXPECT_EQ(task->runs(), 2u);
+  EXPECT_EQ(mt.timer.stats().pending, 0u);
+}
+
+// Asked while a run is in progress (its timeout no longer pending), the run's
+// own reschedule takes the shorter delay.
+class AskingTask final : public AbstractTimerTask {
+ public:
+  AskingTask(ChannelProvider p, std::chrono::milliseconds tick) : AbstractTimerTask(std::move(p), tick) {}
+  std::atomic<int> visits{0};
+
+ private:
+  void do_task(const WatchedChannel&, std::chrono::steady_clock::time_point) override {
+    if (visits.fetch_add(1) == 0) check_within(std::chrono::milliseconds(5));
+  }
+  const char* name() const noexcept override { return "AskingTask"; }
+};
+
+TEST(TimerTask, CheckWithinDuringARunAppliesToItsReschedule) {
+  ManualTimer mt;
+  auto task = std::make_shared<AskingTask>(
+      [] { return std::optional<std::vector<WatchedChannel>>(std::vector<WatchedChannel>(1)); }, 100ms);
+  task->start(mt.timer);
+  mt.advance(100ms);
+  EXPECT_EQ(task->runs(), 1u);
+  mt.advance(4ms);
+  EXPECT_EQ(task->runs(), 1u);
+  mt.advance(1ms);
+  EXPECT_EQ(task->runs(), 2u) << "the run asked for a check within 5 ms";
+  mt.advance(99ms);
+  EXPECT_EQ(task->runs(), 2u);
+  mt.advance(1ms);
+  EXPECT_EQ(task->runs(), 3u);
+  task->cancel();
+}
+
 TEST(TimerTask, SurvivesItsOwnExceptions) {
   wheelrpc::test::LogCapture log("wheelrpc.rpc");
   ManualTimer mt;

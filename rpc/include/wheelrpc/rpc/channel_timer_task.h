@@ -68,6 +68,13 @@ class AbstractTimerTask : public timer::TimerTask, public std::enable_shared_fro
 
   /// Schedules the first run one tick from now. Thread-safe.
   void start(timer::Timer& timer);
+  /// Runs the next check within `delay` (on the timer's clock) instead of at
+  /// the next tick, if that is sooner: for an owner that knows a channel needs
+  /// one (a reconnect whose backoff ends then). Later runs keep the tick. A
+  /// run in progress or posted reschedules itself within `delay` instead.
+  /// O(1); thread-safe; a no-op before start() and after cancel(). Must not
+  /// be called with a lock the provider takes.
+  void check_within(std::chrono::nanoseconds delay);
   /// Stops the task for good. A check in progress on another thread is waited
   /// for, so once cancel() returns the task touches no channel any more and
   /// posts nothing (and the executor behind them may be destroyed); a check
@@ -89,6 +96,8 @@ class AbstractTimerTask : public timer::TimerTask, public std::enable_shared_fro
 
  private:
   void reschedule(timer::Timer& timer);
+  /// Schedules the next run after `delay` (mu_ held).
+  void schedule_locked(timer::Timer& timer, std::chrono::nanoseconds delay);
   void check();
 
   ChannelProvider provider_;
@@ -99,7 +108,11 @@ class AbstractTimerTask : public timer::TimerTask, public std::enable_shared_fro
   std::atomic<std::thread::id> runner_{};       // the thread of the run in progress
   std::atomic<std::uint64_t> runs_{0};
   std::mutex mu_;
-  timer::Timeout next_;  // guarded by mu_
+  // Guarded by mu_:
+  timer::Timer* timer_ = nullptr;                 // set by start()
+  timer::Timeout next_;                           // the next run
+  std::chrono::steady_clock::time_point next_at_;  // when it is due (steady clock)
+  std::optional<std::chrono::nanoseconds> sooner_;  // check_within() while the timeout was not pending
 };
 
 /// Sends a heartbeat (a two-way event request with an empty body) on every
