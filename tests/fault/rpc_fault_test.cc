@@ -246,15 +246,19 @@ TEST(Fault, ChaosSoakEveryCallCompletesExactlyOnceAndTheClientEndsHealthy) {
   ASSERT_EQ(fx.client->call("echo", "up").payload, "up");
   Recorder rec;
   std::atomic<bool> stop{false};
-  // Steady load: 8 callers, each a call at a time with a 150 ms deadline.
+  // Steady load: 8 callers, each a call at a time with a 150 ms deadline,
+  // at most one every 10 ms (while the proxy is down calls fail at once:
+  // without the pause the callers would spin).
   std::vector<std::thread> callers;
   for (int c = 0; c < 8; ++c) {
     callers.emplace_back([&, c] {
       while (!stop.load()) {
+        const auto next = Clock::now() + 10ms;
         auto done = std::make_shared<std::promise<void>>();
         rec.call(*fx.client, c % 2 ? "echo" : "sleep", c % 2 ? "payload" : "5", 150ms,
                  [done] { done->set_value(); });
         done->get_future().wait_for(2s);  // a call at a time per caller (bounded)
+        std::this_thread::sleep_until(next);
       }
     });
   }
