@@ -22,6 +22,7 @@ namespace asio = boost::asio;
 namespace rpc = wheelrpc::rpc;
 using namespace std::chrono_literals;
 
+// [readme:talk]  (README.md shows talk() verbatim)
 asio::awaitable<void> talk(rpc::Client& client) {
   rpc::CallOptions opts;
   opts.timeout = 1s;  // the deadline: each call's whole budget
@@ -39,6 +40,7 @@ asio::awaitable<void> talk(rpc::Client& client) {
   // instead of throwing, and Response::error_message names the phase, the time
   // and the server: "timeout (sent, waiting for the reply) after 50 ms ...".
 }
+// [readme:talk-end]
 
 int main() {
   wheelrpc::timer::HashedWheelTimer timer;  // one per process; declared first, destroyed last
