@@ -22,6 +22,7 @@ namespace asio = boost::asio;
 namespace rpc = wheelrpc::rpc;
 using namespace std::chrono_literals;
 
+// [readme:talk]  (README.md shows talk() verbatim)
 asio::awaitable<void> talk(rpc::Client& client) {
   rpc::CallOptions opts;
   opts.timeout = 1s;  // the deadline: each call's whole budget
@@ -38,6 +39,7 @@ asio::awaitable<void> talk(rpc::Client& client) {
   // With asio::as_tuple(asio::use_awaitable) a call returns (error_code, Response)
   // instead of throwing; Response::error_message holds the same message.
 }
+// [readme:talk-end]
 
 int main() {
   wheelrpc::timer::HashedWheelTimer timer;  // one per process; declared first, destroyed last
