@@ -6,11 +6,14 @@
 //          without blocking a thread (one boost::asio::steady_timer per call).
 //
 //   echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H] [--idle-timeout-ms I]
+//   echo_server --help
 //
 // Port 0 picks a free port. The first line on stdout is exactly
 // "listening on HOST:PORT". SIGINT or SIGTERM stops the server: it closes every
 // connection, prints its counters on stderr and exits 0. Exit status 1 when it
-// cannot listen, 2 on a usage error.
+// cannot listen (one line on stderr, "echo_server: cannot listen on ..."), 2 on
+// a usage error (one line on stderr, ending "(see --help)"). --help prints the
+// usage on stdout and exits 0.
 #include <wheelrpc/rpc/server.h>
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 #include <wheelrpc/transport/connector.h>
@@ -61,41 +64,44 @@ struct Config {
   std::chrono::milliseconds idle_timeout{0};
 };
 
-int usage(const std::string& problem) {
-  if (!problem.empty()) std::fprintf(stderr, "echo_server: %s\n", problem.c_str());
-  std::fprintf(stderr,
-               "usage: echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H] [--idle-timeout-ms I]\n"
-               "  --port P          TCP port to listen on (0 = pick a free one)\n"
-               "  --host A          address to bind (IPv4/IPv6 literal or localhost; default 127.0.0.1)\n"
-               "  --threads N       threads running the io_context (default 1)\n"
-               "  --heartbeat-ms H  heartbeat interval proposed to clients (default 15000)\n"
-               "  --idle-timeout-ms I  close connections idle (no read or no write) for I ms\n"
-               "                    (default 0 = 3 x the agreed heartbeat; never below 2 x it)\n"
-               "Methods: echo (returns the payload), sleep (payload = milliseconds; replies \"slept\").\n");
-  return 2;
-}
+/// The usage text (--help).
+constexpr const char* kUsage =
+    "usage: echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H] [--idle-timeout-ms I]\n"
+    "  --port P          TCP port to listen on, 0..65535 (0 = pick a free one)\n"
+    "  --host A          address to bind (IPv4/IPv6 literal or localhost; default 127.0.0.1)\n"
+    "  --threads N       threads running the io_context, 1..256 (default 1)\n"
+    "  --heartbeat-ms H  heartbeat interval proposed to clients (default 15000)\n"
+    "  --idle-timeout-ms I  close connections idle (no read or no write) for I ms\n"
+    "                    (default 0 = 3 x the agreed heartbeat; never below 2 x it)\n"
+    "  -h, --help        print this text and exit 0\n"
+    "Flags take their value as --flag V or --flag=V.\n"
+    "Methods: echo (returns the payload), sleep (payload = milliseconds; replies \"slept\").\n"
+    "Exit status: 0 after SIGINT or SIGTERM, 1 if it cannot listen, 2 usage error.\n";
 
-
-/// Parses the command line; returns the exit status of a usage error, if any.
+/// Parses the command line; returns the exit status when the program is to
+/// end now (--help, a usage error).
 std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
-  FlagParser flags(usage);
-  flags.add_number("--port", 0, 65535, "--port must be 0..65535",
+  FlagParser flags("echo_server", kUsage);
+  flags.add_number("--port", 0, 65535,
                    [&](long long v) {
                      cfg.port = static_cast<unsigned short>(v);
                      cfg.port_given = true;
                    })
       .add_value("--host",
-                 [&](const std::string& value) -> std::optional<int> {
+                 [&](const std::string& value) -> std::optional<std::string> {
+                   asio::ip::tcp::endpoint ignored;
+                   if (!wheelrpc::transport::parse_endpoint(value + ":0", ignored)) {
+                     return "invalid address '" + value + "': expected an IPv4/IPv6 literal or localhost";
+                   }
                    cfg.host = value;
                    return std::nullopt;
                  })
-      .add_number("--threads", 1, 256, "--threads must be 1..256", [&](long long v) { cfg.threads = static_cast<int>(v); })
-      .add_number("--heartbeat-ms", 1, 86'400'000, "--heartbeat-ms must be a positive number of milliseconds",
-                  [&](long long v) { cfg.heartbeat = std::chrono::milliseconds(v); })
-      .add_number("--idle-timeout-ms", 1, 86'400'000, "--idle-timeout-ms must be a positive number of milliseconds",
+      .add_number("--threads", 1, 256, [&](long long v) { cfg.threads = static_cast<int>(v); })
+      .add_number("--heartbeat-ms", 1, 86'400'000, [&](long long v) { cfg.heartbeat = std::chrono::milliseconds(v); })
+      .add_number("--idle-timeout-ms", 1, 86'400'000,
                   [&](long long v) { cfg.idle_timeout = std::chrono::milliseconds(v); });
   if (const auto status = flags.parse(argc, argv)) return status;
-  if (!cfg.port_given) return usage("--port is required");
+  if (!cfg.port_given) return flags.usage_error("--port is required");
   return std::nullopt;
 }
 
@@ -162,9 +168,9 @@ void register_methods(rpc::Server& server, asio::io_context& io, SleepTimers& sl
 int run(const Config& cfg) {
   wheelrpc::examples::install_loggers({"wheelrpc.rpc", "wheelrpc.transport", "wheelrpc.timer"});
 
-  asio::ip::tcp::endpoint endpoint;
+  asio::ip::tcp::endpoint endpoint;  // --host was checked by parse_args
   if (!wheelrpc::transport::parse_endpoint(cfg.host + ":" + std::to_string(cfg.port), endpoint)) {
-    return usage("invalid --host '" + cfg.host + "' (expected an IPv4/IPv6 literal or localhost)");
+    throw std::invalid_argument("invalid --host '" + cfg.host + "'");
   }
 
   wheelrpc::timer::HashedWheelTimer timer;  // the one timer of the process
@@ -176,6 +182,7 @@ int run(const Config& cfg) {
   rpc::Server server(io.get_executor(), timer, options);
   register_methods(server, io, sleeps);
 
+  // The one report of this error: the library returns it without logging it.
   if (const error_code ec = server.listen(endpoint)) {
     std::fprintf(stderr, "echo_server: cannot listen on %s: %s\n", endpoint_text(endpoint).c_str(),
                  ec.message().c_str());

@@ -2,13 +2,16 @@
 // latency, bandwidth limits, blackholes, resets, ... (docs/fault_proxy.md).
 //
 //   fault_proxy --listen HOST:PORT --upstream HOST:PORT [--control-port P]
+//   fault_proxy --help
 //
 // Port 0 picks a free port. The first line on stdout is exactly
 // "listening on HOST:PORT"; with --control-port the second is
 // "control on 127.0.0.1:PORT", the HTTP/1.1 JSON control API (always bound to
 // 127.0.0.1). SIGINT or SIGTERM stops the proxy: it closes every connection,
 // prints its counters on stderr and exits 0. Exit status 1 when it cannot
-// listen, 2 on a usage error.
+// listen (one line on stderr, "fault_proxy: cannot ..."), 2 on a usage error
+// (one line on stderr, ending "(see --help)"). --help prints the usage on
+// stdout and exits 0.
 #include <wheelrpc/fault/control_server.h>
 #include <wheelrpc/fault/fault_proxy.h>
 #include <wheelrpc/transport/connector.h>
@@ -42,37 +45,39 @@ struct Config {
   std::optional<unsigned short> control_port;
 };
 
-int usage(const std::string& problem) {
-  if (!problem.empty()) std::fprintf(stderr, "fault_proxy: %s\n", problem.c_str());
-  std::fprintf(stderr,
-               "usage: fault_proxy --listen HOST:PORT --upstream HOST:PORT [--control-port P]\n"
-               "  --listen HOST:PORT    where clients connect (port 0 = pick a free one)\n"
-               "  --upstream HOST:PORT  the server the proxy forwards to\n"
-               "  --control-port P      serve the HTTP control API on 127.0.0.1:P (0 = pick one)\n"
-               "Control API: GET/POST /toxics, GET/DELETE /toxics/NAME, POST /down, POST /up, GET /stats.\n"
-               "Toxic types: latency, bandwidth, blackhole, reset_peer, limit_data, slicer.\n");
-  return 2;
-}
+/// The usage text (--help).
+constexpr const char* kUsage =
+    "usage: fault_proxy --listen HOST:PORT --upstream HOST:PORT [--control-port P]\n"
+    "  --listen HOST:PORT    where clients connect (port 0 = pick a free one)\n"
+    "  --upstream HOST:PORT  the server the proxy forwards to (port 1..65535)\n"
+    "  --control-port P      serve the HTTP control API on 127.0.0.1:P, 0..65535 (0 = pick one)\n"
+    "  -h, --help            print this text and exit 0\n"
+    "Flags take their value as --flag V or --flag=V.\n"
+    "Control API: GET/POST /toxics, GET/DELETE /toxics/NAME, POST /down, POST /up, GET /stats.\n"
+    "Toxic types: latency, bandwidth, blackhole, reset_peer, limit_data, slicer.\n"
+    "Exit status: 0 after SIGINT or SIGTERM, 1 if it cannot listen, 2 usage error.\n";
 
+/// Parses the command line; returns the exit status when the program is to
+/// end now (--help, a usage error).
 std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
-  auto endpoint = [](const char* name, asio::ip::tcp::endpoint& out, bool& given) {
-    return [name, &out, &given](const std::string& value) -> std::optional<int> {
+  auto endpoint = [](asio::ip::tcp::endpoint& out, bool& given) {
+    return [&out, &given](const std::string& value) -> std::optional<std::string> {
       if (!wheelrpc::transport::parse_endpoint(value, out)) {
-        return usage(std::string(name) + " '" + value + "' is not HOST:PORT (IPv4/IPv6 literal or localhost)");
+        return "'" + value + "' is not HOST:PORT (IPv4/IPv6 literal or localhost, port 0..65535)";
       }
       given = true;
       return std::nullopt;
     };
   };
-  FlagParser flags(usage);
-  flags.add_value("--listen", endpoint("--listen", cfg.listen, cfg.listen_given))
-      .add_value("--upstream", endpoint("--upstream", cfg.upstream, cfg.upstream_given))
-      .add_number("--control-port", 0, 65535, "--control-port must be 0..65535",
+  FlagParser flags("fault_proxy", kUsage);
+  flags.add_value("--listen", endpoint(cfg.listen, cfg.listen_given))
+      .add_value("--upstream", endpoint(cfg.upstream, cfg.upstream_given))
+      .add_number("--control-port", 0, 65535,
                   [&](long long v) { cfg.control_port = static_cast<unsigned short>(v); });
   if (const auto status = flags.parse(argc, argv)) return status;
-  if (!cfg.listen_given) return usage("--listen is required");
-  if (!cfg.upstream_given) return usage("--upstream is required");
-  if (cfg.upstream.port() == 0) return usage("--upstream needs a port other than 0");
+  if (!cfg.listen_given) return flags.usage_error("--listen is required");
+  if (!cfg.upstream_given) return flags.usage_error("--upstream is required");
+  if (cfg.upstream.port() == 0) return flags.usage_error("--upstream needs a port other than 0");
   return std::nullopt;
 }
 
@@ -80,6 +85,8 @@ int run(const Config& cfg) {
   wheelrpc::examples::install_loggers({"wheelrpc.fault", "wheelrpc.transport", "wheelrpc.timer"});
   asio::io_context io(1);
   fault::FaultProxy proxy(io.get_executor(), cfg.listen, cfg.upstream);
+  // The one report of these errors: the library returns them without
+  // logging them.
   if (const error_code ec = proxy.start()) {
     std::fprintf(stderr, "fault_proxy: cannot listen on %s: %s\n", endpoint_text(cfg.listen).c_str(),
                  ec.message().c_str());

@@ -8,7 +8,8 @@
 #   scripts/echo_demo.sh [BUILD_DIR]      # default build/release; takes < 10 s
 #
 # Exits non-zero if a step fails: the server does not start or stop cleanly, or
-# a client exits non-zero (which it does when a call is lost or completes twice).
+# a client exits non-zero (which it does when a call is lost or completes twice,
+# and, in the echo step, run with --fail-on-error, when any call fails).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,7 +50,7 @@ fi
 echo "echo_server says: listening on $endpoint"
 
 step "echo for 2 s, 8 calls in flight (every call should succeed)"
-timeout 20 "$client_bin" --server "$endpoint" --duration-s 2 --concurrency 8
+timeout 20 "$client_bin" --server "$endpoint" --duration-s 2 --concurrency 8 --fail-on-error
 
 step "sleep 200 ms on the server with a 50 ms deadline, 5 calls at once (every call should time out)"
 timeout 20 "$client_bin" --server "$endpoint" --method sleep --sleep-ms 200 --timeout-ms 50 \

@@ -32,10 +32,13 @@ struct Config {
   bool idempotent = false;                              ///< --idempotent (CallOptions::idempotent)
   rpc::LoadBalance load_balance = rpc::ClientOptions{}.load_balance;  ///< --lb
   std::chrono::milliseconds hedge_delay{0};             ///< --hedge-ms; 0 = no hedging
+  bool fail_on_error = false;                           ///< --fail-on-error: exit 1 if a call failed
 };
 
-/// Reads the command line into `cfg`. Returns the exit status (2) of a usage
-/// error, after printing it and the usage text on stderr; nothing otherwise.
+/// Reads the command line into `cfg` (FlagParser). Returns the exit status
+/// when the program is to end now: 0 after printing the usage text on stdout
+/// (--help), 2 after printing a usage error as one line on stderr
+/// ("echo_client: <problem> (see --help)"); nothing otherwise.
 std::optional<int> parse_args(int argc, char** argv, Config& cfg);
 
 }  // namespace wheelrpc::examples::load

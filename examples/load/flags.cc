@@ -1,9 +1,10 @@
 // The load generator's flags (Config) and usage text.
-#include <cstdio>
+#include <algorithm>
 #include <exception>
 #include <string>
 
 #include <wheelrpc/transport/connector.h>
+#include <wheelrpc/transport/frame.h>
 
 #include "load/config.h"
 #include "support/flags.h"
@@ -14,39 +15,43 @@ namespace {
 
 namespace asio = boost::asio;
 
-int usage(const std::string& problem) {
-  if (!problem.empty()) std::fprintf(stderr, "echo_client: %s\n", problem.c_str());
-  std::fprintf(
-      stderr,
-      "usage: echo_client --server HOST:PORT[,HOST:PORT...] (--calls N | --duration-s S)\n"
-      "                   [--concurrency C] [--timeout-ms T] [--payload-bytes B]\n"
-      "                   [--method echo|sleep] [--sleep-ms X] [--report-interval-ms I]\n"
-      "                   [--json] [--heartbeat-ms H] [--idle-timeout-ms I]\n"
-      "                   [--retries N] [--idempotent] [--lb round_robin|least_active|p2c]\n"
-      "                   [--hedge-ms H]\n"
-      "  --server          servers to call, chosen per attempt by --lb\n"
-      "                    (e.g. 127.0.0.1:7001,127.0.0.1:7002)\n"
-      "  --calls N         issue N calls in total, or\n"
-      "  --duration-s S    keep issuing for S seconds (decimals allowed)\n"
-      "  --concurrency C   calls in flight at once (default 1)\n"
-      "  --timeout-ms T    deadline of each call (default 1000)\n"
-      "  --payload-bytes B size of an echo payload (default 64)\n"
-      "  --method M        echo (default) or sleep (payload = --sleep-ms)\n"
-      "  --sleep-ms X      how long the server sleeps per sleep call (default 0)\n"
-      "  --report-interval-ms I  progress every I ms (default 1000)\n"
-      "  --json            JSON lines instead of text\n"
-      "  --heartbeat-ms H  heartbeat interval proposed to the server (default 15000)\n"
-      "  --idle-timeout-ms I  reconnect a connection that read nothing for I ms\n"
-      "                    (default 0 = 3 x the agreed heartbeat; else at least 2 x H)\n"
-      "  --retries N       further attempts after a failed one, 0..16 (default 2)\n"
-      "  --idempotent      calls may run more than once: timeouts are retried, hedging allowed\n"
-      "  --lb P            how each attempt picks its server: round_robin (default),\n"
-      "                    least_active or p2c\n"
-      "  --hedge-ms H      with --idempotent: start a backup attempt on another server\n"
-      "                    when no reply came within H ms (default 0 = off)\n"
-      "Exit status: 0 ok (failed calls included), 1 if a call was lost or completed twice, 2 usage.\n");
-  return 2;
-}
+/// The usage text (--help).
+constexpr const char* kUsage =
+    "usage: echo_client --server HOST:PORT[,HOST:PORT...] (--calls N | --duration-s S)\n"
+    "                   [--concurrency C] [--timeout-ms T] [--payload-bytes B]\n"
+    "                   [--method echo|sleep] [--sleep-ms X] [--report-interval-ms I]\n"
+    "                   [--json] [--heartbeat-ms H] [--idle-timeout-ms I]\n"
+    "                   [--retries N] [--idempotent] [--lb round_robin|least_active|p2c]\n"
+    "                   [--hedge-ms H] [--fail-on-error]\n"
+    "  --server          servers to call, chosen per attempt by --lb\n"
+    "                    (e.g. 127.0.0.1:7001,127.0.0.1:7002)\n"
+    "  --calls N         issue N calls in total, or\n"
+    "  --duration-s S    keep issuing for S seconds (decimals allowed)\n"
+    "  --concurrency C   calls in flight at once (default 1)\n"
+    "  --timeout-ms T    deadline of each call (default 1000)\n"
+    "  --payload-bytes B size of an echo payload (default 64; at most the request\n"
+    "                    body limit, 8 MiB, less the method and framing)\n"
+    "  --method M        echo (default) or sleep (payload = --sleep-ms)\n"
+    "  --sleep-ms X      how long the server sleeps per sleep call (default 0)\n"
+    "  --report-interval-ms I  progress every I ms (default 1000)\n"
+    "  --json            JSON lines instead of text\n"
+    "  --heartbeat-ms H  heartbeat interval proposed to the server (default 15000)\n"
+    "  --idle-timeout-ms I  reconnect a connection that read nothing for I ms\n"
+    "                    (default 0 = 3 x the agreed heartbeat; else at least 2 x H)\n"
+    "  --retries N       further attempts after a failed one, 0..16 (default 2)\n"
+    "  --idempotent      calls may run more than once: timeouts are retried, hedging allowed\n"
+    "  --lb P            how each attempt picks its server: round_robin (default),\n"
+    "                    least_active or p2c\n"
+    "  --hedge-ms H      with --idempotent: start a backup attempt on another server\n"
+    "                    when no reply came within H ms (default 0 = off)\n"
+    "  --fail-on-error   exit 1 if any call failed (timed out, failed, wrong reply)\n"
+    "  -h, --help        print this text and exit 0\n"
+    "Flags take their value as --flag V or --flag=V.\n"
+    "SIGINT or SIGTERM: stop issuing, wait for the calls in flight, print the summary;\n"
+    "a second one exits at once with status 128 + the signal (130 for SIGINT).\n"
+    "Exit status: 0 ok (failed calls included, unless --fail-on-error), 1 if a call\n"
+    "was lost or completed twice or (--fail-on-error) failed, 2 usage error,\n"
+    "130 on a second SIGINT.\n";
 
 /// A positive number of seconds, decimals allowed, at most a day.
 std::optional<double> parse_seconds(const std::string& text) {
@@ -79,69 +84,88 @@ bool parse_servers(const std::string& list, std::vector<asio::ip::tcp::endpoint>
 
 constexpr long long kDayMs = 86'400'000;
 
+/// The largest echo payload whose request fits the body limit
+/// (ChannelOptions::max_body, which the client's own options and the
+/// server's default share): the client refuses a larger request
+/// ("request body of N bytes exceeds the limit"), since the server would
+/// close the connection on it. The body is the method name and its framing,
+/// then the payload.
+long long max_echo_payload() {
+  transport::Frame f;
+  f.method = "echo";
+  const std::size_t overhead = transport::encoded_size(f) - transport::kHeaderSize;
+  return static_cast<long long>(rpc::ClientOptions{}.channel.max_body) - static_cast<long long>(overhead);
+}
+
 }  // namespace
 
 std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
-  using Status = std::optional<int>;
-  FlagParser flags(usage);
+  using Problem = std::optional<std::string>;
+  const long long max_payload = max_echo_payload();
+  const long long body_limit = rpc::ClientOptions{}.channel.max_body;
+  FlagParser flags("echo_client", kUsage);
   flags.add_switch("--json", [&] { cfg.json = true; })
       .add_switch("--idempotent", [&] { cfg.idempotent = true; })
+      .add_switch("--fail-on-error", [&] { cfg.fail_on_error = true; })
       .add_value("--server",
-                 [&](const std::string& value) -> Status {
+                 [&](const std::string& value) -> Problem {
                    std::string bad;
                    if (parse_servers(value, cfg.servers, bad)) return std::nullopt;
-                   std::fprintf(stderr,
-                                "echo_client: invalid server endpoint '%s': expected HOST:PORT with an IPv4/IPv6 "
-                                "literal or localhost and a port 1..65535, e.g. 127.0.0.1:7001 or [::1]:7001\n",
-                                bad.c_str());
-                   return 2;
+                   return "invalid server endpoint '" + bad +
+                          "': expected HOST:PORT with an IPv4/IPv6 literal or localhost and a port 1..65535, "
+                          "e.g. 127.0.0.1:7001 or [::1]:7001";
                  })
-      .add_number("--calls", 1, 1'000'000'000'000LL, "--calls must be a positive number",
-                  [&](long long v) { cfg.calls = static_cast<std::uint64_t>(v); })
+      .add_number("--calls", 1, 1'000'000'000'000LL, [&](long long v) { cfg.calls = static_cast<std::uint64_t>(v); })
       .add_value("--duration-s",
-                 [&](const std::string& value) -> Status {
+                 [&](const std::string& value) -> Problem {
                    cfg.duration_s = parse_seconds(value);
-                   if (!cfg.duration_s) return usage("--duration-s must be a positive number of seconds (at most 86400)");
-                   return std::nullopt;
+                   if (cfg.duration_s) return std::nullopt;
+                   return "expected a number of seconds, more than 0 and at most 86400, got '" + value + "'";
                  })
-      .add_number("--concurrency", 1, 1'000'000, "--concurrency must be 1..1000000",
-                  [&](long long v) { cfg.concurrency = static_cast<std::size_t>(v); })
-      .add_number("--timeout-ms", 1, kDayMs, "--timeout-ms must be a positive number of milliseconds",
-                  [&](long long v) { cfg.timeout = std::chrono::milliseconds(v); })
-      .add_number("--payload-bytes", 0, 64LL << 20, "--payload-bytes must be 0..67108864",
-                  [&](long long v) { cfg.payload_bytes = static_cast<std::size_t>(v); })
+      .add_number("--concurrency", 1, 1'000'000, [&](long long v) { cfg.concurrency = static_cast<std::size_t>(v); })
+      .add_number("--timeout-ms", 1, kDayMs, [&](long long v) { cfg.timeout = std::chrono::milliseconds(v); })
+      .add_number(
+          "--payload-bytes", 0, max_payload, [&](long long v) { cfg.payload_bytes = static_cast<std::size_t>(v); },
+          "a request body is at most " + std::to_string(body_limit) + " bytes (ChannelOptions::max_body), " +
+              std::to_string(body_limit - max_payload) + " of them the method name and framing")
       .add_value("--method",
-                 [&](const std::string& value) -> Status {
-                   if (value != "echo" && value != "sleep") return usage("--method must be echo or sleep");
+                 [&](const std::string& value) -> Problem {
+                   if (value != "echo" && value != "sleep") return "expected echo or sleep, got '" + value + "'";
                    cfg.method = value;
                    return std::nullopt;
                  })
-      .add_number("--sleep-ms", 0, kDayMs, "--sleep-ms must be 0..86400000", [&](long long v) { cfg.sleep_ms = v; })
-      .add_number("--report-interval-ms", 1, kDayMs, "--report-interval-ms must be a positive number of milliseconds",
+      .add_number("--sleep-ms", 0, kDayMs, [&](long long v) { cfg.sleep_ms = v; })
+      .add_number("--report-interval-ms", 1, kDayMs,
                   [&](long long v) { cfg.report_interval = std::chrono::milliseconds(v); })
-      .add_number("--heartbeat-ms", 1, kDayMs, "--heartbeat-ms must be a positive number of milliseconds",
-                  [&](long long v) { cfg.heartbeat = std::chrono::milliseconds(v); })
-      .add_number("--idle-timeout-ms", 1, kDayMs, "--idle-timeout-ms must be a positive number of milliseconds",
+      .add_number("--heartbeat-ms", 1, kDayMs, [&](long long v) { cfg.heartbeat = std::chrono::milliseconds(v); })
+      .add_number("--idle-timeout-ms", 1, kDayMs,
                   [&](long long v) { cfg.idle_timeout = std::chrono::milliseconds(v); })
       .add_number("--retries", 0, rpc::CallOptions::kMaxRetries,
-                  "--retries must be 0.." + std::to_string(rpc::CallOptions::kMaxRetries),
                   [&](long long v) { cfg.retries = static_cast<int>(v); })
       .add_value("--lb",
-                 [&](const std::string& value) -> Status {
+                 [&](const std::string& value) -> Problem {
                    const auto lb = rpc::parse_load_balance(value);
-                   if (!lb) return usage("--lb must be round_robin, least_active or p2c, not '" + value + "'");
+                   if (!lb) return "expected round_robin, least_active or p2c, got '" + value + "'";
                    cfg.load_balance = *lb;
                    return std::nullopt;
                  })
-      .add_number("--hedge-ms", 0, kDayMs, "--hedge-ms must be 0..86400000 milliseconds (0 = no hedging)",
-                  [&](long long v) { cfg.hedge_delay = std::chrono::milliseconds(v); });
+      .add_number("--hedge-ms", 0, kDayMs, [&](long long v) { cfg.hedge_delay = std::chrono::milliseconds(v); },
+                  "0 = no hedging");
   if (const auto status = flags.parse(argc, argv)) return status;
 
-  if (cfg.servers.empty()) return usage("--server is required");
-  if (cfg.calls.has_value() == cfg.duration_s.has_value()) return usage("give exactly one of --calls and --duration-s");
+  if (cfg.servers.empty()) return flags.usage_error("--server is required");
+  if (cfg.calls.has_value() == cfg.duration_s.has_value()) {
+    return flags.usage_error("give exactly one of --calls and --duration-s");
+  }
   // The library fails every hedged call that is not idempotent (bad_request).
   if (cfg.hedge_delay.count() > 0 && !cfg.idempotent) {
-    return usage("--hedge-ms needs --idempotent: only idempotent calls may be hedged (run more than once)");
+    return flags.usage_error("--hedge-ms needs --idempotent: only idempotent calls may be hedged (run more than once)");
+  }
+  // The client's options refuse it (ClientOptions::idle_timeout).
+  if (cfg.idle_timeout.count() > 0 && cfg.idle_timeout < 2 * cfg.heartbeat) {
+    return flags.usage_error("--idle-timeout-ms must be at least 2 x --heartbeat-ms (" +
+                             std::to_string(2 * cfg.heartbeat.count()) + "), got " +
+                             std::to_string(cfg.idle_timeout.count()));
   }
   return std::nullopt;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 #include <boost/asio/post.hpp>
@@ -19,13 +20,26 @@ Load::Load(const Config& cfg, asio::io_context& io, rpc::Client& client)
       signals_(io, SIGINT, SIGTERM), connect_wait_(io, client) {}
 
 void Load::start() {
-  signals_.async_wait([this](const error_code& ec, int) {
+  wait_for_signal();
+  connect_wait_.start([this] { begin(); });
+}
+
+void Load::wait_for_signal() {
+  signals_.async_wait([this](const error_code& ec, int signo) {
     if (ec) return;
+    if (interrupted_) {
+      // The user will not wait for the calls in flight: no summary, no
+      // close (which could take as long), a status of its own.
+      std::fprintf(stderr, "echo_client: interrupted again, exiting at once (status %d)\n", 128 + signo);
+      std::fflush(nullptr);
+      std::_Exit(128 + signo);
+    }
+    interrupted_ = true;
     if (!cfg_.json) std::fprintf(stderr, "echo_client: interrupted, waiting for the calls in flight\n");
     stop_issuing();
     connect_wait_.cancel();  // if still waiting: begin() now, and no call
+    wait_for_signal();
   });
-  connect_wait_.start([this] { begin(); });
 }
 
 void Load::begin() {
@@ -171,7 +185,11 @@ void Load::finish() {
   report_timer_.cancel();
   end_timer_.cancel();
   drain_timer_.cancel();
+  // From here a signal has its default effect (ends the process): nothing is
+  // left to wait for but the client's close.
   signals_.cancel();
+  error_code ignored;
+  signals_.clear(ignored);
 
   const Clock::time_point end =
       in_flight_ == 0 && tally_.ok + tally_.total_errors() > 0 ? last_completion_ : Clock::now();
@@ -181,7 +199,8 @@ void Load::finish() {
   s.stats = client_.stats();
   s.providers = client_.providers();
   print_summary(cfg_, tally_, s);
-  exit_status_ = s.lost > 0 || tally_.completed_twice > 0 ? 1 : 0;
+  const bool failed = cfg_.fail_on_error && tally_.total_errors() > 0;
+  exit_status_ = s.lost > 0 || tally_.completed_twice > 0 || failed ? 1 : 0;
   // Fails whatever is still pending (errc::cancelled) and releases the
   // io_context, so run() returns.
   client_.close();

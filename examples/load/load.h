@@ -23,7 +23,9 @@ namespace wheelrpc::examples::load {
 /// `cfg.concurrency` calls in flight until `--calls` were issued or
 /// `--duration-s` passed (or SIGINT / SIGTERM), waits (bounded) for those in
 /// flight, prints progress every `--report-interval-ms` and the summary, then
-/// closes the client, so that `io.run()` returns.
+/// closes the client, so that `io.run()` returns. A second SIGINT / SIGTERM
+/// while it waits ends the process at once (std::_Exit) with status 128 + the
+/// signal: 130 for SIGINT.
 ///
 /// Every call must complete exactly once: a call still in flight T + 5 s
 /// after the last one was issued, or when nothing completed for T + 5 s, is
@@ -38,12 +40,14 @@ class Load {
   /// Starts connecting; the clock and the calls start once the connections
   /// are ready (or ConnectWait::kBound passed).
   void start();
-  /// 1 if a call was lost or completed twice, else 0 (once `io.run()` returned).
+  /// 1 if a call was lost or completed twice, or with --fail-on-error if a
+  /// call failed; else 0 (once `io.run()` returned).
   int exit_status() const { return exit_status_; }
 
  private:
   using Clock = std::chrono::steady_clock;
 
+  void wait_for_signal();
   void begin();
   bool may_issue();
   std::string make_payload(std::uint64_t id) const;
@@ -65,6 +69,7 @@ class Load {
   Clock::time_point start_, last_progress_, last_completion_, last_report_at_;
   bool issuing_ = true;
   bool finished_ = false;
+  bool interrupted_ = false;  // a first SIGINT / SIGTERM came
   std::size_t in_flight_ = 0;
   std::vector<std::uint8_t> completions_;  // per call id: how many times it completed
   std::uint64_t last_report_ok_ = 0;

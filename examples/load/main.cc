@@ -6,7 +6,8 @@
 //               [--method echo|sleep] [--sleep-ms X] [--report-interval-ms I]
 //               [--json] [--heartbeat-ms H] [--idle-timeout-ms I]
 //               [--retries N] [--idempotent] [--lb round_robin|least_active|p2c]
-//               [--hedge-ms H]
+//               [--hedge-ms H] [--fail-on-error]
+//   echo_client --help            (the usage text, on stdout)
 //
 // Before its clock and its first call start, it connects and waits until each
 // server is ready or failed a connect attempt (at most 10 s; "echo_client: no
@@ -22,8 +23,13 @@
 // counted by error code; each call must complete exactly once: "lost" counts
 // calls that never completed (within T + 5 s after the last one was issued) and
 // "completed_twice" calls that completed more than once. Both must be 0: the
-// exit status is 1 otherwise, 2 on a usage error, 0 else (failed calls are
-// reported, not fatal).
+// exit status is 1 otherwise, 2 on a usage error (one line on stderr, ending
+// "(see --help)"), 0 else: failed calls are reported, not fatal, unless
+// --fail-on-error makes any failed call exit status 1.
+//
+// SIGINT or SIGTERM stops issuing; the calls in flight are waited for and the
+// summary printed as usual. A second one exits at once, without a summary,
+// with status 128 + the signal (130 for SIGINT).
 //
 // With --json, one line per interval {"t_ms":..,"ok":..,"errors":{..}}
 // (cumulative) and a final summary line, which also carries the client's

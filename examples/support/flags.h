@@ -21,47 +21,67 @@ inline std::optional<long long> parse_int(std::string_view s, long long lo, long
   return v;
 }
 
+/// What is wrong with a number flag's value `text`, or nothing when it is a
+/// whole decimal number in [lo, hi]: "expected a number, got 'x'" or
+/// "expected LO..HI, got V", then "; note" when `note` is not empty.
+std::optional<std::string> number_problem(std::string_view text, long long lo, long long hi,
+                                          const std::string& note = {});
+
 /// The flags of one program and what each does with its value.
 ///
-/// The syntax: `--name value` and `--name` (a switch); `-h` or `--help` asks
-/// for the usage text. Flags are handled left to right and the first problem
-/// ends the parse: a bad value (the flag's own message), a word that is no
-/// flag ("unknown flag W", or "missing value after W" when it is the last
-/// word: every word in a flag's place is taken to have a value), a flag that
-/// needs a value at the end ("missing value after --name"). A value is the
-/// next word whatever it looks like (`--server --json` gives --server the
-/// value "--json"), and `--name=value` and `--` are words like any other.
+/// The syntax is Boost.Program_options' long options: `--name value` or
+/// `--name=value`, and `--name` alone for a switch. `-h` or `--help` anywhere
+/// prints the usage text on stdout, and parse() returns 0. A flag may be given
+/// more than once: its values are applied left to right.
+///
+/// Anything else is a usage error, reported as ONE line on stderr,
+/// "<program>: <problem> (see --help)", and parse() returns 2. The problem
+/// is the first of: a flag that needs a value but has none, as the last word
+/// or in `--name=` ("--port: missing value"), a switch given a value
+/// ("--json: takes no value"), then, left to right, a word that is not a flag
+/// ("unknown flag '--x'"), a word that is no flag's value ("unexpected
+/// argument 'x'") or a value that the flag rejects ("--port: expected
+/// 0..65535, got 70000"). A flag that needs a value takes the next word
+/// whatever it looks like: `--server --json` gives --server the value
+/// "--json". No abbreviations; after `--` every word is a stray one.
 ///
 /// Thread safety: distinct objects safe, shared objects unsafe.
 ///
 /// Example:
-///   FlagParser flags(usage);
+///   FlagParser flags("echo_server", kUsage);
 ///   flags.add_switch("--json", [&] { cfg.json = true; })
-///       .add_number("--port", 0, 65535, "--port must be 0..65535", [&](long long v) { cfg.port = v; });
+///       .add_number("--port", 0, 65535, [&](long long v) { cfg.port = v; });
 ///   if (const auto status = flags.parse(argc, argv)) return *status;
+///   if (!cfg.port_given) return flags.usage_error("--port is required");
 class FlagParser {
  public:
-  /// Prints `problem` (if not empty) and the usage text on stderr; returns
-  /// the exit status (2).
-  using Usage = std::function<int(const std::string& problem)>;
-  /// Takes a flag's value; returns the exit status of a usage error, if the
-  /// value is bad.
-  using Apply = std::function<std::optional<int>(const std::string& value)>;
+  /// Takes a flag's value; returns what is wrong with it (without the flag's
+  /// name, which the parser puts in front), if it is bad.
+  using Apply = std::function<std::optional<std::string>(const std::string& value)>;
 
-  explicit FlagParser(Usage usage) : usage_(std::move(usage)) {}
+  /// `program` starts every message; `usage` is the text --help prints
+  /// (with its final newline).
+  FlagParser(std::string program, std::string usage) : program_(std::move(program)), usage_(std::move(usage)) {}
 
   /// A flag without a value.
   FlagParser& add_switch(std::string name, std::function<void()> set);
   /// A flag with a value, checked and stored by `apply`.
   FlagParser& add_value(std::string name, Apply apply);
-  /// A flag whose value is a whole number in [lo, hi] (parse_int), passed to
-  /// `set`; any other value is the usage error `problem`.
-  FlagParser& add_number(std::string name, long long lo, long long hi, std::string problem,
-                         std::function<void(long long)> set);
+  /// A flag whose value is a whole number in [lo, hi], passed to `set`; any
+  /// other value is a usage error (number_problem, with `note`).
+  FlagParser& add_number(std::string name, long long lo, long long hi, std::function<void(long long)> set,
+                         std::string note = {});
 
-  /// Reads argv[1..argc) (see the class comment); returns the exit status of
-  /// the first usage error, or nothing when every flag was applied.
+  /// Reads argv[1..argc) (see the class comment); returns the exit status
+  /// when the program is to end now (0 after --help, 2 after a usage error),
+  /// or nothing when every flag was applied.
   std::optional<int> parse(int argc, char** argv) const;
+
+  /// Prints "<program>: <problem> (see --help)" on stderr; returns 2, the
+  /// exit status of a usage error. For the checks made after parse().
+  int usage_error(const std::string& problem) const;
+  /// Prints the usage text on stdout; returns 0.
+  int help() const;
 
  private:
   struct Flag {
@@ -71,7 +91,8 @@ class FlagParser {
   };
   const Flag* find(std::string_view name) const;
 
-  Usage usage_;
+  std::string program_;
+  std::string usage_;
   std::vector<Flag> flags_;
 };
 

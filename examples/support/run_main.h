@@ -9,9 +9,10 @@
 namespace wheelrpc::examples {
 
 /// A program's main: parses the flags into a Config (`parse` returns the exit
-/// status of a usage error), then runs it. Options the library rejects
-/// (std::invalid_argument) exit 2 like usage errors; other failures exit 1.
-/// Both are reported on stderr as "<name>: <what>".
+/// status when the program is to end at once: --help, a usage error), then
+/// runs it. Options the library rejects (std::invalid_argument) exit 2 like
+/// usage errors, reported on stderr as "<name>: <what> (see --help)"; other
+/// failures exit 1, reported as "<name>: <what>".
 template <class Config, class Parse, class Run>
 int run_main(const char* name, int argc, char** argv, Parse parse, Run run) {
   Config cfg;
@@ -19,7 +20,7 @@ int run_main(const char* name, int argc, char** argv, Parse parse, Run run) {
   try {
     return run(cfg);
   } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    std::fprintf(stderr, "%s: %s (see --help)\n", name, e.what());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: %s\n", name, e.what());

@@ -5,11 +5,17 @@
 # HELLO is (the client waits for its connections before its first call), and
 # the suite checks that it leaves no process behind.
 #
-#   echo_cli_test.sh PATH/TO/echo_server PATH/TO/echo_client
+# It also checks the command lines of the three example programs (echo_server,
+# echo_client, fault_proxy): --help, --flag=value, one-line usage errors, the
+# limits checked at parse time, one line when a program cannot listen,
+# echo_client's --fail-on-error and its second SIGINT.
+#
+#   echo_cli_test.sh PATH/TO/echo_server PATH/TO/echo_client PATH/TO/fault_proxy
 set -euo pipefail
 
-server_bin=${1:?usage: echo_cli_test.sh ECHO_SERVER ECHO_CLIENT}
-client_bin=${2:?usage: echo_cli_test.sh ECHO_SERVER ECHO_CLIENT}
+server_bin=${1:?usage: echo_cli_test.sh ECHO_SERVER ECHO_CLIENT FAULT_PROXY}
+client_bin=${2:?usage: echo_cli_test.sh ECHO_SERVER ECHO_CLIENT FAULT_PROXY}
+proxy_bin=${3:?usage: echo_cli_test.sh ECHO_SERVER ECHO_CLIENT FAULT_PROXY}
 
 tmp=$(mktemp -d)
 server_pid=""
@@ -69,6 +75,113 @@ first_line() {  # FILE PID
   printf '%s' "$line"
 }
 
+# Waits up to SECONDS for a line matching the ERE PATTERN in FILE while PID
+# runs; true if it came.
+wait_for_line() {  # PATTERN FILE PID SECONDS
+  local i
+  for i in $(seq $(($4 * 10))); do
+    grep -Eq -- "$1" "$2" 2>/dev/null && return 0
+    kill -0 "$3" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -Eq -- "$1" "$2" 2>/dev/null
+}
+# Waits up to SECONDS for PID (a child of this shell) to exit; sets `rc` to its
+# exit status, or kills it and sets `rc` to "still running".
+wait_exit() {  # PID SECONDS
+  local i
+  for i in $(seq $(($2 * 10))); do
+    kill -0 "$1" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$1" 2>/dev/null; then
+    kill -KILL "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+    rc="still running"
+    return
+  fi
+  set +e
+  wait "$1"
+  rc=$?
+  set -e
+}
+
+# ---- --help and -h: the usage on stdout, exit status 0 ---------------------------
+for prog in "$server_bin" "$client_bin" "$proxy_bin"; do
+  name=$(basename "$prog")
+  for h in --help -h; do
+    set +e
+    timeout 10 "$prog" "$h" >"$tmp/help.out" 2>"$tmp/help.err"
+    rc=$?
+    set -e
+    [ "$rc" = 0 ] || fail "$name $h: exit status $rc, expected 0"
+    head -n 1 "$tmp/help.out" | grep -q "^usage: $name " || fail "$name $h: stdout does not start with the usage: $(cat "$tmp/help.out")"
+    [ -s "$tmp/help.err" ] && fail "$name $h: wrote on stderr: $(cat "$tmp/help.err")"
+  done
+done
+# --help wins over the other words, even bad ones.
+set +e
+timeout 10 "$client_bin" --concurrency x --help >"$tmp/help.out" 2>&1
+rc=$?
+set -e
+[ "$rc" = 0 ] && head -n 1 "$tmp/help.out" | grep -q "^usage: echo_client " ||
+  fail "--concurrency x --help: exit status $rc, expected 0 and the usage: $(cat "$tmp/help.out")"
+# The usage documents what a script relies on.
+timeout 10 "$client_bin" --help >"$tmp/help.out" 2>/dev/null || true
+for s in --fail-on-error 130 "--flag=V"; do
+  grep -q -- "$s" "$tmp/help.out" || fail "echo_client --help does not mention $s"
+done
+
+# ---- usage errors: one line naming the problem, "see --help", exit status 2 ------
+usage_error() {  # PROGRAM EXPECTED-LINE(ERE) ARGS...
+  local prog=$1 expected=$2 rc
+  shift 2
+  set +e
+  timeout 10 "$prog" "$@" >"$tmp/usage.out" 2>"$tmp/usage.err"
+  rc=$?
+  set -e
+  local what
+  what="$(basename "$prog") $*"
+  [ "$rc" = 2 ] || fail "$what: exit status $rc, expected 2"
+  [ -s "$tmp/usage.out" ] && fail "$what: wrote on stdout: $(cat "$tmp/usage.out")"
+  [ "$(wc -l <"$tmp/usage.err")" = 1 ] || fail "$what: expected one line on stderr, got: $(cat "$tmp/usage.err")"
+  grep -Eq -- "^$expected \(see --help\)\$" "$tmp/usage.err" ||
+    fail "$what: expected '$expected (see --help)', got: $(cat "$tmp/usage.err")"
+}
+usage_error "$client_bin" "echo_client: --concurrency: expected a number, got 'x'" \
+  --server 127.0.0.1:7 --calls 1 --concurrency x
+usage_error "$client_bin" "echo_client: --concurrency: expected a number, got 'x'" \
+  --server=127.0.0.1:7 --calls=1 --concurrency=x
+usage_error "$client_bin" "echo_client: --concurrency: expected 1\.\.1000000, got 0" --concurrency 0
+usage_error "$client_bin" "echo_client: --retries: expected 0\.\.16, got 17" --retries=17
+usage_error "$client_bin" "echo_client: --timeout-ms: missing value" --server 127.0.0.1:7 --timeout-ms
+usage_error "$client_bin" "echo_client: --json: takes no value" --json=yes
+usage_error "$client_bin" "echo_client: unknown flag '--bogus'" --bogus 1
+usage_error "$client_bin" "echo_client: unexpected argument 'stray'" stray
+usage_error "$client_bin" "echo_client: --server is required" --calls 1
+usage_error "$client_bin" "echo_client: give exactly one of --calls and --duration-s" --server 127.0.0.1:7
+usage_error "$client_bin" "echo_client: --idle-timeout-ms must be at least 2 x --heartbeat-ms .*" \
+  --server 127.0.0.1:7 --calls 1 --heartbeat-ms 100 --idle-timeout-ms 150
+usage_error "$server_bin" "echo_server: --threads: expected 1\.\.256, got 0" --port 0 --threads 0
+usage_error "$server_bin" "echo_server: --port: expected 0\.\.65535, got 65536" --port=65536
+usage_error "$server_bin" "echo_server: --port: expected 0\.\.65535, got -1" --port -1
+usage_error "$server_bin" "echo_server: --host: invalid address 'nowhere'.*" --port 0 --host nowhere
+usage_error "$server_bin" "echo_server: --port is required"
+usage_error "$proxy_bin" "fault_proxy: --control-port: expected 0\.\.65535, got 70000" \
+  --listen 127.0.0.1:0 --upstream 127.0.0.1:7 --control-port 70000
+usage_error "$proxy_bin" "fault_proxy: --upstream: '127\.0\.0\.1:99999' is not HOST:PORT.*" \
+  --listen=127.0.0.1:0 --upstream=127.0.0.1:99999
+usage_error "$proxy_bin" "fault_proxy: --upstream is required" --listen 127.0.0.1:0
+
+# The payload limit is checked at parse time: an echo request's body is the
+# method name ("echo", 4 bytes, and its u8 length), the attachment count (u16)
+# and the payload, at most ChannelOptions::max_body = 8 MiB: 8388601 bytes of
+# payload fit (checked against a server below), one more does not.
+usage_error "$client_bin" "echo_client: --payload-bytes: expected 0\.\.8388601, got 9000000; .*8388608 bytes.*" \
+  --server 127.0.0.1:7 --calls 1 --payload-bytes 9000000
+usage_error "$client_bin" "echo_client: --payload-bytes: expected 0\.\.8388601, got 8388602; .*" \
+  --server 127.0.0.1:7 --calls 1 --payload-bytes=8388602
+
 # ---- server start and its first line ------------------------------------------
 # Started directly, not under timeout(1): $! is the server itself, so the
 # steps below signal the server, and the EXIT trap stops it whatever happens.
@@ -84,17 +197,9 @@ endpoint=${first#listening on }
 echo "server: $first"
 
 # ---- bad flags: exit status 2 ---------------------------------------------------
-set +e
-timeout 10 "$client_bin" --server not-an-endpoint --calls 1 >/dev/null 2>"$tmp/bad.err"
-rc=$?
-set -e
-[ "$rc" = 2 ] || fail "invalid endpoint: exit status $rc, expected 2"
-grep -q "not-an-endpoint" "$tmp/bad.err" || fail "invalid endpoint: the message does not name it: $(cat "$tmp/bad.err")"
-set +e
-timeout 10 "$client_bin" --server "$endpoint" >/dev/null 2>&1
-rc=$?
-set -e
-[ "$rc" = 2 ] || fail "missing --calls/--duration-s: exit status $rc, expected 2"
+usage_error "$client_bin" "echo_client: --server: invalid server endpoint 'not-an-endpoint': .*" \
+  --server not-an-endpoint --calls 1
+usage_error "$client_bin" "echo_client: give exactly one of --calls and --duration-s" --server "$endpoint"
 # Bad values of the retry / load-balancing flags, and hedging a call that is
 # not idempotent: usage errors, and the problem (the first line, before the
 # usage text) names the flag.
@@ -106,8 +211,9 @@ bad_usage() {  # DESCRIPTION FLAG-IN-MESSAGE ARGS...
   rc=$?
   set -e
   [ "$rc" = 2 ] || fail "$what: exit status $rc, expected 2"
-  head -n 1 "$tmp/usage.err" | grep -q -- "^echo_client: .*$flag" ||
-    fail "$what: the message does not name $flag: $(head -n 1 "$tmp/usage.err")"
+  [ "$(wc -l <"$tmp/usage.err")" = 1 ] || fail "$what: expected one line on stderr, got: $(cat "$tmp/usage.err")"
+  grep -q -- "^echo_client: .*$flag.* (see --help)$" "$tmp/usage.err" ||
+    fail "$what: the message does not name $flag: $(cat "$tmp/usage.err")"
 }
 bad_usage "--lb bogus" --lb --lb bogus
 bad_usage "--retries 99" --retries --retries 99
@@ -231,6 +337,147 @@ else
   kill -KILL "$server2_pid" 2>/dev/null || true
   wait "$server2_pid" 2>/dev/null || true
   server2_pid=""
+fi
+
+# ---- the largest payload that fits the body limit is accepted, and echoed -------
+set +e
+timeout 60 "$client_bin" --server "$endpoint" --payload-bytes 8388601 --calls 2 --timeout-ms 30000 \
+  --fail-on-error --json >"$tmp/big.out" 2>"$tmp/big.err"
+rc=$?
+set -e
+last=$(tail -n 1 "$tmp/big.out")
+echo "largest payload: $last"
+[ "$rc" = 0 ] || fail "largest payload: client exited $rc: $(cat "$tmp/big.err")"
+expect_field "$last" ok 2
+
+# ---- --flag=value, for every flag of the three programs ------------------------
+"$server_bin" --port=0 --host=127.0.0.1 --threads=2 --heartbeat-ms=1000 --idle-timeout-ms=3000 \
+  >"$tmp/eq_server.out" 2>"$tmp/eq_server.err" &
+eq_server_pid=$!
+eq_first=$(first_line "$tmp/eq_server.out" "$eq_server_pid")
+"$proxy_bin" --listen=127.0.0.1:0 --upstream="${eq_first#listening on }" --control-port=0 \
+  >"$tmp/proxy.out" 2>"$tmp/proxy.err" &
+proxy_pid=$!
+if ! grep -Eq '^listening on 127\.0\.0\.1:[1-9][0-9]*$' <<<"$eq_first"; then
+  fail "server with --flag=value: first line '$eq_first': $(cat "$tmp/eq_server.err")"
+elif ! wait_for_line '^control on 127\.0\.0\.1:[1-9][0-9]*$' "$tmp/proxy.out" "$proxy_pid" 30; then
+  fail "proxy with --flag=value did not start: $(cat "$tmp/proxy.out" "$tmp/proxy.err")"
+else
+  proxy_endpoint=$(sed -n 's/^listening on //p' "$tmp/proxy.out")
+  set +e
+  timeout 60 "$client_bin" --server="$proxy_endpoint" --calls=6 --concurrency=2 --timeout-ms=20000 \
+    --payload-bytes=100 --method=echo --sleep-ms=0 --report-interval-ms=500 --json --heartbeat-ms=1000 \
+    --idle-timeout-ms=3000 --retries=1 --idempotent --lb=p2c --hedge-ms=15000 --fail-on-error \
+    >"$tmp/eq.out" 2>"$tmp/eq.err"
+  rc=$?
+  set -e
+  last=$(tail -n 1 "$tmp/eq.out")
+  echo "--flag=value: $last"
+  [ "$rc" = 0 ] || fail "--flag=value: client exited $rc: $(cat "$tmp/eq.err")"
+  expect_field "$last" calls 6
+  expect_field "$last" ok 6
+  expect_field "$last" concurrency 2
+  expect_field "$last" timeout_ms 20000
+  grep -q '"lb":"p2c"' <<<"$last" || fail "--flag=value: no \"lb\":\"p2c\" in: $last"
+  set +e
+  timeout 60 "$client_bin" --server="$proxy_endpoint" --duration-s=0.2 --method=sleep --sleep-ms=1 --json \
+    >"$tmp/eq2.out" 2>"$tmp/eq2.err"
+  rc=$?
+  set -e
+  last=$(tail -n 1 "$tmp/eq2.out")
+  [ "$rc" = 0 ] || fail "--duration-s=: client exited $rc: $(cat "$tmp/eq2.err")"
+  grep -q '"method":"sleep"' <<<"$last" || fail "--method=sleep: not in: $last"
+fi
+for pid in "$proxy_pid" "$eq_server_pid"; do
+  kill -TERM "$pid" 2>/dev/null || true
+  wait_exit "$pid" 30
+  [ "$rc" = 0 ] || fail "server/proxy with --flag=value: exit status $rc after SIGTERM"
+done
+
+# ---- cannot listen: said once, on one line, exit status 1 ------------------------
+port=${endpoint##*:}
+cannot_listen() {  # WHAT ARGS...
+  local what=$1 rc
+  shift
+  set +e
+  timeout 30 "$@" >"$tmp/listen.out" 2>"$tmp/listen.err"
+  rc=$?
+  set -e
+  [ "$rc" = 1 ] || fail "$what: exit status $rc, expected 1"
+  [ "$(cat "$tmp/listen.out" "$tmp/listen.err" | grep -c 'in use')" = 1 ] ||
+    fail "$what: expected 'in use' once, got: $(cat "$tmp/listen.out" "$tmp/listen.err")"
+  [ "$(wc -l <"$tmp/listen.err")" = 1 ] || fail "$what: expected one line on stderr, got: $(cat "$tmp/listen.err")"
+}
+cannot_listen "echo_server on a port in use" "$server_bin" --port "$port"
+grep -Eq "^echo_server: cannot listen on $endpoint: Address already in use$" "$tmp/listen.err" ||
+  fail "echo_server on a port in use: not the line README.md quotes: $(cat "$tmp/listen.err")"
+cannot_listen "fault_proxy on a port in use" "$proxy_bin" --listen "$endpoint" --upstream "$endpoint"
+cannot_listen "fault_proxy's control API on a port in use" "$proxy_bin" --listen 127.0.0.1:0 --upstream "$endpoint" \
+  --control-port "$port"
+
+# ---- --fail-on-error: exit 1 if a call failed (0 without it) ---------------------
+# A port nothing listens on: a server's, once it was killed. Both clients wait
+# for a connection at most 10 s (none comes), then their calls fail; they run
+# side by side.
+"$server_bin" --port 0 >"$tmp/dead.out" 2>"$tmp/dead.err" &
+dead_pid=$!
+dead=$(first_line "$tmp/dead.out" "$dead_pid")
+kill -KILL "$dead_pid" 2>/dev/null || true
+wait "$dead_pid" 2>/dev/null || true
+dead=${dead#listening on }
+if [ -z "$dead" ]; then
+  fail "no port for the refused-port case: $(cat "$tmp/dead.err")"
+else
+  "$client_bin" --server "$dead" --calls 2 --timeout-ms 500 --fail-on-error >"$tmp/refused1.out" 2>&1 &
+  refused1_pid=$!
+  "$client_bin" --server "$dead" --calls 2 --timeout-ms 500 >"$tmp/refused0.out" 2>&1 &
+  refused0_pid=$!
+  wait_exit "$refused1_pid" 60
+  [ "$rc" = 1 ] || fail "--fail-on-error against a refused port: exit status $rc, expected 1: $(cat "$tmp/refused1.out")"
+  wait_exit "$refused0_pid" 60
+  [ "$rc" = 0 ] || fail "refused port without --fail-on-error: exit status $rc, expected 0: $(cat "$tmp/refused0.out")"
+fi
+# Calls that time out are failed calls too.
+set +e
+timeout 30 "$client_bin" --server "$endpoint" --method sleep --sleep-ms 300 --timeout-ms 30 --calls 2 \
+  --fail-on-error --json >"$tmp/fail.out" 2>"$tmp/fail.err"
+rc=$?
+set -e
+[ "$rc" = 1 ] || fail "--fail-on-error with timeouts: exit status $rc, expected 1"
+expect_field "$(tail -n 1 "$tmp/fail.out")" timeout 2
+
+# ---- SIGINT: the first waits for the calls in flight, a second exits at once ----
+# Started directly: $! is the client itself, the process the signals are for.
+# The client waits for the calls of 300 ms, prints the summary and exits 0.
+"$client_bin" --server "$endpoint" --method sleep --sleep-ms 300 --timeout-ms 60000 --calls 1000000 \
+  --concurrency 2 --report-interval-ms 100 >"$tmp/int1.out" 2>"$tmp/int1.err" &
+int_pid=$!
+if ! wait_for_line ' 2 in flight' "$tmp/int1.out" "$int_pid" 60; then
+  fail "SIGINT: no calls in flight: $(cat "$tmp/int1.out" "$tmp/int1.err")"
+else
+  kill -INT "$int_pid"
+  wait_exit "$int_pid" 60
+  [ "$rc" = 0 ] || fail "one SIGINT: exit status $rc, expected 0: $(cat "$tmp/int1.err")"
+  grep -q "interrupted, waiting for the calls in flight" "$tmp/int1.err" || fail "one SIGINT: no message: $(cat "$tmp/int1.err")"
+  grep -Eq '^[0-9]+ calls in .*, 0 lost, 0 completed twice$' "$tmp/int1.out" ||
+    fail "one SIGINT: no summary: $(cat "$tmp/int1.out")"
+fi
+# Calls that sleep 60 s: after the second SIGINT the client does not wait for
+# them; it exits 130 (128 + SIGINT) at once (within 30 s, well before 60 s).
+"$client_bin" --server "$endpoint" --method sleep --sleep-ms 60000 --timeout-ms 120000 --calls 2 \
+  --concurrency 2 --report-interval-ms 100 >"$tmp/int2.out" 2>"$tmp/int2.err" &
+int_pid=$!
+if ! wait_for_line ' 2 in flight' "$tmp/int2.out" "$int_pid" 60; then
+  fail "second SIGINT: no calls in flight: $(cat "$tmp/int2.out" "$tmp/int2.err")"
+else
+  kill -INT "$int_pid"
+  # The second only once the first was handled (two pending SIGINTs are one).
+  if ! wait_for_line 'interrupted, waiting' "$tmp/int2.err" "$int_pid" 60; then
+    fail "second SIGINT: the first was not reported: $(cat "$tmp/int2.err")"
+  fi
+  kill -INT "$int_pid" 2>/dev/null || true
+  wait_exit "$int_pid" 30
+  [ "$rc" = 130 ] || fail "second SIGINT: exit status $rc, expected 130: $(cat "$tmp/int2.err")"
 fi
 
 # ---- SIGTERM: the server exits 0 within 5 s ----------------------------------------

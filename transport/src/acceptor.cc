@@ -30,7 +30,9 @@ error_code Acceptor::listen(const asio::ip::tcp::endpoint& endpoint, int backlog
   if (ec) {
     error_code ignored;
     acceptor_.close(ignored);
-    detail::logger()->error("cannot listen on {}: {}", endpoint_text(endpoint), ec.message());
+    // Returned, so the caller reports it: logged at error level too, it
+    // would be said twice.
+    detail::logger()->debug("cannot listen on {}: {}", endpoint_text(endpoint), ec.message());
     return ec;
   }
   asio::dispatch(strand_, [self = shared_from_this()] { self->do_accept(); });

@@ -177,7 +177,8 @@ error_code ControlState::start() {
   if (ec) {
     error_code ignored;
     acceptor_.close(ignored);
-    logger()->error("fault control server cannot listen on 127.0.0.1:{}: {}", endpoint_.port(), ec.message());
+    // Returned, so the caller reports it (not said twice).
+    logger()->debug("fault control server cannot listen on 127.0.0.1:{}: {}", endpoint_.port(), ec.message());
     return ec;
   }
   started_ = true;

@@ -46,7 +46,8 @@ error_code ProxyState::open_locked() {
   if (ec) {
     error_code ignored;
     acceptor_.close(ignored);
-    logger()->error("fault proxy cannot listen on {}: {}", transport::endpoint_text(listen_), ec.message());
+    // Returned, so the caller reports it (not said twice).
+    logger()->debug("fault proxy cannot listen on {}: {}", transport::endpoint_text(listen_), ec.message());
     return ec;
   }
   up_ = true;

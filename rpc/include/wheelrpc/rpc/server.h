@@ -119,6 +119,7 @@ class Server {
   void handle(std::string method, Handler handler);
 
   /// Binds and listens (port 0 picks a free port), then accepts connections.
+  /// A failure is returned, not logged (above debug level): the caller reports it.
   boost::system::error_code listen(const boost::asio::ip::tcp::endpoint& endpoint);
   /// The bound endpoint.
   boost::asio::ip::tcp::endpoint local_endpoint() const;

@@ -24,6 +24,7 @@ class Acceptor : public std::enable_shared_from_this<Acceptor> {
   static std::shared_ptr<Acceptor> create(boost::asio::any_io_executor ex, AcceptHandler on_accept);
 
   /// Binds (SO_REUSEADDR) and listens; port 0 picks a free port. Starts accepting.
+  /// A failure is returned, not logged (above debug level): the caller reports it.
   /// `backlog`: connections the kernel may hold completed but not yet accepted;
   /// default the system's largest (SOMAXCONN, capped by net.core.somaxconn),
   /// so that many clients (re)connecting at once are not dropped and retried.
