@@ -14,11 +14,10 @@
 #include <variant>
 #include <vector>
 
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
 
-#include "support/echo_upstream.h"
+#include "support/fault_proxy_fixture.h"
 #include "support/raw_http.h"
 #include "support/timed_client.h"
 #include "support/wait.h"
@@ -29,77 +28,16 @@ namespace asio = boost::asio;
 namespace fault = wheelrpc::fault;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-using wheelrpc::test::EchoUpstream;
 using wheelrpc::test::is_closed_error;
+using wheelrpc::test::loopback;
+using wheelrpc::test::pattern;
+using wheelrpc::test::since;
 using wheelrpc::test::TimedClient;
 using wheelrpc::test::wait_until;
 
-asio::ip::tcp::endpoint loopback(unsigned short port) { return {asio::ip::make_address("127.0.0.1"), port}; }
-
-std::chrono::milliseconds since(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t);
-}
-
-/// Bytes that differ from position to position, so a lost, doubled or
-/// reordered chunk shows.
-std::string pattern(std::size_t n) {
-  std::string s(n, '\0');
-  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + i / 251) % 26);
-  return s;
-}
-
-/// An io_context run by two threads, an echo upstream and a started proxy.
-class FaultProxyTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    for (int i = 0; i < 2; ++i) {
-      threads_.emplace_back([this] {
-        io_.run();
-        running_.fetch_sub(1);
-      });
-    }
-    echo_ = std::make_unique<EchoUpstream>(io_.get_executor());
-    proxy_ = std::make_unique<fault::FaultProxy>(io_.get_executor(), loopback(0), echo_->endpoint());
-    ASSERT_FALSE(proxy_->start());
-    ASSERT_NE(proxy_->local_endpoint().port(), 0);
-  }
-
-  void TearDown() override {
-    control_.reset();
-    proxy_.reset();
-    if (echo_) echo_->stop();
-    echo_.reset();
-    work_.reset();
-    // Everything closes on the io threads; bounded, then forced.
-    if (!wait_until([&] { return running_.load() == 0; }, 5s)) io_.stop();
-    for (auto& t : threads_) t.join();
-  }
-
-  /// A client connected through the proxy.
-  std::unique_ptr<TimedClient> connect() {
-    auto c = std::make_unique<TimedClient>();
-    const auto ec = c->connect(proxy_->local_endpoint());
-    EXPECT_FALSE(ec) << ec.message();
-    return c;
-  }
-
-  /// Sends `data` and expects it back, intact.
-  void expect_echo(TimedClient& c, const std::string& data) {
-    ASSERT_FALSE(c.write(data));
-    std::string back;
-    const auto ec = c.read_exactly(data.size(), back);
-    ASSERT_FALSE(ec) << ec.message();
-    EXPECT_EQ(back, data);
-  }
-
-  asio::io_context io_;
-  asio::executor_work_guard<asio::io_context::executor_type> work_ = asio::make_work_guard(io_);
-  std::atomic<int> running_{2};
-  std::vector<std::thread> threads_;
-  std::unique_ptr<EchoUpstream> echo_;
-  std::unique_ptr<fault::FaultProxy> proxy_;
-  std::unique_ptr<fault::ControlServer> control_;
-};
+// The fixture (io threads, echo upstream, proxy) is shared with
+// fault_proxy_lifetime_test.cc.
+using FaultProxyTest = wheelrpc::test::FaultProxyFixture;
 
 TEST_F(FaultProxyTest, PassesBytesIntactBothWaysAndForwardsTheEnd) {
   auto c = connect();

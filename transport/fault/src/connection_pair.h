@@ -22,8 +22,15 @@ namespace wheelrpc::fault::detail {
 class ProxyState;
 
 /// Every method below the constructor runs only on `executor()` (a strand):
-/// post to it from elsewhere. Handlers hold the pair through `self`; closing
-/// cancels what is pending, so a closed pair goes away once they have run.
+/// post to it from elsewhere.
+///
+/// Lifetime: the proxy's registry owns an open pair (it may be open with no
+/// I/O pending: a blackhole holding the end of both directions) and lets go
+/// of it when it closes; handlers hold it through `self`. Closing cancels what
+/// is pending, so a closed pair goes away once they have run.
+///
+/// Accounting: a pair is counted in `connections_active` from accept and
+/// counted down exactly once, in `finish()`, however it closes.
 class ConnectionPair : public std::enable_shared_from_this<ConnectionPair> {
  public:
   /// `client`'s executor must be a strand; the pair uses it for everything.

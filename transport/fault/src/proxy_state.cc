@@ -28,9 +28,7 @@ ProxyState::ProxyState(asio::any_io_executor ex, asio::ip::tcp::endpoint listen,
 
 template <class F>
 void ProxyState::post_to_pairs_locked(F f) {
-  for (const auto& [id, weak] : pairs_) {
-    if (auto pair = weak.lock()) asio::post(pair->executor(), [pair, f] { f(*pair); });
-  }
+  for (const auto& [id, pair] : pairs_) asio::post(pair->executor(), [pair, f] { f(*pair); });
 }
 
 // The acceptor is only ever touched under mu_ (open, async_accept's
@@ -62,7 +60,15 @@ void ProxyState::close_locked() {
   error_code ignored;
   acceptor_.close(ignored);
   accept_pause_.cancel();
-  post_to_pairs_locked([](ConnectionPair& p) { p.close(); });
+  // Each pair goes to its close: the registry lets go of it now, so a pair
+  // whose close never runs (the executor is destroyed without running again)
+  // is freed with the posted handler, sockets closed, instead of living on in
+  // a cycle with this state.
+  for (auto& [id, pair] : pairs_) {
+    const auto pair_ex = pair->executor();  // before the move below
+    asio::post(pair_ex, [pair = std::move(pair)] { pair->close(); });
+  }
+  pairs_.clear();
 }
 
 void ProxyState::accept_locked() {
@@ -101,8 +107,12 @@ void ProxyState::on_accept(std::uint64_t generation, const error_code& ec, asio:
 }
 
 void ProxyState::forget(std::uint64_t id) {
+  std::shared_ptr<ConnectionPair> gone;  // released after the unlock
   std::lock_guard lock(mu_);
-  pairs_.erase(id);
+  if (const auto it = pairs_.find(id); it != pairs_.end()) {
+    gone = std::move(it->second);
+    pairs_.erase(it);
+  }
 }
 
 error_code ProxyState::start() {

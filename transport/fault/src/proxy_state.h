@@ -45,7 +45,8 @@ class ProxyState : public std::enable_shared_from_this<ProxyState> {
   ProxyStats stats() const;
 
   Counters& counters() { return counters_; }
-  /// A pair has closed: drop it from the registry. From the pair's strand.
+  /// A pair has closed: drop it from the registry. From the pair's strand,
+  /// by a caller that holds the pair (so it is not destroyed under `mu_`).
   void forget(std::uint64_t id);
 
  private:
@@ -54,7 +55,7 @@ class ProxyState : public std::enable_shared_from_this<ProxyState> {
   void accept_locked();
   void on_accept(std::uint64_t generation, const boost::system::error_code& ec,
                  boost::asio::ip::tcp::socket socket);
-  /// Posts `f(pair)` to each live pair's strand. Posting under `mu_` orders it
+  /// Posts `f(pair)` to each open pair's strand. Posting under `mu_` orders it
   /// after the start of every pair registered before, and before anything
   /// posted later.
   template <class F>
@@ -73,7 +74,13 @@ class ProxyState : public std::enable_shared_from_this<ProxyState> {
   bool started_ = false, up_ = false, stopped_ = false;
   std::vector<ToxicEntry> toxics_;
   std::uint64_t next_pair_id_ = 1;
-  std::unordered_map<std::uint64_t, std::weak_ptr<ConnectionPair>> pairs_;
+  // The open pairs, owned here: a pair may have no I/O pending at all and
+  // still be open (a blackhole holding the end of both directions), and it
+  // must stay reachable by remove_toxic(), down() and stop() until it closes.
+  // A pair leaves in forget(), when it closes, or in close_locked(), which
+  // hands each one to the close it posts. (Until then pair and state hold
+  // each other; every way out goes through one of those two.)
+  std::unordered_map<std::uint64_t, std::shared_ptr<ConnectionPair>> pairs_;
 };
 
 }  // namespace wheelrpc::fault::detail

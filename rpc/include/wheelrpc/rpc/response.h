@@ -13,8 +13,9 @@ struct Response {
   /// Attachments the handler replied with.
   transport::Attachments attachments;
   /// When the call failed: what happened, for humans and logs — e.g.
-  /// "timeout after 1000 ms (sent, waiting for the reply) calling 'sleep' on
-  /// 127.0.0.1:7001". Empty on success.
+  /// "timeout (sent, waiting for the reply) after 50 ms calling 'sleep' on
+  /// 127.0.0.1:41391", with " (attempt 2 of 3)" and the reason no retry was
+  /// made appended when there were retries. Empty on success.
   std::string error_message;
 };
 
