@@ -10,12 +10,16 @@
 # limits checked at parse time, one line when a program cannot listen,
 # echo_client's --fail-on-error and its second SIGINT.
 #
-#   echo_cli_test.sh PATH/TO/echo_server PATH/TO/echo_client PATH/TO/fault_proxy
+# With README.md as a fourth argument it also checks that the lines the
+# README quotes from these programs are the lines they print.
+#
+#   echo_cli_test.sh PATH/TO/echo_server PATH/TO/echo_client PATH/TO/fault_proxy [README.md]
 set -euo pipefail
 
 server_bin=${1:?usage: echo_cli_test.sh ECHO_SERVER ECHO_CLIENT FAULT_PROXY}
 client_bin=${2:?usage: echo_cli_test.sh ECHO_SERVER ECHO_CLIENT FAULT_PROXY}
 proxy_bin=${3:?usage: echo_cli_test.sh ECHO_SERVER ECHO_CLIENT FAULT_PROXY}
+readme=${4:-}
 
 tmp=$(mktemp -d)
 server_pid=""
@@ -493,6 +497,30 @@ else
   server_pid=""
   [ "$rc" = 0 ] || fail "server exited $rc after SIGTERM: $(cat "$tmp/server.err")"
   grep -q "stopped" "$tmp/server.err" || fail "server printed no summary: $(cat "$tmp/server.err")"
+fi
+
+# ---- the lines README.md quotes are the lines the programs print ----------------
+# Each quoted line is checked in two places: the README still has a line of
+# that shape, and the program printed one (above, or here).
+if [ -n "$readme" ]; then
+  readme_quotes() {  # REGEX WHAT
+    grep -Eq "$1" "$readme" || fail "README.md no longer quotes $2 as the programs print it (pattern: $1)"
+  }
+  readme_quotes "^timeout \(sent, waiting for the reply\) after [0-9]+ ms calling 'sleep' on 127\.0\.0\.1:[0-9]+\$" \
+    "the demo's timeout line"
+  readme_quotes "^# slow -> timeout \(sent, waiting for the reply\) after [0-9]+ ms calling 'slow' on 127\.0\.0\.1:[0-9]+\$" \
+    "hello_coro's timeout line"
+  readme_quotes "^echo_server: cannot listen on 127\.0\.0\.1:[0-9]+: Address already in use\$" "the listen error"
+  set +e
+  usage_line=$(timeout 10 "$client_bin" --server 127.0.0.1:7 --calls 1 --concurrency x 2>&1 >/dev/null)
+  set -e
+  grep -qxF -- "$usage_line" "$readme" || fail "README.md's usage error is not the line echo_client prints: $usage_line"
+  re_not_ready="^echo_client: no server ready after [0-9]+ ms: cannot connect to 127\.0\.0\.1:[0-9]+: Connection refused\$"
+  readme_quotes "$re_not_ready" "the no-server-ready line"
+  if [ -f "$tmp/refused0.out" ]; then
+    grep -Eq "$re_not_ready" "$tmp/refused0.out" ||
+      fail "echo_client against a refused port: no 'no server ready' line: $(cat "$tmp/refused0.out")"
+  fi
 fi
 
 # ---- nothing left behind: the steps above stopped every server they started ----
