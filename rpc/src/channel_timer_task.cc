@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
+#include <wheelrpc/timer/clock.h>
 #include <wheelrpc/transport/errc.h>
 
 #include "control_frames.h"
@@ -24,13 +25,12 @@ void AbstractTimerTask::start(timer::Timer& timer) {
     std::lock_guard lock(mu_);
     timer_ = &timer;
   }
-  reschedule(timer);
+  reschedule(timer, tick_);
 }
 
-void AbstractTimerTask::reschedule(timer::Timer& timer) {
+void AbstractTimerTask::reschedule(timer::Timer& timer, std::chrono::nanoseconds delay) {
   std::lock_guard lock(mu_);
   if (cancelled()) return;
-  std::chrono::nanoseconds delay = tick_;
   if (sooner_) delay = std::min(delay, *std::exchange(sooner_, std::nullopt));
   schedule_locked(timer, delay);
 }
@@ -90,6 +90,7 @@ struct Running {
 }  // namespace
 
 void AbstractTimerTask::run(timer::Timeout& timeout) {
+  std::chrono::nanoseconds delay = tick_;
   {
     Running in(running_, runner_);
     if (cancelled_.load()) return;
@@ -99,22 +100,28 @@ void AbstractTimerTask::run(timer::Timeout& timeout) {
       // owner's executor.
       boost::asio::post(executor_, [self = shared_from_this()] { self->check(); });
     } else {
-      check();
+      delay = check();
     }
   }
-  if (!cancelled_.load(std::memory_order_acquire)) reschedule(*timeout.timer());
+  if (!cancelled_.load(std::memory_order_acquire)) reschedule(*timeout.timer(), delay);
 }
 
-void AbstractTimerTask::check() {
+std::chrono::steady_clock::time_point AbstractTimerTask::next_check(const WatchedChannel&,
+                                                                    std::chrono::steady_clock::time_point) const {
+  return std::chrono::steady_clock::time_point::max();
+}
+
+std::chrono::nanoseconds AbstractTimerTask::check() {
   Running in(running_, runner_);
-  if (cancelled_.load()) return;
+  std::chrono::nanoseconds delay = tick_;
+  if (cancelled_.load()) return delay;
   try {
     auto channels = provider_();
     if (!channels) {  // the owner is gone
       cancelled_.store(true, std::memory_order_release);
-      return;
+      return delay;
     }
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = timer::fast_steady_now();
     for (const auto& w : *channels) {
       try {
         do_task(w, now);
@@ -122,9 +129,17 @@ void AbstractTimerTask::check() {
         detail::logger()->error("{} failed on conn={}: {}", name(), w.channel ? w.channel->id() : 0, e.what());
       }
     }
+    if (channels->size() == 1) {
+      // One channel: sleep until it needs a check, if that is before the tick.
+      const auto due = next_check(channels->front(), now);
+      if (due != std::chrono::steady_clock::time_point::max() && due - now < delay) {
+        delay = std::max<std::chrono::nanoseconds>(due - now, std::chrono::milliseconds(1));
+      }
+    }
   } catch (const std::exception& e) {
     detail::logger()->error("{} failed: {}", name(), e.what());
   }
+  return delay;
 }
 
 void HeartbeatTimerTask::do_task(const WatchedChannel& w, std::chrono::steady_clock::time_point now) {
@@ -139,6 +154,31 @@ void HeartbeatTimerTask::do_task(const WatchedChannel& w, std::chrono::steady_cl
     f.header.request_id = id;
     ch->send(f);
   });
+}
+
+namespace {
+using TimePoint = std::chrono::steady_clock::time_point;
+constexpr TimePoint kNoDue = TimePoint::max();
+}  // namespace
+
+TimePoint HeartbeatTimerTask::next_check(const WatchedChannel& w, TimePoint now) const {
+  if (!w.channel || !w.channel->is_open() || w.heartbeat.count() <= 0) return kNoDue;
+  const auto due = std::min(w.channel->last_read(), w.channel->last_write()) + w.heartbeat;
+  // Due already: do_task just queued a heartbeat, whose write and reply move
+  // both times forward; look again one interval on.
+  return due > now ? due : now + w.heartbeat;
+}
+
+TimePoint CloseTimerTask::next_check(const WatchedChannel& w, TimePoint now) const {
+  if (!w.channel || !w.channel->is_open() || w.idle_timeout.count() <= 0) return kNoDue;
+  const auto due = std::min(w.channel->last_read(), w.channel->last_write()) + w.idle_timeout;
+  return due > now ? due : kNoDue;  // closing now: the tick looks again
+}
+
+TimePoint ReconnectTimerTask::next_check(const WatchedChannel& w, TimePoint now) const {
+  if (!w.channel || !w.channel->is_open() || w.idle_timeout.count() <= 0) return kNoDue;
+  const auto due = w.channel->last_read() + w.idle_timeout;
+  return due > now ? due : kNoDue;  // closing now: the reconnect follows via check_within
 }
 
 void CloseTimerTask::do_task(const WatchedChannel& w, std::chrono::steady_clock::time_point now) {

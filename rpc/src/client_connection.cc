@@ -144,7 +144,9 @@ void ClientCore::on_connected(ClientConnection& conn, error_code ec, asio::ip::t
   conn.watched_channel.store(channel, std::memory_order_release);
   conn.idle_timeout_ms.store(options_.connect_timeout.count(), std::memory_order_relaxed);
   conn.set_state(State::handshaking);
+  auto task = conn.reconnect_task;
   conn_lock.unlock();
+  if (task) task->check_within(options_.connect_timeout);  // a HELLO that never comes
   channel->start();
   channel->send(make_hello(next_event_id_.fetch_add(1, std::memory_order_relaxed), options_.heartbeat, true));
 }

@@ -90,9 +90,12 @@ void ClientCore::init(const std::vector<asio::ip::tcp::endpoint>& servers) {
                                                 if (auto self = weak.lock()) self->send_failback(std::move(d));
                                               });
   // Each provider's channel has its own HeartbeatTimerTask and
-  // ReconnectTimerTask, every heartbeat / 3 (Dubbo's check tick). They run on
-  // the worker, read only the connection's atomics, and post any action.
-  const auto tick = std::max(options_.heartbeat / 3, std::chrono::milliseconds(1));
+  // ReconnectTimerTask. They run on the worker, read only the connection's
+  // atomics, and post any action. Watching one channel each, they sleep until
+  // it needs them (a heartbeat due, the idle timeout), at most a heartbeat
+  // interval; a connect failure, a loss and the start of a handshake bring
+  // the reconnect task's next check forward (check_within).
+  const auto tick = std::max(options_.heartbeat, std::chrono::milliseconds(1));
   for (auto& c : conns_) {
     auto provider = [weak = std::weak_ptr<ClientConnection>(c)]() -> std::optional<std::vector<WatchedChannel>> {
       auto conn = weak.lock();

@@ -112,6 +112,53 @@ TEST(TimerTask, CheckWithinDuringARunAppliesToItsReschedule) {
   task->cancel();
 }
 
+// A task watching one channel sleeps until the channel's next_check (at most
+// a tick); over several channels it runs every tick.
+class DueTask final : public AbstractTimerTask {
+ public:
+  DueTask(ChannelProvider p, std::chrono::milliseconds tick, std::chrono::milliseconds every)
+      : AbstractTimerTask(std::move(p), tick), every_(every) {}
+
+ private:
+  void do_task(const WatchedChannel&, std::chrono::steady_clock::time_point) override {}
+  std::chrono::steady_clock::time_point next_check(const WatchedChannel&,
+                                                   std::chrono::steady_clock::time_point now) const override {
+    return now + every_;
+  }
+  const char* name() const noexcept override { return "DueTask"; }
+  std::chrono::milliseconds every_;
+};
+
+ChannelProvider entries(std::size_t n) {
+  return [n] { return std::optional<std::vector<WatchedChannel>>(std::vector<WatchedChannel>(n)); };
+}
+
+TEST(TimerTask, OneChannelRunsWhenItIsDueAtMostATickApart) {
+  ManualTimer mt;
+  auto soon = std::make_shared<DueTask>(entries(1), 100ms, 30ms);
+  auto late = std::make_shared<DueTask>(entries(1), 100ms, 500ms);
+  auto many = std::make_shared<DueTask>(entries(2), 100ms, 30ms);
+  soon->start(mt.timer);
+  late->start(mt.timer);
+  many->start(mt.timer);
+  mt.advance(100ms);  // the first run of each is one tick after start()
+  EXPECT_EQ(soon->runs(), 1u);
+  EXPECT_EQ(late->runs(), 1u);
+  EXPECT_EQ(many->runs(), 1u);
+  mt.advance(29ms);
+  EXPECT_EQ(soon->runs(), 1u);
+  mt.advance(1ms);
+  EXPECT_EQ(soon->runs(), 2u) << "due 30 ms after its run";
+  EXPECT_EQ(many->runs(), 1u) << "several channels: every tick";
+  for (int i = 0; i < 70; ++i) mt.advance(1ms);  // a step at a time: each run reschedules from its own time
+  EXPECT_EQ(soon->runs(), 4u);
+  EXPECT_EQ(late->runs(), 2u) << "never more than a tick apart";
+  EXPECT_EQ(many->runs(), 2u);
+  soon->cancel();
+  late->cancel();
+  many->cancel();
+}
+
 TEST(TimerTask, SurvivesItsOwnExceptions) {
   wheelrpc::test::LogCapture log("wheelrpc.rpc");
   ManualTimer mt;

@@ -48,6 +48,13 @@ using ChannelProvider = std::function<std::optional<std::vector<WatchedChannel>>
 /// stops. An exception from the work is logged (logger "wheelrpc.rpc") and the
 /// task is still rescheduled.
 ///
+/// A task that watches a single channel and checks it on the timer's worker
+/// (no executor: a client's per-connection tasks) sleeps until that channel
+/// next needs it (`next_check`: its heartbeat due, its idle timeout) and at
+/// most `tick`; so an idle connection costs about one run per heartbeat, not
+/// one per tick, and nothing is checked later than its due time. A task over
+/// many channels runs every tick.
+///
 /// Where the check runs: with an `executor`, the timer's worker only posts it
 /// there (a provider that walks many channels or takes its owner's lock runs
 /// there, never on the wheel). Without one it runs on the worker, and the
@@ -91,14 +98,21 @@ class AbstractTimerTask : public timer::TimerTask, public std::enable_shared_fro
  protected:
   /// The check for one channel: decides, and posts what touches the channel.
   virtual void do_task(const WatchedChannel& watched, std::chrono::steady_clock::time_point now) = 0;
+  /// After `do_task(watched, now)`: when the channel next needs a check
+  /// (steady clock); time_point::max() (the default) = no sooner than the
+  /// tick. Used by a task watching a single channel (see above); must be
+  /// O(1) and read only atomics.
+  virtual std::chrono::steady_clock::time_point next_check(const WatchedChannel& watched,
+                                                           std::chrono::steady_clock::time_point now) const;
   /// A name for logs.
   virtual const char* name() const noexcept = 0;
 
  private:
-  void reschedule(timer::Timer& timer);
+  void reschedule(timer::Timer& timer, std::chrono::nanoseconds delay);
   /// Schedules the next run after `delay` (mu_ held).
   void schedule_locked(timer::Timer& timer, std::chrono::nanoseconds delay);
-  void check();
+  /// Runs the check; returns when the next one is due (at most the tick).
+  std::chrono::nanoseconds check();
 
   ChannelProvider provider_;
   const std::chrono::milliseconds tick_;
@@ -129,6 +143,8 @@ class HeartbeatTimerTask final : public AbstractTimerTask {
 
  private:
   void do_task(const WatchedChannel& w, std::chrono::steady_clock::time_point now) override;
+  std::chrono::steady_clock::time_point next_check(const WatchedChannel& w,
+                                                   std::chrono::steady_clock::time_point now) const override;
   const char* name() const noexcept override { return "HeartbeatTimerTask"; }
   std::atomic<std::uint64_t> sent_{0};
   std::atomic<std::uint64_t> next_id_{1};
@@ -145,6 +161,8 @@ class CloseTimerTask final : public AbstractTimerTask {
 
  private:
   void do_task(const WatchedChannel& w, std::chrono::steady_clock::time_point now) override;
+  std::chrono::steady_clock::time_point next_check(const WatchedChannel& w,
+                                                   std::chrono::steady_clock::time_point now) const override;
   const char* name() const noexcept override { return "CloseTimerTask"; }
   std::atomic<std::uint64_t> closed_{0};
 };
@@ -162,6 +180,8 @@ class ReconnectTimerTask final : public AbstractTimerTask {
 
  private:
   void do_task(const WatchedChannel& w, std::chrono::steady_clock::time_point now) override;
+  std::chrono::steady_clock::time_point next_check(const WatchedChannel& w,
+                                                   std::chrono::steady_clock::time_point now) const override;
   const char* name() const noexcept override { return "ReconnectTimerTask"; }
   std::atomic<std::uint64_t> idle_closes_{0};
 };
