@@ -38,7 +38,7 @@ void AbstractTimerTask::reschedule(timer::Timer& timer, std::chrono::nanoseconds
 void AbstractTimerTask::schedule_locked(timer::Timer& timer, std::chrono::nanoseconds delay) {
   std::error_code ec;
   next_ = timer.new_timeout(std::static_pointer_cast<timer::TimerTask>(shared_from_this()), delay, ec);
-  next_at_ = std::chrono::steady_clock::now() + delay;
+  next_at_ = timer::fast_steady_now() + delay;
   if (ec) {  // the timer stopped: so do we
     cancelled_.store(true, std::memory_order_release);
     detail::logger()->debug("{} stops: {}", name(), ec.message());
@@ -54,7 +54,7 @@ void AbstractTimerTask::check_within(std::chrono::nanoseconds delay) {
     sooner_ = sooner_ ? std::min(*sooner_, delay) : delay;
     return;
   }
-  if (std::chrono::steady_clock::now() + delay >= next_at_) return;  // due soon enough
+  if (timer::fast_steady_now() + delay >= next_at_) return;  // due soon enough
   if (!next_.cancel()) {  // expired meanwhile: as above
     sooner_ = sooner_ ? std::min(*sooner_, delay) : delay;
     return;
