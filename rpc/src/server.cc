@@ -1,9 +1,13 @@
 #include <wheelrpc/rpc/server.h>
 
+#include <algorithm>
 #include <cassert>
 #include <exception>
 #include <stdexcept>
 
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
@@ -68,6 +72,7 @@ class ServerConnection final : public transport::ChannelHandler {
 
   timer::Timeout hello_timeout_;
   const std::shared_ptr<std::atomic<std::int64_t>>& heartbeat_ms() const { return heartbeat_ms_; }
+  const ConnContextPtr& context() const { return context_; }
 
  private:
   std::shared_ptr<std::atomic<std::int64_t>> heartbeat_ms_;  // agreed; read by the timer tasks
@@ -140,7 +145,7 @@ void ServerCore::on_accept(asio::ip::tcp::socket socket) {
       channel->close(transport::make_error_code(transport::errc::closed), "server stopped");
       return;
     }
-    channels_[channel->id()] = Conn{channel, handler->heartbeat_ms()};
+    channels_[channel->id()] = Conn{channel, handler->heartbeat_ms(), handler->context()};
   }
   accepted_.fetch_add(1, std::memory_order_relaxed);
   // A connection must say HELLO within hello_timeout; the task only posts a
@@ -162,8 +167,12 @@ void ServerCore::on_accept(asio::ip::tcp::socket socket) {
 }
 
 void ServerCore::on_connection_closed(std::uint64_t id) {
-  std::lock_guard lock(mu_);
-  channels_.erase(id);
+  {
+    std::lock_guard lock(mu_);
+    channels_.erase(id);
+  }
+  // Its unanswered requests no longer hold a graceful shutdown.
+  if (draining_.load()) asio::post(ex_, [self = shared_from_this()] { self->check_drained(); });
 }
 
 void intrusive_ptr_add_ref(ReplySlot* s) noexcept { s->refs.fetch_add(1, std::memory_order_relaxed); }
@@ -194,12 +203,21 @@ void ServerCore::on_deadline(const ReplySlotPtr& slot) {
 
 void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame, const ConnContextPtr& conn) {
   requests_.fetch_add(1, std::memory_order_relaxed);
+  // Counted before draining_ is read: see start_shutdown().
+  conn->in_flight.fetch_add(1);
+  in_flight_.fetch_add(1);
   ReplySlotPtr slot(new ReplySlot);
   slot->conn = conn;
   slot->core = this;
   slot->request_id = frame.header.request_id;
   slot->two_way = frame.header.is_two_way();
   slot->method = frame.method;
+
+  if (draining_.load()) {
+    refused_shutting_down_.fetch_add(1, std::memory_order_relaxed);
+    finish(*slot, Status::shutting_down, "server shutting down: '" + frame.method + "' not processed", {}, false);
+    return;
+  }
 
   auto it = handlers_.find(frame.method);
   if (it == handlers_.end()) {
@@ -237,6 +255,18 @@ bool ServerCore::finish(ReplySlot& s, Status status, std::string payload,
     if (!from_timer) late_replies_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
+  // Uncounted once the reply is queued (on return): the last call in flight
+  // of a connection may end a graceful shutdown, which flushes what is queued.
+  struct Uncount {
+    ServerCore& core;
+    ServerConnContext& conn;
+    ~Uncount() {
+      core.in_flight_.fetch_sub(1);
+      if (conn.in_flight.fetch_sub(1) == 1 && core.draining_.load()) {
+        asio::post(core.ex_, [self = core.shared_from_this()] { self->check_drained(); });
+      }
+    }
+  } uncount{*this, *slot->conn};
   if (!from_timer) slot->timeout.cancel();  // the task's reference goes with it
   if (slot->conn->cancels.check(slot->request_id, /*forget=*/true)) {
     cancelled_.fetch_add(1, std::memory_order_relaxed);  // the client stopped waiting: no reply
@@ -258,7 +288,20 @@ bool ServerCore::finish(ReplySlot& s, Status status, std::string payload,
   return channel && !channel->send(f);
 }
 
-void ServerCore::stop() {
+namespace {
+// Completes `h` with `ec` on its associated executor, through `ex` (never
+// inline: the caller may hold the server's state).
+void complete_later(const asio::any_io_executor& ex, asio::any_completion_handler<Server::ShutdownSignature> h,
+                    boost::system::error_code ec) {
+  if (!h) return;
+  auto assoc = asio::get_associated_executor(h, ex);
+  asio::post(ex, asio::bind_executor(assoc, [h = std::move(h), ec]() mutable { std::move(h)(ec); }));
+}
+}  // namespace
+
+void ServerCore::stop() { stop(false); }
+
+void ServerCore::stop(bool flush) {
   std::unordered_map<std::uint64_t, Conn> channels;
   std::vector<std::shared_ptr<AbstractTimerTask>> tasks;
   {
@@ -274,12 +317,110 @@ void ServerCore::stop() {
   }
   if (acceptor_) acceptor_->close();
   for (auto& [id, c] : channels) {
-    if (auto ch = c.channel.lock()) ch->close(transport::make_error_code(transport::errc::closed), "server stopped");
+    auto ch = c.channel.lock();
+    if (!ch) continue;
+    if (flush) {  // a graceful shutdown: the last replies reach their callers
+      ch->close_after_flush(transport::make_error_code(transport::errc::closed), "server shut down", kFlushLimit);
+    } else {
+      ch->close(transport::make_error_code(transport::errc::closed), "server stopped");
+    }
   }
   // A deadline or HELLO timeout still running on the timer's worker may be
   // posting to the executor: wait for it, so the executor may be destroyed
   // once stop() returns. Later ones see the gate closed and do nothing.
   timer_work_.close_and_wait();
+  // stop() during a graceful shutdown ends it: its handler completes, aborted.
+  if (draining_.load() && !shutdown_finished_.exchange(true)) {
+    asio::any_completion_handler<Server::ShutdownSignature> handler;
+    {
+      std::lock_guard lock(shutdown_mu_);
+      handler.swap(shutdown_handler_);
+      drain_timeout_.cancel();
+    }
+    complete_later(ex_, std::move(handler), asio::error::operation_aborted);
+  }
+}
+
+namespace {
+// The drain timeout: posts the end of the shutdown (the wheel only decides).
+struct DrainTimeoutTask {
+  std::weak_ptr<ServerCore> core;
+  void operator()() const {
+    auto self = core.lock();
+    if (!self) return;
+    WorkGate::Scope in(self->timer_work());
+    if (!in) return;  // stopped meanwhile
+    asio::post(self->executor(), [self] { self->finish_shutdown(make_error_code(errc::timeout)); });
+  }
+};
+}  // namespace
+
+
+void ServerCore::start_shutdown(std::chrono::milliseconds drain_timeout,
+                                asio::any_completion_handler<Server::ShutdownSignature> handler) {
+  bool first = false;
+  {
+    std::lock_guard lock(shutdown_mu_);
+    bool stopped = false;
+    {
+      std::lock_guard conns(mu_);
+      stopped = stopped_;
+    }
+    if (!stopped && !draining_.load()) {
+      first = true;
+      // Not `shutdown_handler_ = std::move(handler)`: Boost 1.81's move
+      // assignment of any_completion_handler wraps the handler in itself.
+      shutdown_handler_.swap(handler);
+      draining_.store(true);  // from now on every new request is refused
+    }
+  }
+  if (!first) {  // a second shutdown, or one after stop(): nothing to wait for
+    complete_later(ex_, std::move(handler), {});
+    return;
+  }
+  if (acceptor_) acceptor_->close();
+  std::error_code tec;
+  {
+    std::lock_guard lock(shutdown_mu_);
+    drain_timeout_ = timer_.new_timeout(DrainTimeoutTask{weak_from_this()},
+                                        std::max(drain_timeout, std::chrono::milliseconds(1)), tec);
+  }
+  logger()->info("shutting down: {} calls in flight, drain timeout {} ms", in_flight_.load(), drain_timeout.count());
+  // A request counts itself before it reads draining_: one that check_drained()
+  // does not see reads draining_ set and is refused; the last answer of the
+  // ones before checks again (finish()), as does each connection that closes.
+  asio::post(ex_, [self = shared_from_this(), tec] {
+    if (tec) {
+      self->finish_shutdown(make_error_code(errc::timeout));
+    } else {
+      self->check_drained();
+    }
+  });
+}
+
+void ServerCore::check_drained() {
+  if (shutdown_finished_.load()) return;
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return;  // stop() came first: it completes the shutdown (aborted)
+    for (const auto& [id, c] : channels_) {
+      if (c.context && c.context->in_flight.load() > 0) return;
+    }
+  }
+  finish_shutdown({});
+}
+
+void ServerCore::finish_shutdown(boost::system::error_code ec) {
+  if (shutdown_finished_.exchange(true)) return;
+  asio::any_completion_handler<Server::ShutdownSignature> handler;
+  {
+    std::lock_guard lock(shutdown_mu_);
+    handler.swap(shutdown_handler_);
+    drain_timeout_.cancel();
+  }
+  if (ec) logger()->warn("shutdown: {} calls still in flight after the drain timeout; closing", in_flight_.load());
+  stop(/*flush=*/!ec);
+  complete_later(ex_, std::move(handler), ec);
 }
 
 ServerStats ServerCore::stats() const {
@@ -299,6 +440,8 @@ ServerStats ServerCore::stats() const {
   s.cancelled = cancelled_.load(std::memory_order_relaxed);
   s.method_not_found = method_not_found_.load(std::memory_order_relaxed);
   s.protocol_errors = protocol_errors_.load(std::memory_order_relaxed);
+  s.in_flight = static_cast<std::uint64_t>(std::max<std::int64_t>(in_flight_.load(std::memory_order_relaxed), 0));
+  s.refused_shutting_down = refused_shutting_down_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -375,6 +518,10 @@ void Server::handle(std::string method, Handler handler) { core_->handle(std::mo
 error_code Server::listen(const asio::ip::tcp::endpoint& endpoint) { return core_->listen(endpoint); }
 asio::ip::tcp::endpoint Server::local_endpoint() const { return core_->local_endpoint(); }
 void Server::stop() { core_->stop(); }
+void Server::start_shutdown(std::chrono::milliseconds drain_timeout,
+                            boost::asio::any_completion_handler<ShutdownSignature> handler) {
+  core_->start_shutdown(drain_timeout, std::move(handler));
+}
 ServerStats Server::stats() const { return core_->stats(); }
 
 }  // namespace wheelrpc::rpc

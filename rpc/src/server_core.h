@@ -73,6 +73,7 @@ struct ServerConnContext {
   std::shared_ptr<ServerCore> core;
   std::weak_ptr<transport::Channel> channel;  // the channel owns the connection: weak here
   CancelSet cancels;
+  std::atomic<std::int64_t> in_flight{0};  // its requests not yet answered
 
   friend void intrusive_ptr_add_ref(ServerConnContext* c) noexcept { c->refs.fetch_add(1, std::memory_order_relaxed); }
   friend void intrusive_ptr_release(ServerConnContext* c) noexcept {
@@ -114,6 +115,19 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   boost::system::error_code listen(const boost::asio::ip::tcp::endpoint& endpoint);
   boost::asio::ip::tcp::endpoint local_endpoint() const;
   void stop();
+  /// `flush`: connections close once their queued replies are written (at
+  /// most kFlushLimit later), instead of at once.
+  void stop(bool flush);
+  static constexpr std::chrono::milliseconds kFlushLimit{1000};
+  void start_shutdown(std::chrono::milliseconds drain_timeout,
+                      boost::asio::any_completion_handler<Server::ShutdownSignature> handler);
+  /// Ends a graceful shutdown (once): stop(), then the handler with `ec`.
+  /// Runs on the executor.
+  void finish_shutdown(boost::system::error_code ec);
+  /// While shutting down: ends it if no open connection has a request in
+  /// flight (requests of closed connections can no longer be answered).
+  /// Runs on the executor.
+  void check_drained();
   ServerStats stats() const;
 
   // From connections (their strands).
@@ -151,12 +165,24 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   struct Conn {
     std::weak_ptr<transport::Channel> channel;
     std::shared_ptr<std::atomic<std::int64_t>> heartbeat_ms;  // agreed in HELLO; 0 before
+    ConnContextPtr context;  // its requests in flight (a graceful shutdown waits for them)
   };
   std::unordered_map<std::uint64_t, Conn> channels_;
   std::shared_ptr<CloseTimerTask> close_task_;
   std::shared_ptr<HeartbeatTimerTask> heartbeat_task_;
 
   WorkGate timer_work_;  // deadline and HELLO-timeout callbacks in progress
+
+  // Graceful shutdown. `in_flight_` counts requests not yet answered (a
+  // request counts from its receipt until its slot completes), as each
+  // connection's context does for its own.
+  std::atomic<std::int64_t> in_flight_{0};
+  std::atomic<bool> draining_{false};
+  std::atomic<bool> shutdown_finished_{false};
+  std::mutex shutdown_mu_;  // guards the two below
+  boost::asio::any_completion_handler<Server::ShutdownSignature> shutdown_handler_;
+  timer::Timeout drain_timeout_;
+  std::atomic<std::uint64_t> refused_shutting_down_{0};
   std::atomic<std::uint64_t> accepted_{0}, requests_{0}, replies_{0}, errors_{0}, server_timeouts_{0},
       late_replies_{0}, method_not_found_{0}, protocol_errors_{0}, cancelled_{0};
 };

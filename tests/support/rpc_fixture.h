@@ -3,6 +3,7 @@
 // an io_context run by a couple of threads; bounded waits only.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,9 +56,12 @@ inline boost::asio::ip::tcp::endpoint loopback0() {
 }
 
 struct RpcFixture {
-  explicit RpcFixture(rpc::ServerOptions so = {}, rpc::ClientOptions co = {}, int io_threads = 2)
+  /// `more_methods`: registers a test's own methods before the server listens.
+  explicit RpcFixture(rpc::ServerOptions so = {}, rpc::ClientOptions co = {}, int io_threads = 2,
+                      const std::function<void(rpc::Server&)>& more_methods = {})
       : threads(io_threads), server(threads.io.get_executor(), timer, so) {
     register_test_methods(server, threads.io);
+    if (more_methods) more_methods(server);
     auto ec = server.listen(loopback0());
     if (ec) throw boost::system::system_error(ec);
     client.emplace(threads.io.get_executor(), timer,

@@ -96,6 +96,13 @@ class ChannelPair {
   ChannelBufferStats stats() const { return channel_->buffer_stats(); }
   /// Writes `bytes` from the peer (blocking until the kernel took them all).
   void send(const std::string& bytes) { asio::write(peer_, asio::buffer(bytes)); }
+  /// True if the peer's next read finds the connection closed (EOF).
+  bool peer_sees_eof() {
+    char c = 0;
+    error_code ec;
+    asio::read(peer_, asio::buffer(&c, 1), ec);
+    return ec == asio::error::eof;
+  }
   /// Reads exactly `n` bytes at the peer.
   std::string receive(std::size_t n) {
     std::string out(n, '\0');
@@ -311,6 +318,42 @@ TEST(ChannelReads, ABodyOverTheLimitClosesTheChannelFromTheHeaderAlone) {
   EXPECT_EQ(make_error_code(errc::body_too_large), p.recorder().close_ec());
   EXPECT_EQ(0u, p.recorder().count());
   EXPECT_EQ(0u, p.stats().read_capacity);
+}
+
+}  // namespace
+
+namespace {
+
+// close_after_flush: what was queued before it reaches the peer, then EOF;
+// sends after it are refused.
+TEST(ChannelClose, AfterFlushTheQueuedFramesArriveThenEof) {
+  ChannelPair pair;
+  const Frame big = request(7, 4 << 20);  // more than the socket buffers take at once
+  ASSERT_FALSE(pair.channel().send(big));
+  pair.channel().close_after_flush(make_error_code(errc::closed), "done", std::chrono::seconds(30));
+  EXPECT_EQ(pair.channel().send(heartbeat()), errc::closed) << "a send after close_after_flush was queued";
+  const std::string want = encode(big);
+  EXPECT_EQ(pair.receive(want.size()), want) << "the queued frame was cut";
+  EXPECT_TRUE(pair.peer_sees_eof());
+  ASSERT_TRUE(wait_until([&] { return pair.recorder().closes() == 1; }));
+  EXPECT_EQ(pair.recorder().close_ec(), errc::closed);
+}
+
+// A peer that takes nothing: the channel closes at the limit anyway.
+TEST(ChannelClose, AfterFlushAPeerThatReadsNothingIsClosedAtTheLimit) {
+  ChannelPair pair;
+  ASSERT_FALSE(pair.channel().send(request(8, 48 << 20)));  // far more than the socket buffers hold
+  pair.channel().close_after_flush(make_error_code(errc::closed), "done", std::chrono::milliseconds(100));
+  ASSERT_TRUE(wait_until([&] { return pair.recorder().closes() == 1; })) << "still open past the limit";
+  EXPECT_FALSE(pair.channel().is_open());
+}
+
+// Nothing queued: it closes at once.
+TEST(ChannelClose, AfterFlushWithNothingQueuedClosesAtOnce) {
+  ChannelPair pair;
+  pair.channel().close_after_flush(make_error_code(errc::closed), "done", std::chrono::seconds(30));
+  EXPECT_TRUE(pair.peer_sees_eof());
+  ASSERT_TRUE(wait_until([&] { return pair.recorder().closes() == 1; }));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
 #include <wheelrpc/timer/clock.h>
@@ -86,6 +87,12 @@ Channel::Channel(asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> h
   local_ = ec ? "?" : endpoint_text(local);
   g_counters.opened.fetch_add(1, std::memory_order_relaxed);
 }
+
+struct Channel::PendingClose {
+  error_code ec;
+  std::string reason;
+  std::unique_ptr<asio::steady_timer> limit;
+};
 
 Channel::~Channel() = default;
 
@@ -261,7 +268,7 @@ error_code Channel::send(const Frame& frame) {
   bool kick = false;
   {
     std::lock_guard lock(write_mu_);
-    if (closed_for_write_) return make_error_code(errc::closed);
+    if (closed_for_write_ || refuse_sends_) return make_error_code(errc::closed);
     if (queued_.size() >= options_.max_write_queue_bytes) return make_error_code(errc::write_queue_full);
     encode_frame(frame, queued_);
     if (!writing_) {
@@ -277,9 +284,15 @@ error_code Channel::send(const Frame& frame) {
 
 void Channel::do_write() {
   {
-    std::lock_guard lock(write_mu_);
+    std::unique_lock lock(write_mu_);
     if (closed_for_write_ || queued_.empty()) {
       writing_ = false;
+      if (pending_close_ && !closed_for_write_) {  // flushed: the graceful close
+        lock.unlock();
+        auto pc = std::move(pending_close_);
+        if (pc->limit) pc->limit->cancel();
+        do_close(pc->ec, pc->reason);
+      }
       return;
     }
     // The first write after a quiet spell does not need what the last burst left.
@@ -316,6 +329,36 @@ void Channel::on_write(const error_code& ec, std::size_t) {
   do_write();
 }
 
+void Channel::close_after_flush(error_code ec, std::string reason, std::chrono::milliseconds limit) {
+  {
+    std::lock_guard lock(write_mu_);
+    refuse_sends_ = true;
+  }
+  asio::dispatch(strand_, [self = shared_from_this(), ec, reason = std::move(reason), limit]() mutable {
+    if (self->state() == ChannelState::closed || self->pending_close_) return;
+    bool idle = false;
+    {
+      std::lock_guard lock(self->write_mu_);
+      idle = !self->writing_ && self->queued_.empty();
+    }
+    if (idle) {
+      self->do_close(ec, reason);
+      return;
+    }
+    // The write loop closes it when the queue runs dry (do_write); the limit
+    // closes it if the peer never takes the bytes.
+    self->pending_close_ = std::make_unique<PendingClose>();
+    self->pending_close_->ec = ec;
+    self->pending_close_->reason = reason;
+    self->pending_close_->limit = std::make_unique<asio::steady_timer>(self->strand_, limit);
+    self->pending_close_->limit->async_wait([self](const error_code& wait_ec) {
+      if (wait_ec || !self->pending_close_) return;
+      auto pc = std::move(self->pending_close_);
+      self->do_close(pc->ec, pc->reason + " (unflushed after the limit)");
+    });
+  });
+}
+
 void Channel::close(error_code ec, std::string reason) {
   asio::dispatch(strand_, [self = shared_from_this(), ec, reason = std::move(reason)] {
     self->do_close(ec, reason);
@@ -324,6 +367,10 @@ void Channel::close(error_code ec, std::string reason) {
 
 void Channel::do_close(const error_code& ec, const std::string& reason) {
   if (state_.exchange(ChannelState::closed, std::memory_order_acq_rel) == ChannelState::closed) return;
+  if (pending_close_) {  // closed before the flush: the limit's wait must not keep the channel
+    if (pending_close_->limit) pending_close_->limit->cancel();
+    pending_close_.reset();
+  }
   {
     std::lock_guard lock(write_mu_);
     closed_for_write_ = true;

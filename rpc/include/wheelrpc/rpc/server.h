@@ -8,7 +8,9 @@
 #include <optional>
 #include <string>
 
+#include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/smart_ptr/intrusive_ptr.hpp>
 #include <boost/system/error_code.hpp>
@@ -95,6 +97,8 @@ struct ServerStats {
   std::uint64_t protocol_errors = 0;    ///< connections closed for breaking the protocol
   std::uint64_t heartbeats_sent = 0;    ///< heartbeats sent (ServerOptions::send_heartbeats)
   std::uint64_t idle_closes = 0;        ///< connections closed by the CloseTimerTask
+  std::uint64_t in_flight = 0;          ///< requests received and not yet answered (now)
+  std::uint64_t refused_shutting_down = 0;  ///< requests refused by a graceful shutdown
 };
 
 /// Shutdown order as for Client: stop the server, then the executor's threads,
@@ -130,9 +134,35 @@ class Server {
   /// be called from inside a timer task.
   void stop();
 
+  /// Completion signature of async_shutdown.
+  using ShutdownSignature = void(boost::system::error_code);
+  /// Graceful stop. At once: stops accepting (new connects are refused), and
+  /// every request that arrives from then on is refused unprocessed with
+  /// Status::shutting_down (its caller sees errc::unavailable, which clients
+  /// retry on another provider). The calls in flight run on, for at most
+  /// `drain_timeout` (> 0); then `stop()` closes the connections. Completes
+  /// with success when every call in flight was answered, or errc::timeout
+  /// when the drain timeout passed first (their replies are then dropped).
+  /// The drain timeout is on the shared timer, whose worker only posts.
+  /// Completes exactly once, on the handler's associated executor (default:
+  /// the server's), after stop() returned; a second shutdown, or one after
+  /// stop(), completes at once (stop() is idempotent). Any completion token
+  /// (callbacks, use_future, use_awaitable, ...).
+  template <class Token>
+  auto async_shutdown(std::chrono::milliseconds drain_timeout, Token&& token) {
+    return boost::asio::async_initiate<Token, ShutdownSignature>(
+        [this](auto handler, std::chrono::milliseconds drain) {
+          start_shutdown(drain, boost::asio::any_completion_handler<ShutdownSignature>(std::move(handler)));
+        },
+        token, drain_timeout);
+  }
+
   ServerStats stats() const;
 
  private:
+  void start_shutdown(std::chrono::milliseconds drain_timeout,
+                      boost::asio::any_completion_handler<ShutdownSignature> handler);
+
   std::shared_ptr<detail::ServerCore> core_;
 };
 

@@ -113,6 +113,11 @@ class Channel : public std::enable_shared_from_this<Channel> {
   /// Closes the channel with a reason (logged, passed to on_close). Idempotent;
   /// any thread; the close itself happens on the strand.
   void close(boost::system::error_code ec, std::string reason);
+  /// Closes the channel once every frame queued so far is written (a graceful
+  /// close: replies already sent reach the peer), or after `limit` (ms) if
+  /// the peer does not take them. From the call on, send() fails with
+  /// errc::closed. Idempotent with close(); any thread.
+  void close_after_flush(boost::system::error_code ec, std::string reason, std::chrono::milliseconds limit);
 
   ChannelState state() const noexcept { return state_.load(std::memory_order_acquire); }
   bool is_open() const noexcept { return state() != ChannelState::closed; }
@@ -187,7 +192,11 @@ class Channel : public std::enable_shared_from_this<Channel> {
   std::string queued_;
   bool writing_ = false;
   bool closed_for_write_ = false;
+  bool refuse_sends_ = false;  // close_after_flush(): nothing new, the queue still drains
   std::string inflight_;  // strand only
+  // close_after_flush (strand only): the close to make once the queue drains.
+  struct PendingClose;
+  std::unique_ptr<PendingClose> pending_close_;
 };
 
 }  // namespace wheelrpc::transport
