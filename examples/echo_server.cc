@@ -6,11 +6,14 @@
 //          without blocking a thread (one boost::asio::steady_timer per call).
 //
 //   echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H] [--idle-timeout-ms I]
+//               [--drain-timeout-ms D]
 //   echo_server --help
 //
 // Port 0 picks a free port. The first line on stdout is exactly
-// "listening on HOST:PORT". SIGINT or SIGTERM stops the server: it closes every
-// connection, prints its counters on stderr and exits 0. Exit status 1 when it
+// "listening on HOST:PORT". SIGINT or SIGTERM shuts the server down gracefully
+// (Server::async_shutdown: new requests refused, calls in flight finish for at
+// most D ms, then the connections close); a second signal closes at once. It
+// then prints its counters on stderr and exits 0. Exit status 1 when it
 // cannot listen (one line on stderr, "echo_server: cannot listen on ..."), 2 on
 // a usage error (one line on stderr, ending "(see --help)"). --help prints the
 // usage on stdout and exits 0.
@@ -62,20 +65,27 @@ struct Config {
   int threads = 1;
   std::chrono::milliseconds heartbeat{15000};
   std::chrono::milliseconds idle_timeout{0};
+  std::chrono::milliseconds drain_timeout{5000};
 };
 
 /// The usage text (--help).
 constexpr const char* kUsage =
     "usage: echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H] [--idle-timeout-ms I]\n"
+    "                   [--drain-timeout-ms D]\n"
     "  --port P          TCP port to listen on, 0..65535 (0 = pick a free one)\n"
     "  --host A          address to bind (IPv4/IPv6 literal or localhost; default 127.0.0.1)\n"
     "  --threads N       threads running the io_context, 1..256 (default 1)\n"
     "  --heartbeat-ms H  heartbeat interval proposed to clients (default 15000)\n"
     "  --idle-timeout-ms I  close connections idle (no read or no write) for I ms\n"
     "                    (default 0 = 3 x the agreed heartbeat; never below 2 x it)\n"
+    "  --drain-timeout-ms D  on SIGINT/SIGTERM, let calls in flight finish for at most\n"
+    "                    D ms, 0..3600000 (default 5000; 0 = close at once)\n"
     "  -h, --help        print this text and exit 0\n"
     "Flags take their value as --flag V or --flag=V.\n"
     "Methods: echo (returns the payload), sleep (payload = milliseconds; replies \"slept\").\n"
+    "SIGINT or SIGTERM shuts down gracefully: no new connections, new requests refused\n"
+    "(clients retry them elsewhere), calls in flight finish (up to --drain-timeout-ms);\n"
+    "a second signal closes at once.\n"
     "Exit status: 0 after SIGINT or SIGTERM, 1 if it cannot listen, 2 usage error.\n";
 
 /// Parses the command line; returns the exit status when the program is to
@@ -99,7 +109,9 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
       .add_number("--threads", 1, 256, [&](long long v) { cfg.threads = static_cast<int>(v); })
       .add_number("--heartbeat-ms", 1, 86'400'000, [&](long long v) { cfg.heartbeat = std::chrono::milliseconds(v); })
       .add_number("--idle-timeout-ms", 1, 86'400'000,
-                  [&](long long v) { cfg.idle_timeout = std::chrono::milliseconds(v); });
+                  [&](long long v) { cfg.idle_timeout = std::chrono::milliseconds(v); })
+      .add_number("--drain-timeout-ms", 0, 3'600'000,
+                  [&](long long v) { cfg.drain_timeout = std::chrono::milliseconds(v); });
   if (const auto status = flags.parse(argc, argv)) return status;
   if (!cfg.port_given) return flags.usage_error("--port is required");
   return std::nullopt;
@@ -191,23 +203,44 @@ int run(const Config& cfg) {
   std::printf("listening on %s\n", endpoint_text(server.local_endpoint()).c_str());
   std::fflush(stdout);
 
-  // Shutdown: stop the server (closes the connections), cancel the sleeps;
-  // the io threads then run out of work and return.
+  // Shutdown: a graceful stop of the server (see the top), then cancel what
+  // sleeps are left; the io threads then run out of work and return.
   std::mutex mu;
   std::condition_variable cv;
   bool stop_requested = false;
   int threads_running = cfg.threads;
   auto work = asio::make_work_guard(io);
   asio::signal_set signals(io, SIGINT, SIGTERM);
-  signals.async_wait([&](const error_code& ec, int signo) {
-    if (ec) return;
-    std::fprintf(stderr, "echo_server: signal %d, stopping\n", signo);
-    server.stop();
+  auto stopped = [&] {
     sleeps.cancel_all();
     work.reset();
     std::lock_guard lock(mu);
     stop_requested = true;
     cv.notify_all();
+  };
+  signals.async_wait([&](const error_code& ec, int signo) {
+    if (ec) return;
+    if (cfg.drain_timeout.count() == 0) {
+      std::fprintf(stderr, "echo_server: signal %d, stopping\n", signo);
+      server.stop();
+      stopped();
+      return;
+    }
+    std::fprintf(stderr, "echo_server: signal %d, shutting down (calls in flight have %lld ms to finish)\n", signo,
+                 static_cast<long long>(cfg.drain_timeout.count()));
+    // A second signal closes at once; the shutdown then completes, aborted.
+    signals.async_wait([&](const error_code& ec2, int signo2) {
+      if (ec2) return;
+      std::fprintf(stderr, "echo_server: signal %d again, stopping now\n", signo2);
+      server.stop();
+    });
+    server.async_shutdown(cfg.drain_timeout, [&](const error_code& shutdown_ec) {
+      if (shutdown_ec == rpc::errc::timeout) {
+        std::fprintf(stderr, "echo_server: calls still in flight after %lld ms; closed them\n",
+                     static_cast<long long>(cfg.drain_timeout.count()));
+      }
+      stopped();
+    });
   });
 
   std::vector<std::thread> threads;

@@ -486,11 +486,21 @@ else
   [ "$rc" = 130 ] || fail "second SIGINT: exit status $rc, expected 130: $(cat "$tmp/int2.err")"
 fi
 
-# ---- SIGTERM: the server exits 0 within 5 s ----------------------------------------
+# ---- SIGTERM: a graceful shutdown; the call in flight finishes, the server exits 0 --
+# A call of 1 s is in flight when the server gets SIGTERM: it still succeeds
+# (--fail-on-error), and the server exits 0 once it was answered.
+"$client_bin" --server "$endpoint" --method sleep --sleep-ms 1000 --timeout-ms 60000 --calls 1 --concurrency 1 \
+  --retries 0 --report-interval-ms 100 --fail-on-error >"$tmp/term.out" 2>"$tmp/term.err" &
+term_pid=$!
+if ! wait_for_line ' 1 in flight' "$tmp/term.out" "$term_pid" 60; then
+  fail "SIGTERM: no call in flight: $(cat "$tmp/term.out" "$tmp/term.err")"
+fi
 kill -TERM "$server_pid"
-for _ in $(seq 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+wait_exit "$term_pid" 60
+[ "$rc" = 0 ] || fail "the call in flight at SIGTERM did not succeed: exit status $rc: $(cat "$tmp/term.out" "$tmp/term.err")"
+for _ in $(seq 300); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
 if kill -0 "$server_pid" 2>/dev/null; then
-  fail "server still running 5 s after SIGTERM"
+  fail "server still running 30 s after SIGTERM"
 else
   set +e
   wait "$server_pid"
@@ -499,6 +509,7 @@ else
   server_pid=""
   [ "$rc" = 0 ] || fail "server exited $rc after SIGTERM: $(cat "$tmp/server.err")"
   grep -q "stopped" "$tmp/server.err" || fail "server printed no summary: $(cat "$tmp/server.err")"
+  grep -q "shutting down" "$tmp/server.err" || fail "server did not shut down gracefully: $(cat "$tmp/server.err")"
 fi
 
 # ---- the lines README.md quotes are the lines the programs print ----------------
