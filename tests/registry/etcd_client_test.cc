@@ -303,3 +303,73 @@ TEST(EtcdClientFailover, AFrozenMemberTimesOutByTheDeadlineAndTheNextAnswers) {
 }
 
 }  // namespace
+
+namespace {
+
+// Retries an operation through a leader election (etcd answers "leader
+// changed" / "no leader" meanwhile), up to a bounded number of tries.
+template <class R, class Start>
+std::pair<error_code, R> await_through_election(Start start) {
+  std::pair<error_code, R> out{errc::timeout, R{}};
+  for (int i = 0; i < 40; ++i) {
+    out = await<R>(start);
+    if (!out.first) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  return out;
+}
+
+TEST(EtcdClusterFixture, ThreeMembersFailOverAndAWatchResumesOnAnotherMember) {
+  REQUIRE_ETCD();
+  EtcdCluster etcd(3);
+  ASSERT_TRUE(etcd.ok()) << etcd.error();
+  IoThread io;
+  auto client = EtcdClient::create(io.io.get_executor(), io.timer, endpoints_of(etcd.endpoints()));
+  auto [pec, p] = await_through_election<PutResult>([&](auto h) { client->put("/m/1", "a", 0, h); });
+  ASSERT_FALSE(pec) << pec.message();
+
+  WatchLog log;
+  auto w = client->watch("/m/", p.revision + 1, log.handler());
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return log.is_created(); }, 20s));
+  auto [pec2, p2] = await_through_election<PutResult>([&](auto h) { client->put("/m/2", "b", 0, h); });
+  ASSERT_FALSE(pec2) << pec2.message();
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return log.count() >= 1; }, 20s));
+
+  etcd.kill(0);  // the member the client talks to (the first endpoint)
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return log.final().has_value(); }, 20s));
+  EXPECT_EQ(*log.final(), errc::truncated) << log.final()->message();
+
+  auto [pec3, p3] = await_through_election<PutResult>([&](auto h) { client->put("/m/3", "c", 0, h); });
+  ASSERT_FALSE(pec3) << pec3.message();
+  WatchLog resumed;
+  auto w2 = client->watch("/m/", log.last_revision + 1, resumed.handler());
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return resumed.count() >= 1; }, 20s));
+  {
+    std::lock_guard l(resumed.mu);
+    EXPECT_EQ(resumed.events[0].kv.key, "/m/3");
+  }
+  w2->cancel();
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return resumed.final().has_value(); }, 20s));
+
+  ASSERT_TRUE(etcd.restart(0)) << etcd.error();
+  auto only_first = EtcdClient::create(io.io.get_executor(), io.timer, endpoints_of("etcd://" + etcd.client_address(0)));
+  auto [rec, r] = await_through_election<RangeResult>([&](auto h) { only_first->range_prefix("/m/", h); });
+  ASSERT_FALSE(rec) << rec.message();
+  EXPECT_EQ(r.kvs.size(), 3u);  // the restarted member caught up
+}
+
+TEST(EtcdClusterFixture, TheDestructorKillsAndReapsItsProcesses) {
+  REQUIRE_ETCD();
+  pid_t pid = -1;
+  {
+    EtcdCluster etcd(1);
+    ASSERT_TRUE(etcd.ok()) << etcd.error();
+    pid = etcd.pid(0);
+    ASSERT_GT(pid, 0);
+    ASSERT_EQ(::kill(pid, 0), 0);
+  }
+  EXPECT_EQ(::kill(pid, 0), -1);  // gone and reaped: no zombie keeps the PID
+  EXPECT_EQ(errno, ESRCH);
+}
+
+}  // namespace
