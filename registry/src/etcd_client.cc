@@ -1,5 +1,6 @@
 #include "etcd_client.h"
 
+#include <cassert>
 #include <stdexcept>
 
 #include <boost/asio/connect.hpp>

@@ -1,6 +1,8 @@
 // EtcdClient::watch: one streaming POST to /v3/watch whose chunked answer is a
 // sequence of newline-separated JSON messages.
 
+#include <cassert>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -238,7 +240,8 @@ class WatchStream final : public EtcdWatch, public std::enable_shared_from_this<
     if (ec != asio::error::operation_aborted) logger()->debug("{}", why);
     auto handler = std::move(handler_);
     handler_ = nullptr;
-    chunk_cb_ = nullptr;
+    // chunk_cb_ stays: a read already completed on the socket may still feed
+    // the parser after this; on_bytes ignores it once done_ is set.
     handler(ec, WatchResponse{});
   }
 

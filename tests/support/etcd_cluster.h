@@ -7,7 +7,9 @@
 // Each etcd also gets PR_SET_PDEATHSIG, so a test that dies without running
 // destructors still leaves no etcd behind.
 //
-// Not thread-safe: use it from the test's thread.
+// Not thread-safe: use it from the test's thread. PR_SET_PDEATHSIG follows
+// the thread that forked, so create it on a thread that outlives it (the
+// test's main thread).
 
 #include <fcntl.h>
 #include <signal.h>
