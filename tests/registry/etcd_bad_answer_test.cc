@@ -11,6 +11,7 @@
 
 #include "etcd_client.h"
 #include "registry/etcd_test_util.h"
+#include "support/log_capture.h"
 #include "support/timed_listener.h"
 #include "support/wait.h"
 
@@ -87,6 +88,14 @@ TEST(EtcdBadAnswer, InvalidJsonIsBadResponse) {
   IoThread io;
   FakeEtcd fake(http_answer("200 OK", "{\"header\":{\"revision\":"));
   EXPECT_EQ(range_from(fake, io).first, errc::bad_response);
+}
+
+TEST(EtcdBadAnswer, ARejectedAnswerIsLoggedOnTheRegistryLoggerWithItsReason) {
+  wheelrpc::test::LogCapture log("wheelrpc.registry");
+  IoThread io;
+  FakeEtcd fake(http_answer("200 OK", R"({"header":{"revision":"not-a-number"}})"));
+  EXPECT_EQ(range_from(fake, io).first, errc::bad_response);
+  EXPECT_EQ(log.count("etcd answer rejected: field 'revision' is not an int64"), 1u);
 }
 
 TEST(EtcdBadAnswer, Http500WithoutAnEtcdBodyIsHttpError) {
@@ -197,6 +206,39 @@ TEST(EtcdBadAnswer, AWatchAnsweredWithHttp500IsHttpError) {
   std::lock_guard l(r.mu);
   EXPECT_EQ(r.messages, 0);
   EXPECT_EQ(r.final_ec, errc::http_error) << r.final_ec.message();
+}
+
+}  // namespace
+
+namespace {
+
+TEST(EtcdBadAnswer, AWatchNeverConfirmedTimesOutByTheDeadline) {
+  IoThread io;
+  FakeEtcd fake("", /*stay_silent=*/true);
+  EtcdClientOptions opts;
+  opts.request_timeout = 300ms;
+  auto client = EtcdClient::create(io.io.get_executor(), io.timer, fake.endpoints(), opts);
+  WatchResult r;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto w = client->watch("/p/", 0, [&r](error_code ec, const WatchResponse&) {
+    std::lock_guard l(r.mu);
+    if (ec) {
+      ++r.finals;
+      r.final_ec = ec;
+    } else {
+      ++r.messages;
+    }
+  });
+  ASSERT_TRUE(wheelrpc::test::wait_until(
+      [&] {
+        std::lock_guard l(r.mu);
+        return r.finals > 0;
+      },
+      20s));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 280ms);
+  std::lock_guard l(r.mu);
+  EXPECT_EQ(r.final_ec, errc::timeout) << r.final_ec.message();
+  EXPECT_EQ(r.messages, 0);
 }
 
 }  // namespace
