@@ -237,7 +237,6 @@ void decode_lease_grant(std::string_view body, LeaseGrantResult& out, boost::sys
     out.id = get_int64(o, "ID");
     out.ttl = std::chrono::seconds(get_int64(o, "TTL"));
     if (out.id == 0) throw DecodeError{"lease grant without an ID"};
-    if (auto err = get_string(o, "error"); !err.empty()) throw DecodeError{"lease grant failed: " + err};
   });
 }
 
