@@ -88,6 +88,7 @@ class UnaryRequest : public std::enable_shared_from_this<UnaryRequest> {
   }
 
   void on_deadline(std::uint64_t gen) {
+    assert(client_->strand().running_in_this_thread());
     if (gen != gen_ || done_) return;
     timed_out_ = true;
     error_code ignored;

@@ -98,6 +98,7 @@ class WatchStream final : public EtcdWatch, public std::enable_shared_from_this<
         [w = weak_from_this(), gen = gen_] {
           if (auto self = w.lock()) {
             asio::post(self->client_->strand(), [self, gen] {
+              assert(self->client_->strand().running_in_this_thread());
               if (gen != self->gen_ || self->done_ || self->created_) return;
               self->timed_out_ = true;
               error_code ignored;
@@ -190,6 +191,7 @@ class WatchStream final : public EtcdWatch, public std::enable_shared_from_this<
   // Called by the parser with body bytes; a final condition is recorded in
   // error_ and makes the parser stop (through `ec`).
   void on_bytes(std::string_view bytes, error_code& ec) {
+    assert(client_->strand().running_in_this_thread());
     if (done_ || error_) return;
     bool overflow = false;
     for (const auto& line : splitter_.feed(bytes, overflow)) {
