@@ -56,7 +56,7 @@ void ClientConnection::on_close(transport::Channel& ch, const error_code& ec, co
 }
 
 std::optional<std::vector<WatchedChannel>> ClientConnection::watched() {
-  // On the timer's worker: atomics only, and the reconnect only posts.
+  // On the timer's worker: atomics and a pointer copy; the reconnect only posts.
   auto core = core_.lock();
   if (!core) return std::nullopt;
   std::vector<WatchedChannel> out;
@@ -66,7 +66,7 @@ std::optional<std::vector<WatchedChannel>> ClientConnection::watched() {
   if (s == State::ready || s == State::handshaking) {
     // Handshaking: a peer that accepts and says nothing gets connect_timeout,
     // then the connection is closed and retried.
-    w.channel = watched_channel.load(std::memory_order_acquire);
+    w.channel = watched_channel.load();
     w.heartbeat = std::chrono::milliseconds(s == State::ready ? heartbeat_ms.load(std::memory_order_relaxed) : 0);
     w.idle_timeout = std::chrono::milliseconds(idle_timeout_ms.load(std::memory_order_relaxed));
   }
@@ -141,7 +141,7 @@ void ClientCore::on_connected(ClientConnection& conn, error_code ec, asio::ip::t
   }
   auto channel = transport::Channel::create(std::move(socket), conn.shared_from_this(), options_.channel);
   conn.channel = channel;
-  conn.watched_channel.store(channel, std::memory_order_release);
+  conn.watched_channel.store(channel);
   conn.idle_timeout_ms.store(options_.connect_timeout.count(), std::memory_order_relaxed);
   conn.set_state(State::handshaking);
   auto task = conn.reconnect_task;
@@ -195,7 +195,7 @@ void ClientCore::on_closed(ClientConnection& conn, const error_code& ec, const s
     conn.failing.store(!was_ready, std::memory_order_release);
     conn.set_state(State::idle);
     conn.channel.reset();
-    conn.watched_channel.store(nullptr, std::memory_order_release);
+    conn.watched_channel.store(nullptr);
     if (was_ready) conn.next_attempt = now() + options_.reconnect.first;  // the first attempt's delay
     if (!was_ready) conn.last_error = "the connection to " + conn.peer() + " closed before it was ready: " + reason;
     task = conn.reconnect_task;

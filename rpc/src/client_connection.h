@@ -29,6 +29,30 @@ namespace wheelrpc::rpc::detail {
 
 class ClientCore;
 
+/// A shared_ptr any thread may read and replace, behind a leaf spin lock held
+/// only to copy or swap the pointer (no I/O, no other lock, never across a
+/// call). libstdc++ 12's std::atomic<std::shared_ptr> is such a lock too, but
+/// one ThreadSanitizer cannot see through.
+template <class T>
+class SharedPtrCell {
+ public:
+  std::shared_ptr<T> load() const {
+    std::lock_guard lock(mu_);
+    return ptr_;
+  }
+  void store(std::shared_ptr<T> p) {
+    {
+      std::lock_guard lock(mu_);
+      ptr_.swap(p);
+    }
+    // The old pointer is released here, outside the lock.
+  }
+
+ private:
+  mutable CheckedMutex mu_;
+  std::shared_ptr<T> ptr_;
+};
+
 class ClientConnection final : public transport::ChannelHandler,
                                public std::enable_shared_from_this<ClientConnection> {
  public:
@@ -55,7 +79,8 @@ class ClientConnection final : public transport::ChannelHandler,
   bool in_backoff() const noexcept {
     return state_mirror.load(std::memory_order_acquire) == State::idle && failing.load(std::memory_order_acquire);
   }
-  /// The channel the timer tasks watch, with its intervals (lock-free; O(1)).
+  /// The channel the timer tasks watch, with its intervals (O(1): atomics, and
+  /// the channel pointer copied under its leaf lock).
   std::optional<std::vector<WatchedChannel>> watched();
 
   // ---- lock-free mirrors (written with `mu` held)
@@ -70,7 +95,7 @@ class ClientConnection final : public transport::ChannelHandler,
   std::atomic<std::uint64_t> failures{0};  // of which failed
   std::atomic<std::int64_t> heartbeat_ms{0};   // agreed in the HELLO exchange
   std::atomic<std::int64_t> idle_timeout_ms{0};  // the reconnect task's limit (handshake: connect_timeout)
-  std::atomic<std::shared_ptr<transport::Channel>> watched_channel;
+  SharedPtrCell<transport::Channel> watched_channel;
 
   // ---- guarded by `mu`
   CheckedMutex mu;

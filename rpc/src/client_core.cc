@@ -771,7 +771,7 @@ void ClientCore::close() {
     // below runs, neither keeps the other alive.
     if (conn->channel) channels.push_back(std::move(conn->channel));
     conn->channel.reset();
-    conn->watched_channel.store(nullptr, std::memory_order_release);
+    conn->watched_channel.store(nullptr);
     conn->set_state(ClientConnection::State::idle);
   }
   for (auto& t : tasks) {

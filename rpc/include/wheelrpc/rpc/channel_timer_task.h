@@ -39,7 +39,8 @@ struct WatchedChannel {
 /// Returns the channels to check, each time the task runs; std::nullopt once
 /// their owner is gone (the task then stops for good). Called where the check
 /// runs: on the task's executor if it has one, else on the timer's worker,
-/// where it must be O(1) and take no lock the I/O path takes.
+/// where it must be O(1) and take no lock the I/O path holds for longer than a
+/// pointer copy.
 using ChannelProvider = std::function<std::optional<std::vector<WatchedChannel>>()>;
 
 /// Runs `do_task` on every channel the provider returns, every `tick`, on the
@@ -58,7 +59,8 @@ using ChannelProvider = std::function<std::optional<std::vector<WatchedChannel>>
 /// Where the check runs: with an `executor`, the timer's worker only posts it
 /// there (a provider that walks many channels or takes its owner's lock runs
 /// there, never on the wheel). Without one it runs on the worker, and the
-/// provider must then be O(1) and lock-free. Either way the checks of the
+/// provider must then be O(1) and take at most a leaf lock held for a pointer
+/// copy. Either way the checks of the
 /// built-in tasks only read atomics and decide; what touches a channel (a
 /// heartbeat's send, a close, a reconnect) is posted to the channel's strand
 /// or its owner's executor.
