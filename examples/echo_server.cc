@@ -213,6 +213,8 @@ int run(const Config& cfg) {
   asio::signal_set signals(io, SIGINT, SIGTERM);
   auto stopped = [&] {
     sleeps.cancel_all();
+    error_code ignored;
+    signals.cancel(ignored);  // the wait for a second signal: nothing else may hold the io_context
     work.reset();
     std::lock_guard lock(mu);
     stop_requested = true;

@@ -510,6 +510,9 @@ else
   [ "$rc" = 0 ] || fail "server exited $rc after SIGTERM: $(cat "$tmp/server.err")"
   grep -q "stopped" "$tmp/server.err" || fail "server printed no summary: $(cat "$tmp/server.err")"
   grep -q "shutting down" "$tmp/server.err" || fail "server did not shut down gracefully: $(cat "$tmp/server.err")"
+  if grep -q "did not drain" "$tmp/server.err"; then
+    fail "server: something still held its io_context after the shutdown: $(cat "$tmp/server.err")"
+  fi
 fi
 
 # ---- the lines README.md quotes are the lines the programs print ----------------
