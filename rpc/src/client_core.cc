@@ -277,15 +277,10 @@ void ClientCore::dispatch(CallLock& lock, Call& call, Completion& done) {
       if (!index) break;
       if (send_attempt(lock, call, *conns_[*index], done)) return;
     }
-    if (!call.wait_for_ready) {
-      // Starts the connects that are due: a provider being connected is
-      // worth waiting for, one in backoff after a failure is not.
-      wake_all(now());
-      if (every_provider_in_backoff()) {
-        fail_unavailable(lock, call, done);
-        return;
-      }
-    }
+    // Starts the connects that are due before a call that does not wait for
+    // ready looks at the providers below: a provider being connected is worth
+    // waiting for, one in backoff after a failure is not.
+    if (!call.wait_for_ready) wake_all(now());
     std::unique_lock books(books_mu_);
     if (closed_.load(std::memory_order_acquire)) {
       books.unlock();
@@ -310,7 +305,7 @@ void ClientCore::dispatch(CallLock& lock, Call& call, Completion& done) {
       break;
     }
   }
-  wake_all(now());
+  if (call.wait_for_ready) wake_all(now());  // the others did, above
 }
 
 bool ClientCore::every_provider_in_backoff() const noexcept {

@@ -205,7 +205,6 @@ void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame
   requests_.fetch_add(1, std::memory_order_relaxed);
   // Counted before draining_ is read: see start_shutdown().
   conn->in_flight.fetch_add(1);
-  in_flight_.fetch_add(1);
   ReplySlotPtr slot(new ReplySlot);
   slot->conn = conn;
   slot->core = this;
@@ -261,7 +260,6 @@ bool ServerCore::finish(ReplySlot& s, Status status, std::string payload,
     ServerCore& core;
     ServerConnContext& conn;
     ~Uncount() {
-      core.in_flight_.fetch_sub(1);
       if (conn.in_flight.fetch_sub(1) == 1 && core.draining_.load()) {
         asio::post(core.ex_, [self = core.shared_from_this()] { self->check_drained(); });
       }
@@ -331,13 +329,7 @@ void ServerCore::stop(bool flush) {
   timer_work_.close_and_wait();
   // stop() during a graceful shutdown ends it: its handler completes, aborted.
   if (draining_.load() && !shutdown_finished_.exchange(true)) {
-    asio::any_completion_handler<Server::ShutdownSignature> handler;
-    {
-      std::lock_guard lock(shutdown_mu_);
-      handler.swap(shutdown_handler_);
-      drain_timeout_.cancel();
-    }
-    complete_later(ex_, std::move(handler), asio::error::operation_aborted);
+    complete_later(ex_, take_shutdown_handler(), asio::error::operation_aborted);
   }
 }
 
@@ -385,7 +377,7 @@ void ServerCore::start_shutdown(std::chrono::milliseconds drain_timeout,
     drain_timeout_ = timer_.new_timeout(DrainTimeoutTask{weak_from_this()},
                                         std::max(drain_timeout, std::chrono::milliseconds(1)), tec);
   }
-  logger()->info("shutting down: {} calls in flight, drain timeout {} ms", in_flight_.load(), drain_timeout.count());
+  logger()->info("shutting down: {} calls in flight, drain timeout {} ms", in_flight(), drain_timeout.count());
   // A request counts itself before it reads draining_: one that check_drained()
   // does not see reads draining_ set and is refused; the last answer of the
   // ones before checks again (finish()), as does each connection that closes.
@@ -396,6 +388,21 @@ void ServerCore::start_shutdown(std::chrono::milliseconds drain_timeout,
       self->check_drained();
     }
   });
+}
+
+asio::any_completion_handler<Server::ShutdownSignature> ServerCore::take_shutdown_handler() {
+  asio::any_completion_handler<Server::ShutdownSignature> handler;
+  std::lock_guard lock(shutdown_mu_);
+  handler.swap(shutdown_handler_);
+  drain_timeout_.cancel();
+  return handler;
+}
+
+std::uint64_t ServerCore::in_flight() const {
+  std::int64_t n = 0;
+  std::lock_guard lock(mu_);
+  for (const auto& [id, c] : channels_) n += c.context ? c.context->in_flight.load(std::memory_order_relaxed) : 0;
+  return static_cast<std::uint64_t>(std::max<std::int64_t>(n, 0));
 }
 
 void ServerCore::check_drained() {
@@ -412,13 +419,8 @@ void ServerCore::check_drained() {
 
 void ServerCore::finish_shutdown(boost::system::error_code ec) {
   if (shutdown_finished_.exchange(true)) return;
-  asio::any_completion_handler<Server::ShutdownSignature> handler;
-  {
-    std::lock_guard lock(shutdown_mu_);
-    handler.swap(shutdown_handler_);
-    drain_timeout_.cancel();
-  }
-  if (ec) logger()->warn("shutdown: {} calls still in flight after the drain timeout; closing", in_flight_.load());
+  auto handler = take_shutdown_handler();
+  if (ec) logger()->warn("shutdown: {} calls still in flight after the drain timeout; closing", in_flight());
   stop(/*flush=*/!ec);
   complete_later(ex_, std::move(handler), ec);
 }
@@ -440,7 +442,7 @@ ServerStats ServerCore::stats() const {
   s.cancelled = cancelled_.load(std::memory_order_relaxed);
   s.method_not_found = method_not_found_.load(std::memory_order_relaxed);
   s.protocol_errors = protocol_errors_.load(std::memory_order_relaxed);
-  s.in_flight = static_cast<std::uint64_t>(std::max<std::int64_t>(in_flight_.load(std::memory_order_relaxed), 0));
+  s.in_flight = in_flight();
   s.refused_shutting_down = refused_shutting_down_.load(std::memory_order_relaxed);
   return s;
 }

@@ -128,6 +128,10 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   /// flight (requests of closed connections can no longer be answered).
   /// Runs on the executor.
   void check_drained();
+  /// Requests not yet answered on the open connections.
+  std::uint64_t in_flight() const;
+  /// The shutdown's handler, taken, with its drain timeout cancelled.
+  boost::asio::any_completion_handler<Server::ShutdownSignature> take_shutdown_handler();
   ServerStats stats() const;
 
   // From connections (their strands).
@@ -173,10 +177,9 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
 
   WorkGate timer_work_;  // deadline and HELLO-timeout callbacks in progress
 
-  // Graceful shutdown. `in_flight_` counts requests not yet answered (a
-  // request counts from its receipt until its slot completes), as each
-  // connection's context does for its own.
-  std::atomic<std::int64_t> in_flight_{0};
+  // Graceful shutdown. Each connection's context counts its requests not yet
+  // answered (from receipt until the slot completes): no counter shared by
+  // all connections on the request path.
   std::atomic<bool> draining_{false};
   std::atomic<bool> shutdown_finished_{false};
   std::mutex shutdown_mu_;  // guards the two below

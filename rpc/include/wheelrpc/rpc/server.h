@@ -97,7 +97,7 @@ struct ServerStats {
   std::uint64_t protocol_errors = 0;    ///< connections closed for breaking the protocol
   std::uint64_t heartbeats_sent = 0;    ///< heartbeats sent (ServerOptions::send_heartbeats)
   std::uint64_t idle_closes = 0;        ///< connections closed by the CloseTimerTask
-  std::uint64_t in_flight = 0;          ///< requests received and not yet answered (now)
+  std::uint64_t in_flight = 0;          ///< requests not yet answered on the open connections (now)
   std::uint64_t refused_shutting_down = 0;  ///< requests refused by a graceful shutdown
 };
 
