@@ -1,0 +1,85 @@
+#pragma once
+/// Service registry: providers register a ServiceInstance, consumers
+/// subscribe to a service and get its full provider set on every change.
+/// EtcdRegistry (etcd_registry.h) implements it on etcd v3 with Dubbo's
+/// FailbackRegistry behaviour: failed operations are retried on the shared
+/// HashedWheelTimer, never thrown at the caller.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/system/error_code.hpp>
+
+namespace wheelrpc::registry {
+
+/// One provider of a service, stored as JSON under
+/// /wheelrpc/<service>/providers/<endpoint>.
+struct ServiceInstance {
+  std::string service;   ///< e.g. "echo"; [A-Za-z0-9._-], 1..128 bytes
+  std::string endpoint;  ///< "ip:port" ("[v6]:port") clients connect to
+  int weight = 100;      ///< relative weight, 0..10000
+  std::string version;   ///< free-form, may be empty
+  std::string zone;      ///< free-form, may be empty
+  std::map<std::string, std::string> tags;  ///< free-form
+
+  /// {"service":..,"endpoint":..,"weight":..,"version":..,"zone":..,"tags":{..}}
+  std::string to_json() const;
+  /// Parses to_json()'s output (unknown fields ignored); nullopt and `why`
+  /// when `json` is not a ServiceInstance.
+  static std::optional<ServiceInstance> from_json(std::string_view json, std::string& why);
+  /// Empty when valid, else what is wrong ("service name 'a b' has a space").
+  std::string invalid_reason() const;
+
+  friend bool operator==(const ServiceInstance&, const ServiceInstance&) = default;
+};
+
+/// Called on every change of a subscribed service with its full provider set
+/// (sorted by endpoint), never a diff. Runs on the registry's strand; must
+/// not block.
+using ProviderListener = std::function<void(const std::vector<ServiceInstance>& providers)>;
+
+/// The state of one registration, reported on every change: `ec` empty =
+/// the key is in the registry now (again, after a lease loss or an outage);
+/// else why it is not, while it is being retried.
+using RegistrationListener = std::function<void(boost::system::error_code ec, const std::string& why)>;
+
+/// Identifies a subscription for unsubscribe.
+using SubscriptionId = std::uint64_t;
+
+/// @par Thread Safety
+/// Every method may be called from any thread. Listeners run on the
+/// registry's strand, never on the timer's worker.
+class Registry {
+ public:
+  virtual ~Registry() = default;
+  /// Registers `instance` (replacing an earlier registration of the same
+  /// service and endpoint). Never fails at the caller: a failure is retried
+  /// every retry_period until it succeeds or an unregister supersedes it.
+  /// `listener` (optional) hears each state change of this registration.
+  virtual void register_instance(ServiceInstance instance, RegistrationListener listener = {}) = 0;
+  /// Removes the registration of `service` at `endpoint` (a pending retry of
+  /// its register is cancelled; a failed delete is retried). `done`
+  /// (optional) runs once: success when the key is gone, or the error of the
+  /// first attempt (the retry goes on).
+  virtual void unregister_instance(const std::string& service, const std::string& endpoint,
+                                   std::function<void(boost::system::error_code)> done = {}) = 0;
+  /// Follows `service`: `listener` gets the current set once read, then
+  /// every change. A failed read or watch is retried; meanwhile the last
+  /// known set stands (no call).
+  virtual SubscriptionId subscribe(std::string service, ProviderListener listener) = 0;
+  /// Stops a subscription; its listener is not called after this returns
+  /// unless a call was already running.
+  virtual void unsubscribe(SubscriptionId id) = 0;
+  /// Stops everything: cancels retries, watches and the lease keep-alive,
+  /// and revokes the lease (best effort, bounded by the request timeout) so
+  /// registered keys disappear at once. Idempotent.
+  virtual void close() = 0;
+};
+
+}  // namespace wheelrpc::registry

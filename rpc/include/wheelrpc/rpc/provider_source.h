@@ -1,0 +1,76 @@
+#pragma once
+/// Where a Client's providers come from: a fixed list, host names resolved
+/// asynchronously (and again periodically and after failed connects), or a
+/// registry subscription (wheelrpc::registry). A source reports full sets,
+/// never diffs; the client adds channels for new providers and drains and
+/// closes the ones that left.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <wheelrpc/timer/timer.h>
+
+namespace wheelrpc::rpc {
+
+/// A source of provider sets for a Client.
+///
+/// @par Thread Safety
+/// `start`, `stop` and `connect_failed` may be called from any thread. The
+/// listener may be called from any thread (never the timer's worker), but
+/// never concurrently with itself.
+class ProviderSource {
+ public:
+  /// One report: with no error, the full current set (possibly empty: every
+  /// provider left); with an error, why the source could not produce a set
+  /// now (`endpoints` empty): the client keeps the set it has, and a client
+  /// that has never had one fails calls that do not wait for ready with
+  /// errc::unavailable naming `why`.
+  using Listener = std::function<void(boost::system::error_code ec,
+                                      std::vector<boost::asio::ip::tcp::endpoint> endpoints, std::string why)>;
+
+  virtual ~ProviderSource() = default;
+
+  /// Starts reporting to `listener`, at once or later. Called once.
+  virtual void start(Listener listener) = 0;
+  /// Stops reporting; the listener may still run once if a report was under
+  /// way. Idempotent.
+  virtual void stop() = 0;
+  /// A hint from the client: connecting to `endpoint` failed. A source that
+  /// resolves names re-resolves soon (rate-limited), so a provider that came
+  /// back on a new address is found. Default: nothing.
+  virtual void connect_failed(const boost::asio::ip::tcp::endpoint& endpoint) { (void)endpoint; }
+  /// What messages name when there is no provider: "127.0.0.1:7001",
+  /// "dns:example.com:80", "etcd service 'echo'".
+  virtual std::string describe() const = 0;
+};
+
+/// A fixed set: reported once, at start.
+std::shared_ptr<ProviderSource> static_providers(std::vector<boost::asio::ip::tcp::endpoint> endpoints);
+
+/// Options of resolved_providers.
+struct ResolveOptions {
+  /// Names are resolved again this often (on the shared timer). Default 30 s; > 0.
+  std::chrono::milliseconds refresh{30000};
+  /// After a failed connect, a name is re-resolved, but not more often than
+  /// this. Default 1 s; > 0.
+  std::chrono::milliseconds min_interval{1000};
+};
+
+/// Host names resolved asynchronously on `ex`: each of `targets` is
+/// "host:port" ("[v6]:port" for an IPv6 literal); a name that resolves to
+/// several addresses gives several providers. The set is the union over all
+/// targets. A target that fails to resolve keeps its last addresses (a
+/// transient DNS failure never empties the set); if none has ever resolved,
+/// the listener gets the error. Throws std::invalid_argument for an empty
+/// list or a target without a valid port.
+std::shared_ptr<ProviderSource> resolved_providers(boost::asio::any_io_executor ex, timer::Timer& timer,
+                                                   std::vector<std::string> targets, ResolveOptions options = {});
+
+}  // namespace wheelrpc::rpc
