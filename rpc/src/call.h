@@ -24,6 +24,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -41,6 +42,7 @@
 namespace wheelrpc::rpc::detail {
 
 class ClientCore;
+class ClientConnection;
 
 struct Call {
   enum class Phase : std::uint8_t { idle, waiting, sent, backoff };
@@ -48,7 +50,9 @@ struct Call {
   /// One attempt that was sent and awaits its reply.
   struct Attempt {
     std::uint64_t id = 0;       // its pending-table key on the provider's connection
-    std::size_t provider = 0;   // index of the provider it went to
+    // The provider it went to: kept alive while the attempt is, even if the
+    // provider leaves the client's set meanwhile.
+    std::shared_ptr<ClientConnection> conn;
     TimePoint sent;
     TimePoint expires = kNever;  // its own timeout, when earlier than the call's deadline
     int number = 0;              // 1-based
@@ -83,9 +87,11 @@ struct Call {
   bool waited = false;  // went through the waiting list
   int attempts = 0;     // started so far
   boost::container::small_vector<Attempt, 1> live;  // sent, awaiting a reply
-  boost::container::small_vector<std::size_t, 2> tried;  // providers tried
-  std::optional<std::size_t> latest;       // provider of the latest attempt (for messages)
-  std::optional<std::size_t> last_failed;  // provider of the latest failed attempt
+  // Providers tried, and that of the latest failed attempt: identities only,
+  // compared with the current set's members, never dereferenced.
+  boost::container::small_vector<const ClientConnection*, 2> tried;
+  const ClientConnection* last_failed = nullptr;
+  std::shared_ptr<const ClientConnection> latest;  // provider of the latest attempt (for messages)
   boost::system::error_code last_ec;       // of the latest failed attempt
   std::string last_error;
   TimePoint retry_at = kNever;  // phase backoff: when the next attempt starts

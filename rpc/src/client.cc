@@ -22,6 +22,13 @@ Client::Client(executor_type ex, timer::Timer& timer, std::vector<boost::asio::i
   core_->init(servers);
 }
 
+Client::Client(executor_type ex, timer::Timer& timer, std::shared_ptr<ProviderSource> source, ClientOptions options) {
+  if (!source) throw std::invalid_argument("wheelrpc::rpc::Client needs a provider source (got null)");
+  validate(options);
+  core_ = std::make_shared<detail::ClientCore>(std::move(ex), timer, std::move(options));
+  core_->init(std::move(source));
+}
+
 Client::~Client() { close(); }
 
 void Client::start_call(std::string method, std::string payload, CallOptions options,

@@ -20,9 +20,9 @@ namespace asio = boost::asio;
 using boost::system::error_code;
 using State = ClientConnection::State;
 
-ClientConnection::ClientConnection(std::weak_ptr<ClientCore> core, std::size_t index, asio::ip::tcp::endpoint endpoint,
-                                   std::string peer, const BackoffOptions& backoff_options, std::uint64_t seed)
-    : backoff(backoff_options, seed), core_(std::move(core)), index_(index), endpoint_(endpoint), peer_(std::move(peer)) {}
+ClientConnection::ClientConnection(std::weak_ptr<ClientCore> core, asio::ip::tcp::endpoint endpoint, std::string peer,
+                                   const BackoffOptions& backoff_options, std::uint64_t seed)
+    : backoff(backoff_options, seed), core_(std::move(core)), endpoint_(endpoint), peer_(std::move(peer)) {}
 
 void ClientConnection::set_state(State s) noexcept {
   assert(mu.held());
@@ -86,7 +86,10 @@ std::optional<std::vector<WatchedChannel>> ClientConnection::watched() {
 void ClientCore::attempt_connect(std::unique_lock<CheckedMutex>& conn_lock, ClientConnection& conn, TimePoint t) {
   assert(conn_lock.owns_lock() && conn.mu.held());
   (void)conn_lock;
-  if (conn.closed || conn.state != State::idle || t < conn.next_attempt) return;
+  if (conn.closed || conn.retired.load(std::memory_order_relaxed) || conn.state != State::idle ||
+      t < conn.next_attempt) {
+    return;
+  }
   // The backoff's delays are "before attempt 1, 2, 3...". Attempt 1 (after a
   // loss, or ever) waits `first`, which next_attempt = {} already granted;
   // consume it, then set the earliest start of attempt 2. Delays count from
@@ -109,7 +112,9 @@ void ClientCore::maybe_reconnect(ClientConnection& conn, TimePoint t) {
 }
 
 void ClientCore::wake_all(TimePoint t) {
-  for (auto& c : conns_) {
+  started_.store(true, std::memory_order_release);
+  const auto set = current_set();
+  for (auto& c : set->conns) {
     std::unique_lock conn_lock(c->mu);
     c->wanted.store(true, std::memory_order_release);
     attempt_connect(conn_lock, *c, t);
@@ -123,6 +128,13 @@ void ClientCore::connect_all() {
 void ClientCore::on_connected(ClientConnection& conn, error_code ec, asio::ip::tcp::socket socket) {
   std::unique_lock conn_lock(conn.mu);
   if (conn.closed) return;
+  if (conn.retired.load(std::memory_order_relaxed)) {
+    // It left the set while connecting: the socket is dropped unused.
+    conn.set_state(State::idle);
+    conn_lock.unlock();
+    forget_retired(conn);
+    return;
+  }
   if (ec) {
     // The ReconnectTimerTask retries under the connection's backoff. Calls
     // waiting for ready go on waiting (until their deadlines); the others
@@ -136,6 +148,7 @@ void ClientCore::on_connected(ClientConnection& conn, error_code ec, asio::ip::t
     const auto delay = conn.next_attempt - now();
     conn_lock.unlock();
     if (task) task->check_within(delay);  // the next attempt when its backoff ends, not at a later tick
+    if (source_) source_->connect_failed(conn.endpoint());  // a name may resolve elsewhere now
     fail_fast_waiting();
     return;
   }
@@ -185,13 +198,14 @@ void ClientCore::on_hello(ClientConnection& conn, const transport::Frame& frame)
 
 void ClientCore::on_closed(ClientConnection& conn, const error_code& ec, const std::string& reason) {
   std::vector<std::pair<CallPtr, std::uint64_t>> lost;  // the calls, and the ids of their attempts here
-  bool was_ready = false, client_closed = false;
+  bool was_ready = false, client_closed = false, retired = false;
   std::shared_ptr<ReconnectTimerTask> task;
   std::chrono::nanoseconds reconnect_in{0};
   {
     std::unique_lock conn_lock(conn.mu);
     was_ready = conn.state == State::ready;
     client_closed = conn.closed;
+    retired = conn.retired.load(std::memory_order_relaxed);
     conn.failing.store(!was_ready, std::memory_order_release);
     conn.set_state(State::idle);
     conn.channel.reset();
@@ -203,21 +217,28 @@ void ClientCore::on_closed(ClientConnection& conn, const error_code& ec, const s
     conn.table.for_each([&](std::uint64_t id, const CallPtr& c) { lost.emplace_back(c, id); });
   }
   if (client_closed) return;  // close() fails the calls itself
-  // The next connect attempt when the backoff allows it (at once after a
-  // loss, by default), whether or not calls are waiting.
-  if (task) task->check_within(reconnect_in);
-  if (was_ready || !lost.empty()) {
-    logger()->info("peer={} connection lost ({}): {} calls in flight", conn.peer(), reason, lost.size());
+  if (retired) {
+    // A provider that left the set, closed once drained or after its grace:
+    // no reconnect; calls still on it are retried elsewhere.
+    logger()->debug("peer={} removed provider closed ({}): {} calls in flight", conn.peer(), reason, lost.size());
+    forget_retired(conn);
+  } else {
+    // The next connect attempt when the backoff allows it (at once after a
+    // loss, by default), whether or not calls are waiting.
+    if (task) task->check_within(reconnect_in);
+    if (was_ready || !lost.empty()) {
+      logger()->info("peer={} connection lost ({}): {} calls in flight", conn.peer(), reason, lost.size());
+    }
+    // Reconnect at once if calls are waiting (the ReconnectTimerTask would, at
+    // its next check); the backoff decides whether an attempt is due.
+    bool waiting = false;
+    {
+      std::lock_guard books(books_mu_);
+      waiting = !waiting_.empty();
+    }
+    if (waiting) maybe_reconnect(conn, now());
+    if (!was_ready) fail_fast_waiting();  // a failed handshake is a failed connect
   }
-  // Reconnect at once if calls are waiting (the ReconnectTimerTask would, at
-  // its next check); the backoff decides whether an attempt is due.
-  bool waiting = false;
-  {
-    std::lock_guard books(books_mu_);
-    waiting = !waiting_.empty();
-  }
-  if (waiting) maybe_reconnect(conn, now());
-  if (!was_ready) fail_fast_waiting();  // a failed handshake is a failed connect
   const std::string what = "connection lost (" + reason + (ec ? ": " + ec.message() : "") + ")";
   for (auto& [ptr, id] : lost) {
     Call& call = *ptr;
@@ -225,11 +246,11 @@ void ClientCore::on_closed(ClientConnection& conn, const error_code& ec, const s
     {
       CallLock lock(call.mu);
       auto it = std::find_if(call.live.begin(), call.live.end(),
-                             [&](const Call::Attempt& a) { return a.id == id && a.provider == conn.index(); });
+                             [&](const Call::Attempt& a) { return a.id == id && a.conn.get() == &conn; });
       if (it == call.live.end()) continue;  // answered or abandoned meanwhile
       drop_attempt(lock, call, static_cast<std::size_t>(it - call.live.begin()), true);
-      attempt_failed(lock, call, conn.index(), Failure::connection_lost, errc::connection_lost,
-                     describe(call, what, conn.index()), done);
+      attempt_failed(lock, call, &conn, Failure::connection_lost, errc::connection_lost,
+                     describe(call, what, &conn), done);
     }
     deliver(done);
   }

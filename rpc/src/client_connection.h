@@ -58,15 +58,14 @@ class ClientConnection final : public transport::ChannelHandler,
  public:
   enum class State : std::uint8_t { idle, connecting, handshaking, ready };
 
-  ClientConnection(std::weak_ptr<ClientCore> core, std::size_t index, boost::asio::ip::tcp::endpoint endpoint,
-                   std::string peer, const BackoffOptions& backoff_options, std::uint64_t seed);
+  ClientConnection(std::weak_ptr<ClientCore> core, boost::asio::ip::tcp::endpoint endpoint, std::string peer,
+                   const BackoffOptions& backoff_options, std::uint64_t seed);
 
   // Channel events (the channel's strand).
   void on_frame(transport::Channel& channel, transport::Frame& frame) override;
   void on_close(transport::Channel& channel, const boost::system::error_code& ec,
                 const std::string& reason) override;
 
-  std::size_t index() const noexcept { return index_; }
   const boost::asio::ip::tcp::endpoint& endpoint() const noexcept { return endpoint_; }
   const std::string& peer() const noexcept { return peer_; }
 
@@ -86,7 +85,11 @@ class ClientConnection final : public transport::ChannelHandler,
   // ---- lock-free mirrors (written with `mu` held)
   std::atomic<bool> ready{false};
   std::atomic<State> state_mirror{State::idle};
-  std::atomic<bool> wanted{false};  // keep it connected from now on (set once)
+  std::atomic<bool> wanted{false};  // keep it connected (set on first use; cleared when it leaves the set)
+  /// It left the client's provider set: no new attempts, no reconnects; its
+  /// channel closes once its attempts are done, or after the grace period
+  /// (its CloseTimerTask).
+  std::atomic<bool> retired{false};
   /// Its last connect attempt failed (cleared once ready): while `idle` too,
   /// it is in backoff, and calls that do not wait for ready do not wait for it.
   std::atomic<bool> failing{false};
@@ -108,13 +111,13 @@ class ClientConnection final : public transport::ChannelHandler,
   PendingTable<CallPtr> table;    // attempts sent on this connection
   std::shared_ptr<HeartbeatTimerTask> heartbeat_task;
   std::shared_ptr<ReconnectTimerTask> reconnect_task;
+  std::shared_ptr<CloseTimerTask> close_task;  // while retired
 
   /// Sets `state` and its mirrors (`mu` held).
   void set_state(State s) noexcept;
 
  private:
   std::weak_ptr<ClientCore> core_;  // the core owns the connection
-  const std::size_t index_;
   const boost::asio::ip::tcp::endpoint endpoint_;
   const std::string peer_;
 };

@@ -74,40 +74,11 @@ ClientCore::ClientCore(asio::any_io_executor ex, timer::Timer& timer, ClientOpti
       budget_(options_.retry.budget_ratio, options_.retry.budget_min_per_second, options_.retry.budget_window),
       rng_(reinterpret_cast<std::uintptr_t>(this) ^
            static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())),
-      work_(asio::make_work_guard(ex_)) {}
+      work_(asio::make_work_guard(ex_)) {
+  set_.store(std::make_shared<ProviderSet>());
+}
 
 ClientCore::~ClientCore() = default;
-
-void ClientCore::init(const std::vector<asio::ip::tcp::endpoint>& servers) {
-  for (const auto& ep : servers) {
-    std::string peer = transport::endpoint_text(ep);
-    all_peers_ += (all_peers_.empty() ? "" : ",") + peer;
-    conns_.push_back(std::make_shared<ClientConnection>(weak_from_this(), conns_.size(), ep, std::move(peer),
-                                                        options_.reconnect, conns_.size() + 1));
-  }
-  failback_ = std::make_shared<FailbackQueue>(ex_, timer_, options_.failback,
-                                              [weak = weak_from_this()](RetryTimerTask::Delivery d) {
-                                                if (auto self = weak.lock()) self->send_failback(std::move(d));
-                                              });
-  // Each provider's channel has its own HeartbeatTimerTask and
-  // ReconnectTimerTask. They run on the worker, read only the connection's
-  // atomics, and post any action. Watching one channel each, they sleep until
-  // it needs them (a heartbeat due, the idle timeout), at most a heartbeat
-  // interval; a connect failure, a loss and the start of a handshake bring
-  // the reconnect task's next check forward (check_within).
-  const auto tick = std::max(options_.heartbeat, std::chrono::milliseconds(1));
-  for (auto& c : conns_) {
-    auto provider = [weak = std::weak_ptr<ClientConnection>(c)]() -> std::optional<std::vector<WatchedChannel>> {
-      auto conn = weak.lock();
-      if (!conn) return std::nullopt;
-      return conn->watched();
-    };
-    c->heartbeat_task = std::make_shared<HeartbeatTimerTask>(provider, tick);
-    c->reconnect_task = std::make_shared<ReconnectTimerTask>(provider, tick);
-    c->heartbeat_task->start(timer_);
-    c->reconnect_task->start(timer_);
-  }
-}
 
 std::uint64_t ClientCore::random() noexcept {
   std::uint64_t z = rng_.fetch_add(0x9E3779B97F4A7C15ull, std::memory_order_relaxed) + 0x9E3779B97F4A7C15ull;
@@ -121,10 +92,10 @@ std::chrono::milliseconds ClientCore::idle_timeout_for(std::chrono::milliseconds
   return 3 * heartbeat;
 }
 
-std::string ClientCore::describe(const Call& call, std::string_view what, std::optional<std::size_t> provider) const {
-  if (!provider) provider = call.latest;
-  const std::string& peer = provider ? conns_[*provider]->peer() : all_peers_;
-  return detail::describe(what, ms_between(call.start, now()), call.method, peer);
+std::string ClientCore::describe(const Call& call, std::string_view what, const ClientConnection* provider) const {
+  if (!provider) provider = call.latest.get();
+  if (provider) return detail::describe(what, ms_between(call.start, now()), call.method, provider->peer());
+  return detail::describe(what, ms_between(call.start, now()), call.method, current_set()->peers);
 }
 
 std::string ClientCore::attempt_timed_out(const Call& call, const Call::Attempt& a, bool server_too) const {
@@ -132,7 +103,7 @@ std::string ClientCore::attempt_timed_out(const Call& call, const Call::Attempt&
                   fmt::format("timeout (sent, attempt {} got no reply within its {} ms{})", a.number,
                               ms_between(a.sent, a.expires).count(),
                               server_too ? "; the server timed out too" : ""),
-                  a.provider);
+                  a.conn.get());
 }
 
 // ---------------------------------------------------------------- starting a call
@@ -241,22 +212,36 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
 
 // ---------------------------------------------------------------- attempts
 
-std::optional<std::size_t> ClientCore::pick(CallLock& lock, const Call& call, bool avoid_live) {
+std::optional<std::size_t> ClientCore::pick(CallLock& lock, const Call& call, const ProviderSet& set,
+                                            bool avoid_live) {
   assert(lock.owns_lock() && call.mu.held());
   (void)lock;
-  if (conns_.size() == 1 && call.live.empty()) {  // one provider, no attempt in flight: nothing to balance
-    return conns_[0]->ready.load(std::memory_order_acquire) ? std::optional<std::size_t>(0) : std::nullopt;
+  const auto& conns = set.conns;
+  if (conns.size() == 1 && call.live.empty()) {  // one provider, no attempt in flight: nothing to balance
+    return conns[0]->ready.load(std::memory_order_acquire) ? std::optional<std::size_t>(0) : std::nullopt;
   }
   boost::container::small_vector<ProviderSnapshot, 8> snapshots;
-  snapshots.reserve(conns_.size());
-  for (const auto& conn : conns_) snapshots.push_back(conn->snapshot());
-  boost::container::small_vector<std::size_t, 2> live;
+  snapshots.reserve(conns.size());
+  for (const auto& conn : conns) snapshots.push_back(conn->snapshot());
+  // The call knows its providers by identity; the policy by index in this set.
+  const auto index_of = [&](const ClientConnection* c) -> std::optional<std::size_t> {
+    for (std::size_t i = 0; i < conns.size(); ++i) {
+      if (conns[i].get() == c) return i;
+    }
+    return std::nullopt;
+  };
+  boost::container::small_vector<std::size_t, 2> tried, live;
+  for (const auto* c : call.tried) {
+    if (auto i = index_of(c)) tried.push_back(*i);
+  }
   if (avoid_live) {
-    for (const auto& a : call.live) live.push_back(a.provider);
+    for (const auto& a : call.live) {
+      if (auto i = index_of(a.conn.get())) live.push_back(*i);
+    }
   }
   PickPreference pref;
-  pref.tried = {call.tried.data(), call.tried.size()};
-  pref.last_failed = call.last_failed;
+  pref.tried = {tried.data(), tried.size()};
+  pref.last_failed = call.last_failed ? index_of(call.last_failed) : std::nullopt;
   pref.exclude = {live.data(), live.size()};
   return balancer_->choose({snapshots.data(), snapshots.size()}, pref);
 }
@@ -264,18 +249,19 @@ std::optional<std::size_t> ClientCore::pick(CallLock& lock, const Call& call, bo
 void ClientCore::dispatch(CallLock& lock, Call& call, Completion& done) {
   assert(lock.owns_lock() && call.mu.held());
   call.phase = Phase::idle;
-  const auto any_ready = [this] {
-    return std::any_of(conns_.begin(), conns_.end(),
+  const auto any_ready = [](const ProviderSet& set) {
+    return std::any_of(set.conns.begin(), set.conns.end(),
                        [](const auto& c) { return c->ready.load(std::memory_order_acquire); });
   };
   // A provider seen ready may go down before the attempt is sent, and one may
   // become ready while this call decides to wait: a few rounds settle both.
   constexpr int kRounds = 4;
   for (int round = 0; round < kRounds; ++round) {
-    for (std::size_t tries = 0; tries < conns_.size(); ++tries) {
-      const auto index = pick(lock, call, false);
+    const auto set = current_set();
+    for (std::size_t tries = 0; tries < set->conns.size(); ++tries) {
+      const auto index = pick(lock, call, *set, false);
       if (!index) break;
-      if (send_attempt(lock, call, *conns_[*index], done)) return;
+      if (send_attempt(lock, call, set->conns[*index], done)) return;
     }
     // Starts the connects that are due before a call that does not wait for
     // ready looks at the providers below: a provider being connected is worth
@@ -288,15 +274,17 @@ void ClientCore::dispatch(CallLock& lock, Call& call, Completion& done) {
       return;
     }
     // on_hello marks a provider ready before it drains the list under this
-    // lock: seeing none ready here means the drain comes after the push. A
-    // failed connect likewise marks its provider in backoff before it looks
-    // for calls to fail fast (fail_fast_waiting). Providers that keep
-    // flapping between ready and not get a few rounds, then the call waits
-    // like any other.
-    if (!any_ready() || round == kRounds - 1) {
-      if (!call.wait_for_ready && every_provider_in_backoff()) {
+    // lock: seeing none ready here means the drain comes after the push. The
+    // set is read again here for the same reason (a provider that joined
+    // meanwhile is published before it can be ready). A failed connect
+    // likewise marks its provider in backoff before it looks for calls to
+    // fail fast (fail_fast_waiting). Providers that keep flapping between
+    // ready and not get a few rounds, then the call waits like any other.
+    const auto now_set = current_set();
+    if (!any_ready(*now_set) || round == kRounds - 1) {
+      if (!call.wait_for_ready && nothing_to_wait_for(*now_set)) {
         books.unlock();
-        fail_unavailable(lock, call, done);
+        fail_unavailable(lock, call, *now_set, done);
         return;
       }
       call.phase = Phase::waiting;
@@ -308,26 +296,34 @@ void ClientCore::dispatch(CallLock& lock, Call& call, Completion& done) {
   if (call.wait_for_ready) wake_all(now());  // the others did, above
 }
 
-bool ClientCore::every_provider_in_backoff() const noexcept {
-  return std::all_of(conns_.begin(), conns_.end(), [](const auto& c) { return c->in_backoff(); });
+bool ClientCore::nothing_to_wait_for(const ProviderSet& set) noexcept {
+  if (set.conns.empty()) return set.known || !set.source_error.empty();
+  return std::all_of(set.conns.begin(), set.conns.end(), [](const auto& c) { return c->in_backoff(); });
 }
 
-void ClientCore::fail_unavailable(CallLock& lock, Call& call, Completion& done) {
+void ClientCore::fail_unavailable(CallLock& lock, Call& call, const ProviderSet& set, Completion& done) {
   assert(lock.owns_lock() && call.mu.held());
-  std::string why = "unavailable (every provider is in backoff after a failed connect";
-  for (const auto& c : conns_) {
-    std::lock_guard conn_lock(c->mu);
-    if (!c->last_error.empty()) why += "; " + c->last_error;
+  std::string why;
+  if (set.conns.empty() && !set.known) {
+    why = "unavailable (no provider yet: " + set.source_error + ")";
+  } else if (set.conns.empty()) {
+    why = "unavailable (no provider: " + set.peers + " has none)";
+  } else {
+    why = "unavailable (every provider is in backoff after a failed connect";
+    for (const auto& c : set.conns) {
+      std::lock_guard conn_lock(c->mu);
+      if (!c->last_error.empty()) why += "; " + c->last_error;
+    }
+    why += ")";
   }
-  why += ")";
   call.phase = Phase::idle;
   ++call.attempts;
   attempts_.fetch_add(1, std::memory_order_relaxed);
-  attempt_failed(lock, call, std::nullopt, Failure::unavailable, errc::unavailable, describe(call, why), done);
+  attempt_failed(lock, call, nullptr, Failure::unavailable, errc::unavailable, describe(call, why), done);
 }
 
 void ClientCore::fail_fast_waiting() {
-  if (closed_.load(std::memory_order_acquire) || !every_provider_in_backoff()) return;
+  if (closed_.load(std::memory_order_acquire) || !nothing_to_wait_for(*current_set())) return;
   std::vector<CallPtr> batch;
   {
     std::lock_guard books(books_mu_);
@@ -341,20 +337,21 @@ void ClientCore::fail_fast_waiting() {
     {
       CallLock lock(ptr->mu);
       if (!ptr->done.load(std::memory_order_relaxed) && ptr->phase == Call::Phase::waiting) {
-        fail_unavailable(lock, *ptr, done);
+        fail_unavailable(lock, *ptr, *current_set(), done);
       }
     }
     deliver(done);
   }
 }
 
-bool ClientCore::send_attempt(CallLock& lock, Call& call, ClientConnection& conn, Completion& done) {
+bool ClientCore::send_attempt(CallLock& lock, Call& call, const std::shared_ptr<ClientConnection>& conn_ptr,
+                              Completion& done) {
   assert(lock.owns_lock() && call.mu.held());
+  ClientConnection& conn = *conn_ptr;
   // A first attempt sent at once is sent at the call's start (one clock
   // reading fewer on the hot path).
   const auto t = call.attempts == 0 && !call.waited ? call.start : now();
   Call::Attempt a;
-  a.provider = conn.index();
   a.sent = t;
   a.number = call.attempts + 1;
   const AttemptBudget budget = attempt_budget(call.plan, a.number, call.waited, t);
@@ -362,27 +359,35 @@ bool ClientCore::send_attempt(CallLock& lock, Call& call, ClientConnection& conn
   std::shared_ptr<transport::Channel> channel;
   {
     std::lock_guard conn_lock(conn.mu);
-    if (conn.closed || conn.state != ClientConnection::State::ready || !conn.channel) return false;
+    if (conn.closed || conn.retired.load(std::memory_order_relaxed) ||
+        conn.state != ClientConnection::State::ready || !conn.channel) {
+      return false;
+    }
     channel = conn.channel;
     a.id = conn.table.insert(CallPtr(&call));
+    // Counted before the lock drops: a retire (under this lock) that sees
+    // no attempt active closes the channel, which then fails this one.
+    conn.active.fetch_add(1, std::memory_order_seq_cst);
   }
   ++call.attempts;
-  call.live.push_back(a);
+  const auto id = a.id;
+  const auto expires = a.expires;
+  a.conn = conn_ptr;
+  call.live.push_back(std::move(a));
   call.phase = Phase::sent;
-  call.latest = a.provider;
-  if (std::find(call.tried.begin(), call.tried.end(), a.provider) == call.tried.end()) call.tried.push_back(a.provider);
-  conn.active.fetch_add(1, std::memory_order_relaxed);
+  call.latest = conn_ptr;
+  if (std::find(call.tried.begin(), call.tried.end(), &conn) == call.tried.end()) call.tried.push_back(&conn);
   conn.attempts.fetch_add(1, std::memory_order_relaxed);
   attempts_.fetch_add(1, std::memory_order_relaxed);
-  call.hedge_at = next_hedge(call.plan, a.number, t);
-  if (a.expires != kNever || call.hedge_at != kNever || call.aux_at != kNever) rearm_aux(lock, call, t);
-  if (before_send_hook) before_send_hook(call.method, a.number);
+  call.hedge_at = next_hedge(call.plan, call.attempts, t);
+  if (expires != kNever || call.hedge_at != kNever || call.aux_at != kNever) rearm_aux(lock, call, t);
+  if (before_send_hook) before_send_hook(call.method, call.attempts);
 
   // The payload and attachments are lent to the frame for the encoding and
   // given back: a retry or hedge may need them again.
   transport::Frame f;
   f.header.flags = transport::kFlagRequest | transport::kFlagTwoWay;
-  f.header.request_id = a.id;
+  f.header.request_id = id;
   if (budget.wire.count() > 0) {
     f.header.deadline_ms = static_cast<std::uint32_t>(std::clamp<long long>(budget.wire.count(), 1, 0xffffffffLL));
   }
@@ -404,7 +409,7 @@ bool ClientCore::send_attempt(CallLock& lock, Call& call, ClientConnection& conn
              Origin::other, done);
   } else {
     const bool full = ec == transport::errc::write_queue_full;
-    attempt_failed(lock, call, a.provider, full ? Failure::write_queue_full : Failure::not_sent,
+    attempt_failed(lock, call, &conn, full ? Failure::write_queue_full : Failure::not_sent,
                    full ? errc::too_many_pending : errc::connection_lost,
                    describe(call, full ? "write queue full, not sent" : "connection closed, not sent"), done);
   }
@@ -414,19 +419,19 @@ bool ClientCore::send_attempt(CallLock& lock, Call& call, ClientConnection& conn
 void ClientCore::drop_attempt(CallLock& lock, Call& call, std::size_t index, bool failed) {
   assert(lock.owns_lock() && call.mu.held());
   (void)lock;
-  const Call::Attempt a = call.live[index];
+  Call::Attempt a = std::move(call.live[index]);
   call.live.erase(call.live.begin() + static_cast<std::ptrdiff_t>(index));
-  ClientConnection& conn = *conns_[a.provider];
+  ClientConnection& conn = *a.conn;
   CallPtr entry;  // released after the connection's lock
   {
     std::lock_guard conn_lock(conn.mu);
     entry = conn.table.take(a.id);
   }
-  if (entry) conn.active.fetch_sub(1, std::memory_order_relaxed);
   if (failed) conn.failures.fetch_add(1, std::memory_order_relaxed);
+  if (entry) attempt_ended(conn, conn.active.fetch_sub(1, std::memory_order_seq_cst));
 }
 
-void ClientCore::attempt_failed(CallLock& lock, Call& call, std::optional<std::size_t> provider, Failure failure,
+void ClientCore::attempt_failed(CallLock& lock, Call& call, const ClientConnection* provider, Failure failure,
                                 error_code ec, std::string message, Completion& done) {
   assert(lock.owns_lock() && call.mu.held());
   if (call.done.load(std::memory_order_relaxed)) return;
@@ -515,11 +520,11 @@ void ClientCore::on_aux(const CallPtr& ptr) {
     } else if (call.phase == Phase::sent) {
       // Attempts past their own timeout are abandoned (a late reply is
       // dropped); the server was given the same budget and gave up too.
-      std::optional<std::size_t> timed_out;
+      const ClientConnection* timed_out = nullptr;  // identity only
       std::string message;
       for (std::size_t i = 0; i < call.live.size();) {
         if (call.live[i].expires <= t) {
-          timed_out = call.live[i].provider;
+          timed_out = call.live[i].conn.get();
           message = attempt_timed_out(call, call.live[i], /*server_too=*/false);
           drop_attempt(lock, call, i, true);
           attempt_timeouts_.fetch_add(1, std::memory_order_relaxed);
@@ -534,14 +539,15 @@ void ClientCore::on_aux(const CallPtr& ptr) {
         // Hedge on a provider the call is not already waiting on.
         call.hedge_at = kNever;
         bool sent = false;
-        const auto target = pick(lock, call, /*avoid_live=*/true);
+        const auto set = current_set();
+        const auto target = pick(lock, call, *set, /*avoid_live=*/true);
         if (!target) {
           call.hedge_at = t + call.plan.hedge_delay;  // none free now; look again later
         } else if (budget_.try_retry(t)) {
           hedges_.fetch_add(1, std::memory_order_relaxed);
-          logger()->debug("hedging '{}' on {} after {} ms", call.method, conns_[*target]->peer(),
+          logger()->debug("hedging '{}' on {} after {} ms", call.method, set->conns[*target]->peer(),
                           ms_between(call.start, t).count());
-          sent = send_attempt(lock, call, *conns_[*target], done);  // rearms the aux timeout
+          sent = send_attempt(lock, call, set->conns[*target], done);  // rearms the aux timeout
           if (!sent) call.hedge_at = t + call.plan.hedge_delay;    // it went down meanwhile
         } else {
           refusals_.fetch_add(1, std::memory_order_relaxed);  // no more hedges for this call
@@ -567,20 +573,20 @@ void ClientCore::on_reply(ClientConnection& conn, transport::Frame& frame) {
     late_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  conn.active.fetch_sub(1, std::memory_order_relaxed);
+  attempt_ended(conn, conn.active.fetch_sub(1, std::memory_order_seq_cst));
   Call& call = *ptr;
   Completion done;
   {
     CallLock lock(call.mu);
     // Ids are unique per connection only: match both.
     auto it = std::find_if(call.live.begin(), call.live.end(), [&](const Call::Attempt& x) {
-      return x.id == frame.header.request_id && x.provider == conn.index();
+      return x.id == frame.header.request_id && x.conn.get() == &conn;
     });
     if (it == call.live.end()) {  // completed meanwhile (the entry was taken just before)
       late_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    const Call::Attempt a = *it;
+    const Call::Attempt a = std::move(*it);
     call.live.erase(it);
     const auto status = static_cast<Status>(frame.header.status);
     error_code ec = status_error(status);
@@ -592,7 +598,7 @@ void ClientCore::on_reply(ClientConnection& conn, transport::Frame& frame) {
       // The attempt's own timeout (which the server was given as its budget):
       // the outcome the wheel was about to report for it.
       attempt_timeouts_.fetch_add(1, std::memory_order_relaxed);
-      attempt_failed(lock, call, a.provider, Failure::attempt_timeout, errc::timeout,
+      attempt_failed(lock, call, &conn, Failure::attempt_timeout, errc::timeout,
                      attempt_timed_out(call, a, /*server_too=*/true), done);
     } else if (status == Status::server_timeout && call.plan.has_deadline && t >= call.plan.deadline) {
       // Our deadline passed too (the server counts the same budget from a
@@ -601,10 +607,10 @@ void ClientCore::on_reply(ClientConnection& conn, transport::Frame& frame) {
                         attempt_note(call.attempts, call.plan.max_attempts, false);
       complete(lock, call, errc::timeout, std::move(r), Origin::reply, done);
     } else if (ec) {
-      std::string message = describe(call, ec.message(), a.provider) + ": " + frame.payload;
+      std::string message = describe(call, ec.message(), &conn) + ": " + frame.payload;
       const Failure failure = failure_of(status);
       if (may_retry(failure, call.plan.idempotent)) {
-        attempt_failed(lock, call, a.provider, failure, ec, std::move(message), done);
+        attempt_failed(lock, call, &conn, failure, ec, std::move(message), done);
       } else {
         r.error_message = std::move(message) + attempt_note(call.attempts, call.plan.max_attempts, false);
         complete(lock, call, ec, std::move(r), Origin::reply, done);
@@ -630,8 +636,8 @@ bool ClientCore::complete(CallLock& lock, Call& call, error_code ec, Response re
   while (!call.live.empty()) {
     const Call::Attempt& a = call.live.back();
     if (tell) {
-      std::lock_guard conn_lock(conns_[a.provider]->mu);
-      if (auto& ch = conns_[a.provider]->channel) done.abandoned.emplace_back(ch, a.id);
+      std::lock_guard conn_lock(a.conn->mu);
+      if (auto& ch = a.conn->channel) done.abandoned.emplace_back(ch, a.id);
     }
     drop_attempt(lock, call, call.live.size() - 1, false);
     cancelled_attempts_.fetch_add(1, std::memory_order_relaxed);
@@ -723,11 +729,12 @@ void ClientCore::on_deadline(const CallPtr& ptr) {
     f.max_attempts = call.plan.max_attempts;
     f.elapsed = ms_between(call.start, now());
     f.method = call.method;
-    f.peer = call.latest ? std::string_view(conns_[*call.latest]->peer()) : std::string_view(all_peers_);
-    for (const auto& a : call.live) conns_[a.provider]->failures.fetch_add(1, std::memory_order_relaxed);
+    const auto set = current_set();
+    f.peer = call.latest ? std::string_view(call.latest->peer()) : std::string_view(set->peers);
+    for (const auto& a : call.live) a.conn->failures.fetch_add(1, std::memory_order_relaxed);
     if (!f.sent) {
-      f.every_provider_failed = !conns_.empty();
-      for (const auto& c : conns_) {
+      f.every_provider_failed = !set->conns.empty();
+      for (const auto& c : set->conns) {
         std::lock_guard conn_lock(c->mu);
         if (c->last_error.empty()) {
           f.every_provider_failed = false;
@@ -747,6 +754,7 @@ void ClientCore::on_deadline(const CallPtr& ptr) {
 void ClientCore::close() {
   std::lock_guard once(close_mu_);
   if (closed_.exchange(true, std::memory_order_acq_rel)) return;
+  if (source_) source_->stop();
   std::vector<CallPtr> calls;
   std::vector<std::shared_ptr<transport::Channel>> channels;
   std::vector<std::shared_ptr<AbstractTimerTask>> tasks;
@@ -756,12 +764,21 @@ void ClientCore::close() {
     waiting_.clear();
     for (auto& [key, c] : backoff_) calls.push_back(c);
   }
-  for (auto& conn : conns_) {
+  // No set is applied once closed_ is set (apply_set checks it under set_mu_).
+  std::vector<std::shared_ptr<ClientConnection>> conns;
+  {
+    std::lock_guard set_lock(set_mu_);
+    conns = current_set()->conns;
+    for (auto& [ep, c] : retiring_) conns.push_back(c);
+    retiring_.clear();
+  }
+  for (auto& conn : conns) {
     std::lock_guard conn_lock(conn->mu);
     conn->closed = true;
     conn->table.for_each([&](std::uint64_t, const CallPtr& c) { calls.push_back(c); });
     tasks.push_back(conn->heartbeat_task);
     tasks.push_back(conn->reconnect_task);
+    tasks.push_back(conn->close_task);
     // Break connection <-> channel: if the executor stops before the close
     // below runs, neither keeps the other alive.
     if (conn->channel) channels.push_back(std::move(conn->channel));
@@ -800,21 +817,36 @@ ClientStats ClientCore::stats() const {
   s.failback_retries = failback_->retries();
   s.failback_given_up = failback_->given_up();
   s.failback_dropped = failback_->dropped();
-  for (const auto& c : conns_) {
+  s.provider_sets = get(provider_sets_);
+  s.providers_added = get(providers_added_);
+  s.providers_removed = get(providers_removed_);
+  s.empty_sets_ignored = get(empty_sets_ignored_);
+  s.heartbeats_sent = get(forgotten_heartbeats_);
+  s.idle_closes = get(forgotten_idle_closes_);
+  for (const auto& c : all_connections()) {
     if (c->heartbeat_task) s.heartbeats_sent += c->heartbeat_task->heartbeats_sent();
     if (c->reconnect_task) s.idle_closes += c->reconnect_task->idle_closes();
   }
   return s;
 }
 
+std::vector<std::shared_ptr<ClientConnection>> ClientCore::all_connections() const {
+  std::lock_guard set_lock(set_mu_);
+  auto conns = current_set()->conns;
+  for (const auto& [ep, c] : retiring_) conns.push_back(c);
+  return conns;
+}
+
 std::vector<ProviderStats> ClientCore::providers() const {
   std::vector<ProviderStats> out;
-  out.reserve(conns_.size());
-  for (const auto& c : conns_) {
+  const auto conns = all_connections();
+  out.reserve(conns.size());
+  for (const auto& c : conns) {
     std::lock_guard conn_lock(c->mu);
     out.push_back(ProviderStats{c->peer(), c->state == ClientConnection::State::ready,
                                 c->active.load(std::memory_order_relaxed), c->attempts.load(std::memory_order_relaxed),
-                                c->failures.load(std::memory_order_relaxed), c->last_error});
+                                c->failures.load(std::memory_order_relaxed), c->last_error,
+                                c->retired.load(std::memory_order_relaxed)});
   }
   return out;
 }

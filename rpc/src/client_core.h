@@ -12,6 +12,13 @@
 //   never the other way. No lock is held across a user handler.
 // - So a new call, a reply and a timeout on different calls or connections
 //   share no lock; counters are relaxed atomics.
+// - The provider set (ProviderSet: the connections new attempts may use) is
+//   immutable once published; a change publishes a new one (`set_`, read
+//   with a pointer copy under a leaf lock). Changes are serialized by
+//   `set_mu_`, which also guards the providers that left and still drain
+//   (`retiring_`); it is taken before a connection's lock, never after one,
+//   and never with a call's lock held. An attempt holds its connection, so a
+//   provider that leaves the set lives on until its attempts are done.
 // - Channel events run on the channel's strand (replies complete calls there,
 //   and a retry may send from there). The deadline and aux timeouts and the
 //   failback tasks run on the timer's worker and only pin the call and post
@@ -25,6 +32,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -39,6 +47,7 @@
 #include <boost/container/small_vector.hpp>
 
 #include <wheelrpc/rpc/client.h>
+#include <wheelrpc/rpc/provider_source.h>
 #include <wheelrpc/timer/clock.h>
 
 #include "attempt_policy.h"
@@ -51,12 +60,29 @@
 
 namespace wheelrpc::rpc::detail {
 
+/// The providers new attempts may use: immutable once published.
+struct ProviderSet {
+  std::vector<std::shared_ptr<ClientConnection>> conns;
+  /// "a:1,b:2" for messages; the source's description when empty.
+  std::string peers;
+  /// A set was received; false while the source has not reported one yet
+  /// (calls wait for it, as for a connection being made).
+  bool known = false;
+  /// Why the source could produce no set (only while none is known).
+  std::string source_error;
+};
+
 class ClientCore : public std::enable_shared_from_this<ClientCore> {
  public:
   ClientCore(boost::asio::any_io_executor ex, timer::Timer& timer, ClientOptions options);
   ~ClientCore();
   /// Creates the connections (needs weak_from_this, so not in the constructor).
   void init(const std::vector<boost::asio::ip::tcp::endpoint>& servers);
+  /// Follows `source`: its reports replace the provider set.
+  void init(std::shared_ptr<ProviderSource> source);
+  /// A report of the source (any thread, never concurrently with itself).
+  void on_source_report(boost::system::error_code ec, std::vector<boost::asio::ip::tcp::endpoint> endpoints,
+                        std::string why);
 
   void start_call(std::string method, std::string payload, CallOptions options,
                   boost::asio::any_completion_handler<Client::Signature> handler);
@@ -114,9 +140,10 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// and every provider is in backoff after a failed connect.
   void dispatch(CallLock& lock, Call& call, Completion& done);
   /// Sends an attempt on `conn`; false (nothing changed) if it is not ready.
-  bool send_attempt(CallLock& lock, Call& call, ClientConnection& conn, Completion& done);
-  /// An attempt failed (already out of the books): retry it, or complete the call.
-  void attempt_failed(CallLock& lock, Call& call, std::optional<std::size_t> provider, Failure failure,
+  bool send_attempt(CallLock& lock, Call& call, const std::shared_ptr<ClientConnection>& conn, Completion& done);
+  /// An attempt failed (already out of the books): retry it, or complete the
+  /// call. `provider`: where it failed (identity only), if anywhere.
+  void attempt_failed(CallLock& lock, Call& call, const ClientConnection* provider, Failure failure,
                       boost::system::error_code ec, std::string message, Completion& done);
   /// Completes the call (false if it was done already).
   bool complete(CallLock& lock, Call& call, boost::system::error_code ec, Response response, Origin origin,
@@ -127,21 +154,47 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void rearm_aux(CallLock& lock, Call& call, TimePoint now);
   /// Removes the attempt at `index` from the call and its connection's table.
   void drop_attempt(CallLock& lock, Call& call, std::size_t index, bool failed);
-  std::optional<std::size_t> pick(CallLock& lock, const Call& call, bool avoid_live);
+  /// A ready provider of `set` for the call's next attempt (or hedge, which
+  /// avoids the providers it already waits on): its index in `set.conns`.
+  std::optional<std::size_t> pick(CallLock& lock, const Call& call, const ProviderSet& set, bool avoid_live);
   /// "<what> after N ms calling 'm' on <peer>": the peer of `provider`, else
   /// of the latest attempt, else every provider.
-  std::string describe(const Call& call, std::string_view what,
-                       std::optional<std::size_t> provider = std::nullopt) const;
+  std::string describe(const Call& call, std::string_view what, const ClientConnection* provider = nullptr) const;
   std::string attempt_timed_out(const Call& call, const Call::Attempt& a, bool server_too) const;
 
-  /// Every provider is idle after a failed connect attempt (lock-free).
-  bool every_provider_in_backoff() const noexcept;
-  /// Fails the attempt of a call that does not wait for ready: every
-  /// provider is in backoff (unavailable, naming their connect errors).
-  void fail_unavailable(CallLock& lock, Call& call, Completion& done);
-  /// After a connect attempt failed: if every provider is now in backoff,
-  /// fails the attempts of the waiting calls that do not wait for ready.
+  /// Nothing worth waiting for (lock-free): every provider of `set` is idle
+  /// after a failed connect attempt, or the set is known and empty, or the
+  /// source failed before reporting any.
+  static bool nothing_to_wait_for(const ProviderSet& set) noexcept;
+  /// Fails the attempt of a call that does not wait for ready when there is
+  /// nothing to wait for (unavailable, naming the connect errors or why there
+  /// is no provider).
+  void fail_unavailable(CallLock& lock, Call& call, const ProviderSet& set, Completion& done);
+  /// After a connect attempt failed or the set changed: if there is now
+  /// nothing to wait for, fails the attempts of the waiting calls that do not
+  /// wait for ready.
   void fail_fast_waiting();
+
+  // ---- the provider set (set_mu_ held)
+  /// Makes `endpoints` the set: keeps the providers in both, brings back or
+  /// creates the new ones, retires the ones that left.
+  void apply_set(std::unique_lock<std::mutex>& set_lock, std::vector<boost::asio::ip::tcp::endpoint> endpoints);
+  std::shared_ptr<ClientConnection> make_connection(const boost::asio::ip::tcp::endpoint& endpoint);
+  /// `conn` left the set: no new attempts, no reconnects; its channel closes
+  /// once its attempts are done, or after options.removal_grace.
+  void retire(const std::shared_ptr<ClientConnection>& conn);
+  /// A retired provider is back before its channel closed.
+  void revive(const std::shared_ptr<ClientConnection>& conn);
+  /// A retired provider's channel closed (or it had none): forget it.
+  void forget_retired(ClientConnection& conn);
+  /// The last attempt on a retired provider ended: close its channel.
+  void close_drained(ClientConnection& conn);
+  /// After an attempt on `conn` ended (its `active` decremented from `before`).
+  void attempt_ended(ClientConnection& conn, std::uint64_t before);
+  /// The current set's connections, then the retired ones still draining.
+  std::vector<std::shared_ptr<ClientConnection>> all_connections() const;
+  /// The current set (a pointer copy).
+  std::shared_ptr<const ProviderSet> current_set() const { return set_.load(); }
 
   void deliver(Completion& done);
   void schedule_deadline(const CallPtr& call, std::chrono::milliseconds budget, std::error_code& ec);
@@ -154,9 +207,13 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   timer::Timer& timer_;
   const ClientOptions options_;
   const timer::Clock* const clock_;
-  std::string all_peers_;  // "a:1,b:2", set by init()
-  // Fixed by init(); never changes afterwards, so read without a lock.
-  std::vector<std::shared_ptr<ClientConnection>> conns_;
+  SharedPtrCell<const ProviderSet> set_;
+  std::shared_ptr<ProviderSource> source_;  // set by init(source), then fixed
+  mutable std::mutex set_mu_;
+  // Guarded by set_mu_: providers that left the set and still drain.
+  std::map<boost::asio::ip::tcp::endpoint, std::shared_ptr<ClientConnection>> retiring_;
+  std::uint64_t next_seed_ = 1;  // guarded by set_mu_
+  std::atomic<bool> started_{false};  // a call or connect() came: new providers connect at once
   std::unique_ptr<LoadBalancer> balancer_;
   RetryBudget budget_;
   std::shared_ptr<FailbackQueue> failback_;
@@ -172,7 +229,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   std::atomic<std::uint64_t> ok_{0}, failed_{0}, timeouts_{0}, late_{0}, connects_{0},
       connect_failures_{0}, pending_{0}, attempts_{0}, retries_{0}, hedges_{0}, refusals_{0},
-      cancelled_attempts_{0}, attempt_timeouts_{0};
+      cancelled_attempts_{0}, attempt_timeouts_{0}, provider_sets_{0}, providers_added_{0},
+      providers_removed_{0}, empty_sets_ignored_{0}, forgotten_heartbeats_{0}, forgotten_idle_closes_{0};
 };
 
 }  // namespace wheelrpc::rpc::detail

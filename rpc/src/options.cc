@@ -68,6 +68,9 @@ void validate(const ClientOptions& o) {
     throw std::invalid_argument("ClientOptions::retry.budget_window must be between 1 and 600 s");
   }
   if (o.failback.interval.count() <= 0) throw std::invalid_argument("ClientOptions::failback.interval must be > 0");
+  if (o.removal_grace.count() <= 0 || o.removal_grace > kLongest) {
+    throw std::invalid_argument("ClientOptions::removal_grace must be > 0 and at most 0xffffffff ms");
+  }
 }
 
 void validate(const ServerOptions& o) {

@@ -19,6 +19,7 @@
 
 #include <wheelrpc/rpc/errc.h>
 #include <wheelrpc/rpc/options.h>
+#include <wheelrpc/rpc/provider_source.h>
 #include <wheelrpc/rpc/response.h>
 #include <wheelrpc/timer/timer.h>
 
@@ -60,6 +61,10 @@ struct ClientStats {
   std::uint64_t failback_dropped = 0;    ///< failures not retried because max_pending retry tasks were waiting
   std::uint64_t heartbeats_sent = 0;     ///< heartbeats sent on idle connections (HeartbeatTimerTask)
   std::uint64_t idle_closes = 0;         ///< connections closed for reading nothing for the idle timeout
+  std::uint64_t provider_sets = 0;       ///< provider sets applied (the first one included)
+  std::uint64_t providers_added = 0;     ///< providers that joined the set (the first ones included)
+  std::uint64_t providers_removed = 0;   ///< providers that left the set
+  std::uint64_t empty_sets_ignored = 0;  ///< empty sets not applied (ClientOptions::empty_protection)
 };
 
 /// One provider (server) of a client, as `Client::providers()` reports it.
@@ -70,6 +75,7 @@ struct ProviderStats {
   std::uint64_t attempts = 0;       ///< attempts sent to it so far
   std::uint64_t failures = 0;       ///< of which failed (errors, lost, timed out, not sent)
   std::string last_error;           ///< why the last connect attempt failed; "" once connected
+  bool removed = false;             ///< it left the provider set and its calls in flight are draining
 };
 
 /// A failed call as an exception: thrown by the blocking `call()`, and by
@@ -151,6 +157,17 @@ class Client {
   /// `servers`: at least one endpoint; throws std::invalid_argument otherwise.
   Client(executor_type ex, timer::Timer& timer, std::vector<boost::asio::ip::tcp::endpoint> servers,
          ClientOptions options = {});
+  /// Follows `source` (not null): host names (rpc::resolved_providers), a
+  /// registry subscription (wheelrpc::registry::provider_source), or your
+  /// own. Each set it reports replaces the providers: new ones get a
+  /// connection with its own heartbeat and reconnect tasks (connected at
+  /// once if the client is in use), ones that left get no new attempts and
+  /// are closed once their calls in flight are done (ClientOptions::
+  /// removal_grace at most); an empty set is ignored under ClientOptions::
+  /// empty_protection. Until the first set arrives, calls wait as for a
+  /// connection being made (a source that fails first fails the calls that
+  /// do not wait for ready). The source is started here and stopped by close().
+  Client(executor_type ex, timer::Timer& timer, std::shared_ptr<ProviderSource> source, ClientOptions options = {});
   /// Closes the client (see `close()`).
   ~Client();
   Client(const Client&) = delete;
@@ -221,7 +238,9 @@ class Client {
   /// Returns at once.
   void connect();
 
-  /// Per provider, in the order given to the constructor.
+  /// Per provider of the current set, in the order given to the constructor
+  /// (or reported by the source), then the providers that left the set and
+  /// still drain (`removed`).
   std::vector<ProviderStats> providers() const;
 
   /// Fails every pending call with errc::cancelled, cancels waiting failback

@@ -186,6 +186,19 @@ struct ClientOptions {
   /// by hand. nullptr (default) = std::chrono::steady_clock. Not owned; must
   /// outlive the client.
   const timer::Clock* clock = nullptr;
+
+  /// Empty protection (Dubbo's): when the provider source reports an empty
+  /// set, keep the last non-empty one and log why, so an unreachable or
+  /// emptied registry never leaves the client with nothing to call. false:
+  /// an empty set is applied (every provider really left), and calls that
+  /// do not wait for ready fail at once with errc::unavailable. Default true.
+  bool empty_protection = true;
+
+  /// A provider that leaves the set gets no new attempts; its calls in flight
+  /// run on, and its channel is closed once they are done, or by its
+  /// CloseTimerTask after this long without a write (then the calls still on
+  /// it fail with connection_lost and are retried elsewhere). Default 10 s; > 0.
+  std::chrono::milliseconds removal_grace{10000};
 };
 
 /// Per server; fixed at construction.
