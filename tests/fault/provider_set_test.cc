@@ -1,0 +1,298 @@
+// A client that follows a provider source: providers join and leave at run
+// time, those that leave drain and close, an empty set is ignored under empty
+// protection, and every call completes exactly once through it all. The
+// source here is the test itself (a registry or DNS source reports the same
+// way). Bounded waits only.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <wheelrpc/rpc/provider_source.h>
+
+#include "support/cluster.h"
+
+using namespace std::chrono_literals;
+using boost::asio::ip::tcp;
+using wheelrpc::rpc::CallOptions;
+using wheelrpc::test::Cluster;
+using wheelrpc::test::Mode;
+using wheelrpc::test::Outcome;
+using wheelrpc::test::wait_until;
+
+namespace {
+
+/// A provider source the test drives by hand.
+class ManualSource : public wheelrpc::rpc::ProviderSource {
+ public:
+  void start(Listener listener) override {
+    std::lock_guard lock(mu_);
+    listener_ = std::move(listener);
+    started_ = true;
+  }
+  void stop() override {
+    std::lock_guard lock(mu_);
+    stopped_ = true;
+  }
+  void connect_failed(const tcp::endpoint& ep) override {
+    std::lock_guard lock(mu_);
+    failed_.push_back(ep);
+  }
+  std::string describe() const override { return "test source"; }
+
+  void report(std::vector<tcp::endpoint> eps) {
+    std::lock_guard lock(mu_);
+    ASSERT_TRUE(started_);
+    listener_({}, std::move(eps), "");
+  }
+  void report_error(std::string why) {
+    std::lock_guard lock(mu_);
+    listener_(make_error_code(boost::system::errc::host_unreachable), {}, std::move(why));
+  }
+  bool stopped() {
+    std::lock_guard lock(mu_);
+    return stopped_;
+  }
+  std::size_t connect_failures() {
+    std::lock_guard lock(mu_);
+    return failed_.size();
+  }
+
+ private:
+  std::mutex mu_;
+  Listener listener_;
+  bool started_ = false, stopped_ = false;
+  std::vector<tcp::endpoint> failed_;
+};
+
+/// A cluster whose client follows a ManualSource instead of a fixed list.
+struct SourcedCluster {
+  explicit SourcedCluster(std::vector<Mode> modes, wheelrpc::rpc::ClientOptions co = wheelrpc::test::client_options())
+      : c(std::move(modes)), source(std::make_shared<ManualSource>()) {
+    c.client.emplace(c.io.io.get_executor(), c.timer, source, co);
+  }
+  tcp::endpoint ep(std::size_t i) const { return c.providers[i]->proxy->local_endpoint(); }
+  std::string peer(std::size_t i) const {
+    return ep(i).address().to_string() + ":" + std::to_string(ep(i).port());
+  }
+  /// The client's providers of the current set ("removed" ones excluded).
+  std::vector<std::string> current() const {
+    std::vector<std::string> out;
+    for (const auto& p : c.client->providers()) {
+      if (!p.removed) out.push_back(p.peer);
+    }
+    return out;
+  }
+  Outcome call(CallOptions o = wheelrpc::test::opts(5s)) {
+    auto f = start(c, "work", "", o);
+    return wheelrpc::test::wait(f);
+  }
+
+  Cluster c;
+  std::shared_ptr<ManualSource> source;
+};
+
+TEST(ProviderSet, CallsWaitForTheFirstSetThenGoToIt) {
+  SourcedCluster s({Mode::reply});
+  auto f = start(s.c, "work", "", wheelrpc::test::opts(10s));
+  EXPECT_FALSE(wheelrpc::test::done(f)) << "no provider yet: the call waits";
+  s.source->report({s.ep(0)});
+  auto out = wheelrpc::test::wait(f);
+  ASSERT_FALSE(out.ec) << out.response.error_message;
+  EXPECT_EQ(out.response.payload, "p0");
+  EXPECT_EQ(s.c.client->stats().provider_sets, 1u);
+}
+
+TEST(ProviderSet, ASourceThatFailsFirstFailsCallsThatDoNotWaitForReady) {
+  SourcedCluster s({Mode::reply});
+  s.source->report_error("no such host: example.invalid");
+  auto out = s.call(wheelrpc::test::opts(5s));
+  EXPECT_EQ(out.ec, wheelrpc::rpc::errc::unavailable);
+  EXPECT_TRUE(wheelrpc::test::contains(out.response.error_message, "no provider yet"))
+      << out.response.error_message;
+  EXPECT_TRUE(wheelrpc::test::contains(out.response.error_message, "example.invalid")) << out.response.error_message;
+  EXPECT_LT(out.took, 4s) << "failed fast, not at the deadline";
+  // A set that comes later is used.
+  s.source->report({s.ep(0)});
+  out = s.call();
+  EXPECT_FALSE(out.ec) << out.response.error_message;
+}
+
+TEST(ProviderSet, ANewProviderGetsCallsAndARemovedOneGetsNoMore) {
+  SourcedCluster s({Mode::reply, Mode::reply});
+  s.source->report({s.ep(0)});
+  ASSERT_FALSE(s.call().ec);
+  s.source->report({s.ep(0), s.ep(1)});
+  // The client is in use: the new provider is connected at once.
+  ASSERT_TRUE(wait_until([&] {
+    auto ps = s.c.client->providers();
+    return ps.size() == 2 && ps[1].ready;
+  }));
+  int p1 = 0;
+  for (int i = 0; i < 20; ++i) p1 += s.call().response.payload == "p1";
+  EXPECT_GE(p1, 5) << "round robin reaches the new provider";
+
+  s.source->report({s.ep(1)});
+  EXPECT_EQ(s.current(), std::vector<std::string>{s.peer(1)});
+  const int before = s.c.providers[0]->requests();
+  for (int i = 0; i < 20; ++i) {
+    auto out = s.call();
+    ASSERT_FALSE(out.ec) << out.response.error_message;
+    EXPECT_EQ(out.response.payload, "p1");
+  }
+  EXPECT_EQ(s.c.providers[0]->requests(), before) << "no attempt goes to a provider that left";
+  // Nothing was in flight on p0: its connection is closed and forgotten.
+  ASSERT_TRUE(wait_until([&] { return s.c.providers[0]->server.stats().connections == 0; }));
+  ASSERT_TRUE(wait_until([&] { return s.c.client->providers().size() == 1; }));
+  const auto st = s.c.client->stats();
+  EXPECT_EQ(st.provider_sets, 3u);
+  EXPECT_EQ(st.providers_added, 2u);
+  EXPECT_EQ(st.providers_removed, 1u);
+}
+
+TEST(ProviderSet, CallsInFlightOnARemovedProviderFinishThenItsChannelCloses) {
+  SourcedCluster s({Mode::delay, Mode::reply});
+  s.c.providers[0]->delay = 300ms;
+  s.source->report({s.ep(0)});
+  ASSERT_FALSE(s.call().ec);
+  std::vector<std::future<Outcome>> inflight;
+  for (int i = 0; i < 4; ++i) inflight.push_back(start(s.c, "work", "", wheelrpc::test::opts(10s)));
+  ASSERT_TRUE(wait_until([&] { return s.c.client->providers()[0].active == 4; }));
+  s.source->report({s.ep(1)});
+  auto ps = s.c.client->providers();
+  ASSERT_EQ(ps.size(), 2u) << "p0 drains";
+  EXPECT_TRUE(ps[1].removed);
+  EXPECT_EQ(ps[1].active, 4u);
+  for (auto& f : inflight) {
+    auto out = wheelrpc::test::wait(f);
+    EXPECT_FALSE(out.ec) << out.response.error_message;
+    EXPECT_EQ(out.response.payload, "p0") << "finished where it was sent";
+  }
+  // Drained: closed at once, not after the grace.
+  ASSERT_TRUE(wait_until([&] { return s.c.providers[0]->server.stats().connections == 0; }, 5s));
+  ASSERT_TRUE(wait_until([&] { return s.c.client->providers().size() == 1; }));
+}
+
+TEST(ProviderSet, ARemovedProvidersCallsBeyondTheGraceAreRetriedElsewhere) {
+  auto co = wheelrpc::test::client_options();
+  co.removal_grace = 200ms;
+  SourcedCluster s({Mode::hold, Mode::reply}, co);
+  s.source->report({s.ep(0)});
+  s.c.connect_all();
+  CallOptions o = wheelrpc::test::opts(20s);
+  o.retries = 2;
+  auto f = start(s.c, "work", "", o);
+  ASSERT_TRUE(wait_until([&] { return s.c.providers[0]->held_count() == 1; }));
+  s.source->report({s.ep(1)});
+  // The CloseTimerTask closes p0's channel 200 ms after its last write; the
+  // call, lost with it, is retried on p1.
+  auto out = wheelrpc::test::wait(f);
+  ASSERT_FALSE(out.ec) << out.response.error_message;
+  EXPECT_EQ(out.response.payload, "p1");
+  EXPECT_EQ(s.c.client->stats().retries, 1u);
+  ASSERT_TRUE(wait_until([&] { return s.c.client->providers().size() == 1; }));
+}
+
+TEST(ProviderSet, AProviderBackBeforeItClosedKeepsItsConnection) {
+  SourcedCluster s({Mode::delay, Mode::reply});
+  s.c.providers[0]->delay = 500ms;
+  s.source->report({s.ep(0), s.ep(1)});
+  s.c.connect_all();
+  const auto connects = s.c.client->stats().connects;
+  auto f = start(s.c, "work", "", wheelrpc::test::opts(10s));
+  ASSERT_TRUE(wait_until([&] { return s.c.providers[0]->requests() == 1; }));
+  s.source->report({s.ep(1)});
+  s.source->report({s.ep(0), s.ep(1)});
+  EXPECT_EQ(s.current().size(), 2u);
+  auto out = wheelrpc::test::wait(f);
+  EXPECT_FALSE(out.ec) << out.response.error_message;
+  s.c.providers[0]->mode = Mode::reply;
+  for (int i = 0; i < 10; ++i) ASSERT_FALSE(s.call().ec);
+  EXPECT_EQ(s.c.client->stats().connects, connects) << "the same connection, not a new one";
+  EXPECT_EQ(s.c.providers[0]->server.stats().accepted, 1u);
+}
+
+TEST(ProviderSet, EmptyProtectionKeepsTheLastSet) {
+  SourcedCluster s({Mode::reply});
+  s.source->report({s.ep(0)});
+  ASSERT_FALSE(s.call().ec);
+  s.source->report({});
+  EXPECT_EQ(s.current(), std::vector<std::string>{s.peer(0)});
+  auto out = s.call();
+  EXPECT_FALSE(out.ec) << out.response.error_message;
+  EXPECT_EQ(s.c.client->stats().empty_sets_ignored, 1u);
+}
+
+TEST(ProviderSet, WithoutEmptyProtectionAnEmptySetFailsCallsFast) {
+  auto co = wheelrpc::test::client_options();
+  co.empty_protection = false;
+  SourcedCluster s({Mode::reply}, co);
+  s.source->report({s.ep(0)});
+  ASSERT_FALSE(s.call().ec);
+  s.source->report({});
+  EXPECT_TRUE(s.current().empty());
+  auto out = s.call(wheelrpc::test::opts(5s));
+  EXPECT_EQ(out.ec, wheelrpc::rpc::errc::unavailable);
+  EXPECT_TRUE(wheelrpc::test::contains(out.response.error_message, "test source has none"))
+      << out.response.error_message;
+  EXPECT_LT(out.took, 4s);
+  // A call that waits for ready is served once a provider comes back.
+  CallOptions o = wheelrpc::test::opts(10s);
+  o.wait_for_ready = true;
+  auto f = start(s.c, "work", "", o);
+  EXPECT_FALSE(wheelrpc::test::done(f));
+  s.source->report({s.ep(0)});
+  out = wheelrpc::test::wait(f);
+  EXPECT_FALSE(out.ec) << out.response.error_message;
+}
+
+TEST(ProviderSet, AFailedConnectIsToldToTheSource) {
+  SourcedCluster s({Mode::reply});
+  s.c.providers[0]->proxy->stop();  // nothing listens there any more
+  s.source->report({s.ep(0)});
+  auto out = s.call(wheelrpc::test::opts(5s));
+  EXPECT_EQ(out.ec, wheelrpc::rpc::errc::unavailable);
+  EXPECT_GE(s.source->connect_failures(), 1u);
+}
+
+TEST(ProviderSet, CloseStopsTheSource) {
+  SourcedCluster s({Mode::reply});
+  s.c.client->close();
+  EXPECT_TRUE(s.source->stopped());
+  s.source->report({s.ep(0)});  // ignored after close
+  EXPECT_TRUE(s.c.client->providers().empty());
+}
+
+TEST(ProviderSet, EveryCallCompletesOnceWhileTheSetChurns) {
+  SourcedCluster s({Mode::delay, Mode::delay, Mode::delay});
+  for (auto& p : s.c.providers) p->delay = 2ms;
+  s.source->report({s.ep(0), s.ep(1), s.ep(2)});
+  s.c.connect_all();
+  CallOptions o = wheelrpc::test::opts(10s);
+  o.retries = 2;
+  const std::vector<std::vector<std::size_t>> sets = {{0, 1}, {1, 2}, {2}, {0, 2}, {0, 1, 2}, {1}};
+  std::vector<std::future<Outcome>> fs;
+  for (int round = 0; round < 30; ++round) {
+    for (int i = 0; i < 8; ++i) fs.push_back(start(s.c, "work", "", o));
+    std::vector<tcp::endpoint> eps;
+    for (auto i : sets[round % sets.size()]) eps.push_back(s.ep(i));
+    s.source->report(eps);
+  }
+  int ok = 0;
+  for (auto& f : fs) {
+    auto out = wheelrpc::test::wait(f);  // a second completion would throw
+    ok += !out.ec;
+    EXPECT_FALSE(out.ec) << out.response.error_message;
+  }
+  EXPECT_EQ(ok, static_cast<int>(fs.size()));
+  const auto st = s.c.client->stats();
+  EXPECT_EQ(st.calls, fs.size() + 0u);
+  EXPECT_EQ(st.pending, 0u);
+}
+
+}  // namespace
