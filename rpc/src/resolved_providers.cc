@@ -95,7 +95,9 @@ void ResolvedProviders::stop() {
     quiet_timeout_.cancel();
   }
   // Once mu_ is released nothing schedules on the timer any more (schedule()
-  // checks stopped_ under mu_), so the timer may go right after this returns.
+  // checks stopped_ under mu_), and once the gate is closed no timer task of
+  // ours posts: the timer and the executor may go right after this returns.
+  gate_.close_and_wait();
   asio::post(strand_, [self = shared_from_this()] {
     if (self->resolver_) self->resolver_->cancel();  // its handlers complete with operation_aborted
   });
@@ -253,8 +255,11 @@ void ResolvedProviders::schedule(Wake which, std::chrono::milliseconds delay) {
   std::error_code tec;
   timeout = timer_.new_timeout(
       [weak = weak_from_this(), which, generation] {
-        if (auto self = weak.lock())
-          asio::post(self->strand_, [self, which, generation] { self->on_wake(which, generation); });
+        auto self = weak.lock();
+        if (!self) return;
+        WorkGate::Scope in(self->gate_);
+        if (!in) return;  // stopped
+        asio::post(self->strand_, [self, which, generation] { self->on_wake(which, generation); });
       },
       delay, tec);
   if (tec)

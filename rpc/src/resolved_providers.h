@@ -19,6 +19,8 @@
 #include <wheelrpc/rpc/provider_source.h>
 #include <wheelrpc/timer/timer.h>
 
+#include "work_gate.h"
+
 namespace wheelrpc::rpc::detail {
 
 /// One parsed target: "host:port" or "[v6]:port".
@@ -96,6 +98,7 @@ class ResolvedProviders final : public ProviderSource, public std::enable_shared
   const ResolveFunction resolve_;
   const std::string description_;
   std::atomic<bool> stopped_{false};
+  WorkGate gate_;  // stop() waits for a timer task posting right then
   Listener listener_;  // set by start(), read on strand_ after
 
   // Guarded by mu_ (stop() cancels them from any thread; the timer must not be
