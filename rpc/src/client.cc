@@ -4,13 +4,11 @@
 #include <stdexcept>
 #include <string>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/strand.hpp>
-#include <boost/asio/thread_pool.hpp>
 
 #include <wheelrpc/rpc/backoff.h>
 
 #include "client_core.h"
+#include "executor_thread.h"
 
 namespace wheelrpc::rpc {
 
@@ -36,22 +34,7 @@ void Client::start_call(std::string method, std::string payload, CallOptions opt
   core_->start_call(std::move(method), std::move(payload), std::move(options), std::move(handler));
 }
 
-namespace {
-// Whether the calling thread runs `ex` (for the executor types Asio can tell;
-// others are assumed not to).
-bool runs_in_this_thread(const Client::executor_type& ex) {
-  namespace asio = boost::asio;
-  if (const auto* io = ex.target<asio::io_context::executor_type>()) return io->running_in_this_thread();
-  if (const auto* pool = ex.target<asio::thread_pool::executor_type>()) return pool->running_in_this_thread();
-  if (const auto* strand = ex.target<asio::strand<asio::io_context::executor_type>>()) {
-    return strand->get_inner_executor().running_in_this_thread();
-  }
-  if (const auto* strand = ex.target<asio::strand<asio::any_io_executor>>()) {
-    return runs_in_this_thread(strand->get_inner_executor());
-  }
-  return false;
-}
-}  // namespace
+using detail::runs_in_this_thread;
 
 Response Client::call(std::string method, std::string payload, CallOptions options) {
   if (runs_in_this_thread(get_executor())) {

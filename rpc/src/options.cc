@@ -77,6 +77,9 @@ void validate(const ServerOptions& o) {
   if (o.heartbeat.count() <= 0) throw std::invalid_argument("ServerOptions::heartbeat must be > 0");
   if (o.hello_timeout.count() <= 0) throw std::invalid_argument("ServerOptions::hello_timeout must be > 0");
   if (o.close_timeout.count() < 0) throw std::invalid_argument("ServerOptions::close_timeout must be >= 0");
+  if (o.unregister_grace.count() < 0 || o.unregister_grace > kLongest) {
+    throw std::invalid_argument("ServerOptions::unregister_grace must be 0 .. 0xffffffff ms");
+  }
 }
 
 }  // namespace wheelrpc::rpc

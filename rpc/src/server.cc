@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <exception>
+#include <future>
 #include <stdexcept>
 
 #include <boost/asio/associated_executor.hpp>
@@ -15,6 +16,7 @@
 #include <wheelrpc/transport/errc.h>
 
 #include "control_frames.h"
+#include "executor_thread.h"
 #include "log.h"
 #include "server_core.h"
 
@@ -86,12 +88,15 @@ void ServerCore::handle(std::string method, Server::Handler handler) {
   handlers_[std::move(method)] = std::move(handler);
 }
 
-error_code ServerCore::listen(const asio::ip::tcp::endpoint& endpoint) {
+error_code ServerCore::listen(const asio::ip::tcp::endpoint& endpoint, std::string& message) {
   acceptor_ = transport::Acceptor::create(
       ex_, [weak = weak_from_this()](asio::ip::tcp::socket s) {
         if (auto self = weak.lock()) self->on_accept(std::move(s));
       });
-  if (auto ec = acceptor_->listen(endpoint)) return ec;
+  if (auto ec = acceptor_->listen(endpoint)) {
+    message = ec.message();
+    return ec;
+  }
   // Idle connections are closed (and, if configured, heartbeats sent) every
   // heartbeat / 3; the tasks see the server weakly and stop with it.
   const auto tick = std::max(options_.heartbeat / 3, std::chrono::milliseconds(1));
@@ -100,14 +105,37 @@ error_code ServerCore::listen(const asio::ip::tcp::endpoint& endpoint) {
     if (!self) return std::nullopt;
     return self->watched();
   };
-  std::lock_guard lock(mu_);
-  // The checks walk every connection under mu_: they run on the executor.
-  close_task_ = std::make_shared<CloseTimerTask>(provider, tick, ex_);
-  close_task_->start(timer_);
-  if (options_.send_heartbeats) {
-    heartbeat_task_ = std::make_shared<HeartbeatTimerTask>(provider, tick, ex_);
-    heartbeat_task_->start(timer_);
+  {
+    std::lock_guard lock(mu_);
+    // The checks walk every connection under mu_: they run on the executor.
+    close_task_ = std::make_shared<CloseTimerTask>(provider, tick, ex_);
+    close_task_->start(timer_);
+    if (options_.send_heartbeats) {
+      heartbeat_task_ = std::make_shared<HeartbeatTimerTask>(provider, tick, ex_);
+      heartbeat_task_->start(timer_);
+    }
   }
+  if (!options_.announcer) return {};
+  // Announced once listening: the announcer bounds its own wait.
+  auto promise = std::make_shared<std::promise<std::pair<error_code, std::string>>>();
+  auto answer = promise->get_future();
+  options_.announcer->announce(acceptor_->local_endpoint(), [promise](error_code ec, std::string why) {
+    promise->set_value({ec, std::move(why)});
+  });
+  if (answer.wait_for(std::chrono::seconds(0)) != std::future_status::ready && runs_in_this_thread(ex_)) {
+    options_.announcer->withdraw([](error_code, std::string) {});
+    stop();
+    message = "Server::listen with an announcer that does not answer at once (e.g. check = true) cannot wait on a "
+              "thread that runs the server's executor: call it from another thread";
+    return make_error_code(errc::bad_request);
+  }
+  auto [ec, why] = answer.get();
+  if (ec) {
+    stop();
+    message = why.empty() ? ec.message() : why;
+    return ec;
+  }
+  announced_.store(true);
   return {};
 }
 
@@ -327,13 +355,34 @@ void ServerCore::stop(bool flush) {
   // posting to the executor: wait for it, so the executor may be destroyed
   // once stop() returns. Later ones see the gate closed and do nothing.
   timer_work_.close_and_wait();
+  if (announced_.exchange(false)) withdraw({});  // not waited for
   // stop() during a graceful shutdown ends it: its handler completes, aborted.
-  if (draining_.load() && !shutdown_finished_.exchange(true)) {
+  if (shutdown_started_.load() && !shutdown_finished_.exchange(true)) {
     complete_later(ex_, take_shutdown_handler(), asio::error::operation_aborted);
   }
 }
 
+void ServerCore::withdraw(std::function<void()> done) {
+  options_.announcer->withdraw([done = std::move(done)](error_code ec, std::string why) {
+    if (ec) logger()->warn("withdrawing the server's announcement failed: {}", why.empty() ? ec.message() : why);
+    if (done) done();
+  });
+}
+
 namespace {
+// The end of the unregister grace: posts the drain (the wheel only decides).
+struct GraceTask {
+  std::weak_ptr<ServerCore> core;
+  std::chrono::milliseconds drain_timeout;
+  void operator()() const {
+    auto self = core.lock();
+    if (!self) return;
+    WorkGate::Scope in(self->timer_work());
+    if (!in) return;  // stopped meanwhile
+    asio::post(self->executor(), [self, d = drain_timeout] { self->begin_drain(d); });
+  }
+};
+
 // The drain timeout: posts the end of the shutdown (the wheel only decides).
 struct DrainTimeoutTask {
   std::weak_ptr<ServerCore> core;
@@ -358,24 +407,49 @@ void ServerCore::start_shutdown(std::chrono::milliseconds drain_timeout,
       std::lock_guard conns(mu_);
       stopped = stopped_;
     }
-    if (!stopped && !draining_.load()) {
+    if (!stopped && !shutdown_started_.load()) {
       first = true;
       // Not `shutdown_handler_ = std::move(handler)`: Boost 1.81's move
       // assignment of any_completion_handler wraps the handler in itself.
       shutdown_handler_.swap(handler);
-      draining_.store(true);  // from now on every new request is refused
+      shutdown_started_.store(true);
     }
   }
   if (!first) {  // a second shutdown, or one after stop(): nothing to wait for
     complete_later(ex_, std::move(handler), {});
     return;
   }
+  drain_timeout = std::max(drain_timeout, std::chrono::milliseconds(1));
+  if (!announced_.exchange(false)) {
+    begin_drain(drain_timeout);
+    return;
+  }
+  // Withdrawn first; then serving on for the grace, so clients see it leave
+  // before it refuses anything; then the drain.
+  const auto grace = options_.unregister_grace;
+  logger()->info("shutting down: withdrawing the announcement, then serving for {} ms more", grace.count());
+  withdraw([weak = weak_from_this(), grace, drain_timeout] {
+    auto self = weak.lock();
+    if (!self) return;
+    std::error_code tec;
+    if (grace.count() > 0) {
+      std::lock_guard lock(self->shutdown_mu_);
+      if (!self->shutdown_finished_.load()) {
+        self->drain_timeout_ = self->timer_.new_timeout(GraceTask{weak, drain_timeout}, grace, tec);
+        if (!tec) return;
+      }
+    }
+    asio::post(self->ex_, [self, drain_timeout] { self->begin_drain(drain_timeout); });
+  });
+}
+
+void ServerCore::begin_drain(std::chrono::milliseconds drain_timeout) {
+  if (shutdown_finished_.load() || draining_.exchange(true)) return;  // from now on every new request is refused
   if (acceptor_) acceptor_->close();
   std::error_code tec;
   {
     std::lock_guard lock(shutdown_mu_);
-    drain_timeout_ = timer_.new_timeout(DrainTimeoutTask{weak_from_this()},
-                                        std::max(drain_timeout, std::chrono::milliseconds(1)), tec);
+    drain_timeout_ = timer_.new_timeout(DrainTimeoutTask{weak_from_this()}, drain_timeout, tec);
   }
   logger()->info("shutting down: {} calls in flight, drain timeout {} ms", in_flight(), drain_timeout.count());
   // A request counts itself before it reads draining_: one that check_drained()
@@ -517,7 +591,13 @@ Server::Server(asio::any_io_executor ex, timer::Timer& timer, ServerOptions opti
 Server::~Server() { stop(); }
 
 void Server::handle(std::string method, Handler handler) { core_->handle(std::move(method), std::move(handler)); }
-error_code Server::listen(const asio::ip::tcp::endpoint& endpoint) { return core_->listen(endpoint); }
+error_code Server::listen(const asio::ip::tcp::endpoint& endpoint) {
+  std::string message;
+  return core_->listen(endpoint, message);
+}
+error_code Server::listen(const asio::ip::tcp::endpoint& endpoint, std::string& message) {
+  return core_->listen(endpoint, message);
+}
 asio::ip::tcp::endpoint Server::local_endpoint() const { return core_->local_endpoint(); }
 void Server::stop() { core_->stop(); }
 void Server::start_shutdown(std::chrono::milliseconds drain_timeout,

@@ -112,7 +112,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
       : ex_(std::move(ex)), timer_(timer), options_(std::move(options)) {}
 
   void handle(std::string method, Server::Handler handler);
-  boost::system::error_code listen(const boost::asio::ip::tcp::endpoint& endpoint);
+  boost::system::error_code listen(const boost::asio::ip::tcp::endpoint& endpoint, std::string& message);
   boost::asio::ip::tcp::endpoint local_endpoint() const;
   void stop();
   /// `flush`: connections close once their queued replies are written (at
@@ -121,6 +121,10 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   static constexpr std::chrono::milliseconds kFlushLimit{1000};
   void start_shutdown(std::chrono::milliseconds drain_timeout,
                       boost::asio::any_completion_handler<Server::ShutdownSignature> handler);
+  /// The drain phase of a graceful shutdown (after the withdraw and its
+  /// grace): stops accepting, refuses new requests, waits for the calls in
+  /// flight up to `drain_timeout`. Any thread but the timer's worker.
+  void begin_drain(std::chrono::milliseconds drain_timeout);
   /// Ends a graceful shutdown (once): stop(), then the handler with `ec`.
   /// Runs on the executor.
   void finish_shutdown(boost::system::error_code ec);
@@ -155,6 +159,8 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
 
  private:
   void on_accept(boost::asio::ip::tcp::socket socket);
+  /// Asks the announcer to withdraw the server (`done` may be empty).
+  void withdraw(std::function<void()> done);
 
   boost::asio::any_io_executor ex_;
   timer::Timer& timer_;
@@ -180,8 +186,10 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   // Graceful shutdown. Each connection's context counts its requests not yet
   // answered (from receipt until the slot completes): no counter shared by
   // all connections on the request path.
-  std::atomic<bool> draining_{false};
+  std::atomic<bool> shutdown_started_{false};  // async_shutdown began (withdraw, grace, drain)
+  std::atomic<bool> draining_{false};          // new requests are refused
   std::atomic<bool> shutdown_finished_{false};
+  std::atomic<bool> announced_{false};         // the announcer announced us and was not asked to withdraw
   std::mutex shutdown_mu_;  // guards the two below
   boost::asio::any_completion_handler<Server::ShutdownSignature> shutdown_handler_;
   timer::Timeout drain_timeout_;

@@ -3,6 +3,7 @@
 /// default and who may override it.
 
 #include <chrono>
+#include <memory>
 #include <cstddef>
 #include <optional>
 #include <string_view>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include <wheelrpc/rpc/backoff.h>
+#include <wheelrpc/rpc/announcer.h>
 #include <wheelrpc/timer/clock.h>
 #include <wheelrpc/transport/channel_options.h>
 #include <wheelrpc/transport/frame.h>
@@ -227,6 +229,15 @@ struct ServerOptions {
   /// The time source of server-side deadlines (the clock the shared timer
   /// reads; see ClientOptions::clock). nullptr (default) = steady_clock.
   const timer::Clock* clock = nullptr;
+
+  /// Announces the server once it listens, and withdraws it first when it
+  /// shuts down (e.g. wheelrpc::registry::announcer). nullptr (default): none.
+  std::shared_ptr<ServiceAnnouncer> announcer;
+
+  /// A graceful shutdown of an announced server withdraws it, then serves on
+  /// (and accepts) for this long, so clients see it leave before it stops
+  /// taking calls. Default 2 s; 0 = none.
+  std::chrono::milliseconds unregister_grace{2000};
 };
 
 /// Checks a call's options: the problem ("CallOptions::retries must be 0 ..

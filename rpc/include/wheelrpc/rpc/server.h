@@ -123,20 +123,30 @@ class Server {
   void handle(std::string method, Handler handler);
 
   /// Binds and listens (port 0 picks a free port), then accepts connections.
-  /// A failure is returned, not logged (above debug level): the caller reports it.
+  /// With ServerOptions::announcer, then announces the bound address and
+  /// waits for the announcer's answer (which it bounds by its own deadline):
+  /// if it fails, the server stops listening and listen fails with its
+  /// error. Called on a thread that runs the server's executor, listen cannot
+  /// wait: an announcer that does not answer at once fails it
+  /// (errc::bad_request). A failure is returned, not logged (above debug
+  /// level): the caller reports it; `message` (second overload) gets the
+  /// full text, e.g. the announcer's reason.
   boost::system::error_code listen(const boost::asio::ip::tcp::endpoint& endpoint);
+  boost::system::error_code listen(const boost::asio::ip::tcp::endpoint& endpoint, std::string& message);
   /// The bound endpoint.
   boost::asio::ip::tcp::endpoint local_endpoint() const;
 
   /// Stops accepting and closes every connection; replies still pending are
-  /// dropped. Returns once none of the server's deadline or timer-task
+  /// dropped. An announced server is withdrawn, without waiting. Returns once none of the server's deadline or timer-task
   /// callbacks is still running on the timer's worker. Idempotent. Must not
   /// be called from inside a timer task.
   void stop();
 
   /// Completion signature of async_shutdown.
   using ShutdownSignature = void(boost::system::error_code);
-  /// Graceful stop. At once: stops accepting (new connects are refused), and
+  /// Graceful stop. An announced server (ServerOptions::announcer) is first
+  /// withdrawn, and serves on for ServerOptions::unregister_grace, so its
+  /// clients see it leave. Then: stops accepting (new connects are refused), and
   /// every request that arrives from then on is refused unprocessed with
   /// Status::shutting_down (its caller sees errc::unavailable, which clients
   /// retry on another provider). The calls in flight run on, for at most
