@@ -16,7 +16,10 @@ namespace wheelrpc::examples::load {
 
 /// One field per flag (see usage() in flags.cc for the flags' text).
 struct Config {
-  std::vector<boost::asio::ip::tcp::endpoint> servers;  ///< --server, in order
+  std::vector<boost::asio::ip::tcp::endpoint> servers;  ///< --server, in order, when every one is an IP literal
+  std::vector<std::string> server_targets;              ///< --server as given (resolved when one is a name)
+  std::string registry;                                 ///< --registry: etcd endpoints, or empty
+  std::string service;                                  ///< --service (with --registry)
   std::optional<std::uint64_t> calls;                   ///< --calls: this many in total, or
   std::optional<double> duration_s;                     ///< --duration-s: for this long
   std::size_t concurrency = 1;                          ///< --concurrency: calls in flight at once

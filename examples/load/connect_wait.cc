@@ -8,10 +8,12 @@ namespace wheelrpc::examples::load {
 
 bool connections_settled(const std::vector<rpc::ProviderStats>& providers) {
   const auto ready_or_failed = [](const rpc::ProviderStats& p) { return p.ready || !p.last_error.empty(); };
-  return std::all_of(providers.begin(), providers.end(), ready_or_failed);
+  // None yet: a provider source (names, a registry) has not reported a set.
+  return !providers.empty() && std::all_of(providers.begin(), providers.end(), ready_or_failed);
 }
 
 std::string not_ready_text(const std::vector<rpc::ProviderStats>& providers) {
+  if (providers.empty()) return "no provider known yet";
   std::string text;
   for (const auto& p : providers) {
     if (p.ready) continue;

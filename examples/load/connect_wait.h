@@ -14,7 +14,8 @@
 
 namespace wheelrpc::examples::load {
 
-/// True when the calls may start: every server is ready or has failed a
+/// True when the calls may start: the client knows at least one server (a
+/// provider source may not have reported any yet) and every server is ready or has failed a
 /// connect attempt (it is being retried, and a call that waited for it would
 /// only measure the wait; with none ready the calls fail at once, as they
 /// would for any user of the client).

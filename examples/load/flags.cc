@@ -1,5 +1,6 @@
 // The load generator's flags (Config) and usage text.
 #include <algorithm>
+#include <cctype>
 #include <exception>
 #include <string>
 
@@ -17,14 +18,20 @@ namespace asio = boost::asio;
 
 /// The usage text (--help).
 constexpr const char* kUsage =
-    "usage: echo_client --server HOST:PORT[,HOST:PORT...] (--calls N | --duration-s S)\n"
+    "usage: echo_client (--server HOST:PORT[,HOST:PORT...] | --registry etcd://HOST:PORT[,...] --service NAME)\n"
+    "                   (--calls N | --duration-s S)\n"
     "                   [--concurrency C] [--timeout-ms T] [--payload-bytes B]\n"
     "                   [--method echo|sleep] [--sleep-ms X] [--report-interval-ms I]\n"
     "                   [--json] [--heartbeat-ms H] [--idle-timeout-ms I]\n"
     "                   [--retries N] [--idempotent] [--lb round_robin|least_active|p2c]\n"
     "                   [--hedge-ms H] [--fail-on-error]\n"
     "  --server          servers to call, chosen per attempt by --lb\n"
-    "                    (e.g. 127.0.0.1:7001,127.0.0.1:7002)\n"
+    "                    (e.g. 127.0.0.1:7001,127.0.0.1:7002); host names are resolved,\n"
+    "                    every address a name has is a server, and names are resolved\n"
+    "                    again every 30 s and after a failed connect\n"
+    "  --registry URL    follow the providers of --service in etcd instead\n"
+    "                    (etcd://127.0.0.1:2379[,HOST:PORT...])\n"
+    "  --service NAME    the service to follow (with --registry)\n"
     "  --calls N         issue N calls in total, or\n"
     "  --duration-s S    keep issuing for S seconds (decimals allowed)\n"
     "  --concurrency C   calls in flight at once (default 1)\n"
@@ -65,21 +72,41 @@ std::optional<double> parse_seconds(const std::string& text) {
   }
 }
 
-/// "a:1,b:2" -> endpoints; the bad entry in `bad` on failure.
-bool parse_servers(const std::string& list, std::vector<asio::ip::tcp::endpoint>& out, std::string& bad) {
+/// "HOST:PORT" with a host name (no IP literal): a non-empty host of
+/// letters, digits, '-' and '.', and a port 1..65535.
+bool is_host_port(const std::string& item) {
+  const auto colon = item.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  const std::string host = item.substr(0, colon), port = item.substr(colon + 1);
+  const bool host_ok = std::all_of(host.begin(), host.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.';
+  });
+  if (!host_ok || port.empty() || port.size() > 5) return false;
+  if (!std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
+  const long n = std::stol(port);
+  return n >= 1 && n <= 65535;
+}
+
+/// "a:1,b:2" -> endpoints (IP literals and localhost) and `targets` (every
+/// item as given, for resolution when one is a host name); the bad entry in
+/// `bad` on failure.
+bool parse_servers(const std::string& list, std::vector<asio::ip::tcp::endpoint>& out,
+                   std::vector<std::string>& targets, std::string& bad) {
   std::size_t start = 0;
   while (start <= list.size()) {
     const std::size_t comma = std::min(list.find(',', start), list.size());
     const std::string item = list.substr(start, comma - start);
     asio::ip::tcp::endpoint ep;
-    if (!wheelrpc::transport::parse_endpoint(item, ep) || ep.port() == 0) {
+    if (wheelrpc::transport::parse_endpoint(item, ep) && ep.port() != 0) {
+      out.push_back(ep);
+    } else if (!is_host_port(item)) {
       bad = item;
       return false;
     }
-    out.push_back(ep);
+    targets.push_back(item);
     start = comma + 1;
   }
-  return !out.empty();
+  return !targets.empty();
 }
 
 constexpr long long kDayMs = 86'400'000;
@@ -110,10 +137,22 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
       .add_value("--server",
                  [&](const std::string& value) -> Problem {
                    std::string bad;
-                   if (parse_servers(value, cfg.servers, bad)) return std::nullopt;
+                   if (parse_servers(value, cfg.servers, cfg.server_targets, bad)) return std::nullopt;
                    return "invalid server endpoint '" + bad +
-                          "': expected HOST:PORT with an IPv4/IPv6 literal or localhost and a port 1..65535, "
-                          "e.g. 127.0.0.1:7001 or [::1]:7001";
+                          "': expected HOST:PORT with a host name or an IPv4/IPv6 literal and a port 1..65535, "
+                          "e.g. 127.0.0.1:7001, [::1]:7001 or echo.example.com:7001";
+                 })
+      .add_value("--registry",
+                 [&](const std::string& value) -> Problem {
+                   if (value.empty()) return "expected etcd://HOST:PORT[,HOST:PORT...]";
+                   cfg.registry = value;
+                   return std::nullopt;
+                 })
+      .add_value("--service",
+                 [&](const std::string& value) -> Problem {
+                   if (value.empty()) return "expected a service name";
+                   cfg.service = value;
+                   return std::nullopt;
                  })
       .add_number("--calls", 1, 1'000'000'000'000LL, [&](long long v) { cfg.calls = static_cast<std::uint64_t>(v); })
       .add_value("--duration-s",
@@ -153,7 +192,13 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
                   "0 = no hedging");
   if (const auto status = flags.parse(argc, argv)) return status;
 
-  if (cfg.servers.empty()) return flags.usage_error("--server is required");
+  if (cfg.server_targets.empty() == cfg.registry.empty()) {
+    return flags.usage_error("give exactly one of --server and --registry");
+  }
+  if (!cfg.registry.empty() && cfg.service.empty()) return flags.usage_error("--registry needs --service");
+  if (cfg.registry.empty() && !cfg.service.empty()) return flags.usage_error("--service needs --registry");
+  // Every target an IP literal (or localhost): a fixed list, no resolution.
+  if (cfg.servers.size() != cfg.server_targets.size()) cfg.servers.clear();
   if (cfg.calls.has_value() == cfg.duration_s.has_value()) {
     return flags.usage_error("give exactly one of --calls and --duration-s");
   }

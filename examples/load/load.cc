@@ -15,8 +15,8 @@ namespace wheelrpc::examples::load {
 namespace asio = boost::asio;
 using boost::system::error_code;
 
-Load::Load(const Config& cfg, asio::io_context& io, rpc::Client& client)
-    : cfg_(cfg), io_(io), client_(client), report_timer_(io), end_timer_(io), drain_timer_(io),
+Load::Load(const Config& cfg, asio::io_context& io, rpc::Client& client, std::function<void()> after_close)
+    : cfg_(cfg), io_(io), client_(client), after_close_(std::move(after_close)), report_timer_(io), end_timer_(io), drain_timer_(io),
       signals_(io, SIGINT, SIGTERM), connect_wait_(io, client) {}
 
 void Load::start() {
@@ -167,6 +167,10 @@ void Load::report() {
   Progress p;
   p.elapsed = now - start_;
   p.in_flight = in_flight_;
+  const auto providers = client_.providers();
+  history_.update(providers);
+  p.providers_now = static_cast<std::size_t>(
+      std::count_if(providers.begin(), providers.end(), [](const rpc::ProviderStats& x) { return !x.removed; }));
   if (!cfg_.json) {
     const double dt = std::chrono::duration<double>(now - last_report_at_).count();
     p.ok_per_s = dt > 0 ? static_cast<double>(tally_.ok - last_report_ok_) / dt : 0;
@@ -197,13 +201,15 @@ void Load::finish() {
   s.elapsed_s = std::max(std::chrono::duration<double>(end - start_).count(), 1e-9);
   s.lost = in_flight_;
   s.stats = client_.stats();
-  s.providers = client_.providers();
+  history_.update(client_.providers());
+  s.providers = history_.all();
   print_summary(cfg_, tally_, s);
   const bool failed = cfg_.fail_on_error && tally_.total_errors() > 0;
   exit_status_ = s.lost > 0 || tally_.completed_twice > 0 || failed ? 1 : 0;
   // Fails whatever is still pending (errc::cancelled) and releases the
   // io_context, so run() returns.
   client_.close();
+  if (after_close_) after_close_();
 }
 
 }  // namespace wheelrpc::examples::load

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 
 #include "load/config.h"
 #include "load/connect_wait.h"
+#include "load/provider_history.h"
 #include "load/tally.h"
 
 namespace wheelrpc::examples::load {
@@ -35,7 +37,9 @@ namespace wheelrpc::examples::load {
 /// must be called there too.
 class Load {
  public:
-  Load(const Config& cfg, boost::asio::io_context& io, rpc::Client& client);
+  /// `after_close` (optional) runs once the client is closed (e.g. closes the
+  /// registry the client followed).
+  Load(const Config& cfg, boost::asio::io_context& io, rpc::Client& client, std::function<void()> after_close = {});
 
   /// Starts connecting; the clock and the calls start once the connections
   /// are ready (or ConnectWait::kBound passed).
@@ -62,6 +66,8 @@ class Load {
   const Config& cfg_;
   boost::asio::io_context& io_;
   rpc::Client& client_;
+  std::function<void()> after_close_;
+  ProviderHistory history_;
   boost::asio::steady_timer report_timer_, end_timer_, drain_timer_;
   boost::asio::signal_set signals_;
   ConnectWait connect_wait_;

@@ -1,13 +1,19 @@
 // echo_client, a load generator for echo_server: keeps C calls in flight
 // (closed loop) and reports what happened to every one of them.
 //
-//   echo_client --server HOST:PORT[,HOST:PORT...] (--calls N | --duration-s S)
+//   echo_client (--server HOST:PORT[,HOST:PORT...] | --registry etcd://H:P[,...] --service NAME)
+//               (--calls N | --duration-s S)
 //               [--concurrency C] [--timeout-ms T] [--payload-bytes B]
 //               [--method echo|sleep] [--sleep-ms X] [--report-interval-ms I]
 //               [--json] [--heartbeat-ms H] [--idle-timeout-ms I]
 //               [--retries N] [--idempotent] [--lb round_robin|least_active|p2c]
 //               [--hedge-ms H] [--fail-on-error]
 //   echo_client --help            (the usage text, on stdout)
+//
+// --server takes IP literals (a fixed list) or host names (resolved, every
+// address a provider, resolved again periodically and after failed
+// connects); --registry follows --service's providers in etcd as they come
+// and go.
 //
 // Before its clock and its first call start, it connects and waits until each
 // server is ready or failed a connect attempt (at most 10 s; "echo_client: no
@@ -31,20 +37,29 @@
 // summary printed as usual. A second one exits at once, without a summary,
 // with status 128 + the signal (130 for SIGINT).
 //
-// With --json, one line per interval {"t_ms":..,"ok":..,"errors":{..}}
-// (cumulative) and a final summary line, which also carries the client's
-// attempts, retries, hedges and budget refusals, the load balancing policy and
-// per server {"peer","attempts","failures"}; otherwise readable progress
+// With --json, one line per interval {"t_ms":..,"ok":..,"errors":{..},
+// "providers_now":N} (cumulative) and a final summary line, which also
+// carries the client's attempts, retries, hedges and budget refusals, the load
+// balancing policy and, for every provider ever in the set,
+// {"peer","attempts","failures","removed"}; otherwise readable progress
 // lines, a summary (the same counters included) and the first few distinct
 // error messages.
 //
 // The files: config.h and flags.cc (the flags), connect_wait.h/.cc (the wait
 // for the connections), load.h/.cc (the loop of calls), tally.h/.cc (counting
 // outcomes), report.h/.cc (the output).
+#include <cstdio>
+#include <stdexcept>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
+#include <memory>
+
+#include <wheelrpc/registry/etcd_registry.h>
+#include <wheelrpc/registry/rpc_binding.h>
 #include <wheelrpc/rpc/client.h>
+#include <wheelrpc/rpc/provider_source.h>
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 
 #include "load/config.h"
@@ -59,15 +74,32 @@ namespace rpc = wheelrpc::rpc;
 using wheelrpc::examples::load::Config;
 
 int run(const Config& cfg) {
-  wheelrpc::examples::install_loggers({"wheelrpc.rpc", "wheelrpc.transport", "wheelrpc.timer"});
+  wheelrpc::examples::install_loggers({"wheelrpc.rpc", "wheelrpc.transport", "wheelrpc.timer", "wheelrpc.registry"});
   asio::io_context io(1);
-  wheelrpc::timer::HashedWheelTimer timer;  // must outlive the client
+  wheelrpc::timer::HashedWheelTimer timer;  // must outlive the client and the registry
   rpc::ClientOptions options;
   options.heartbeat = cfg.heartbeat;
   options.idle_timeout = cfg.idle_timeout;
   options.load_balance = cfg.load_balance;
-  rpc::Client client(io.get_executor(), timer, cfg.servers, options);
-  wheelrpc::examples::load::Load load(cfg, io, client);
+  std::shared_ptr<wheelrpc::registry::EtcdRegistry> registry;
+  std::shared_ptr<rpc::ProviderSource> source;
+  if (!cfg.registry.empty()) {
+    try {
+      registry = wheelrpc::registry::EtcdRegistry::create(io.get_executor(), timer, cfg.registry);
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "echo_client: --registry: %s\n", e.what());
+      return 2;
+    }
+    source = wheelrpc::registry::provider_source(registry, cfg.service);
+  } else if (cfg.servers.empty()) {
+    source = rpc::resolved_providers(io.get_executor(), timer, cfg.server_targets);
+  } else {
+    source = rpc::static_providers(cfg.servers);
+  }
+  rpc::Client client(io.get_executor(), timer, source, options);
+  wheelrpc::examples::load::Load load(cfg, io, client, [&registry] {
+    if (registry) registry->close();
+  });
   asio::post(io, [&load] { load.start(); });
   io.run();
   return load.exit_status();

@@ -21,11 +21,14 @@ json::object errors_json(const Tally& tally) {
   return o;
 }
 
-/// [{"peer":"ip:port","attempts":N,"failures":N},...], in --server order.
+/// [{"peer":"ip:port","attempts":N,"failures":N,"removed":B},...]: every
+/// provider ever in the set, in the order first seen (--server order for a
+/// fixed list); "removed": it is no longer in the set.
 json::array providers_json(const std::vector<rpc::ProviderStats>& providers) {
   json::array a;
   for (const auto& p : providers) {
-    a.push_back(json::object{{"peer", p.peer}, {"attempts", p.attempts}, {"failures", p.failures}});
+    a.push_back(
+        json::object{{"peer", p.peer}, {"attempts", p.attempts}, {"failures", p.failures}, {"removed", p.removed}});
   }
   return a;
 }
@@ -40,12 +43,14 @@ void print_progress(const Config& cfg, const Tally& tally, const Progress& p) {
         .num("t_ms", static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(p.elapsed).count()))
         .num("ok", static_cast<ull>(tally.ok))
         .value("errors", errors_json(tally))
+        .num("providers_now", p.providers_now)
         .print();
     return;
   }
-  std::printf("[%6.1f s] %llu ok, %llu failed, %zu in flight, %.0f ok calls/s, %llu connects\n",
+  std::printf("[%6.1f s] %llu ok, %llu failed, %zu in flight, %.0f ok calls/s, %llu connects, %zu providers\n",
               std::chrono::duration<double>(p.elapsed).count(), static_cast<ull>(tally.ok),
-              static_cast<ull>(tally.total_errors()), p.in_flight, p.ok_per_s, static_cast<ull>(p.connects));
+              static_cast<ull>(tally.total_errors()), p.in_flight, p.ok_per_s, static_cast<ull>(p.connects),
+              p.providers_now);
   std::fflush(stdout);
 }
 
@@ -97,8 +102,8 @@ void print_summary(const Config& cfg, const Tally& tally, const Summary& s) {
               static_cast<ull>(s.stats.attempts), static_cast<ull>(s.stats.retries), static_cast<ull>(s.stats.hedges),
               static_cast<ull>(s.stats.budget_refusals), lb);
   for (const auto& p : s.providers) {
-    std::printf("  provider %s: %llu attempts, %llu failed\n", p.peer.c_str(), static_cast<ull>(p.attempts),
-                static_cast<ull>(p.failures));
+    std::printf("  provider %s: %llu attempts, %llu failed%s\n", p.peer.c_str(), static_cast<ull>(p.attempts),
+                static_cast<ull>(p.failures), p.removed ? " (left the set)" : "");
   }
   if (!tally.first_messages.empty()) {
     std::printf("  first distinct errors:\n");

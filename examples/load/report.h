@@ -20,10 +20,12 @@ struct Progress {
   std::size_t in_flight = 0;
   double ok_per_s = 0;         ///< successful calls per second since the previous line
   std::uint64_t connects = 0;  ///< connections made so far (ClientStats::connects)
+  std::size_t providers_now = 0;  ///< providers in the client's set now
 };
 
-/// JSON: {"t_ms":..,"ok":..,"errors":{..}} (cumulative); text: one line with
-/// the counts, the rate and the connects.
+/// JSON: {"t_ms":..,"ok":..,"errors":{..},"providers_now":N} (cumulative
+/// counts); text: one line with the counts, the rate, the connects and the
+/// providers now.
 void print_progress(const Config& cfg, const Tally& tally, const Progress& p);
 
 /// What the summary shows besides the tally.
@@ -31,7 +33,7 @@ struct Summary {
   double elapsed_s = 0;  ///< from the first call to the last completion
   std::uint64_t lost = 0;  ///< calls that never completed
   rpc::ClientStats stats;
-  std::vector<rpc::ProviderStats> providers;
+  std::vector<rpc::ProviderStats> providers;  ///< every provider ever in the set (ProviderHistory)
 };
 
 /// JSON: one line with every counter (README.md lists the fields); text: the
