@@ -7,20 +7,30 @@
 //
 //   echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H] [--idle-timeout-ms I]
 //               [--drain-timeout-ms D]
+//               [--registry etcd://HOST:PORT[,...] --service NAME [--lease-ttl-s N]
+//                [--registry-check] [--unregister-grace-ms G]]
 //   echo_server --help
 //
 // Port 0 picks a free port. The first line on stdout is exactly
-// "listening on HOST:PORT". SIGINT or SIGTERM shuts the server down gracefully
-// (Server::async_shutdown: new requests refused, calls in flight finish for at
-// most D ms, then the connections close); a second signal closes at once. It
+// "listening on HOST:PORT". With --registry it registers NAME at that address
+// in etcd (one lease, renewed every N / 3 s) and prints
+// "registered NAME at IP:PORT" each time the registration is in etcd, or
+// "registration pending: REASON" while it is being retried. SIGINT or SIGTERM
+// shuts the server down gracefully (Server::async_shutdown: unregistered
+// first, serving on for G ms so clients see it leave; then new requests
+// refused, calls in flight finish for at most D ms, then the connections
+// close); a second signal closes at once. It
 // then prints its counters on stderr and exits 0. Exit status 1 when it
 // cannot listen (one line on stderr, "echo_server: cannot listen on ..."), 2 on
 // a usage error (one line on stderr, ending "(see --help)"). --help prints the
 // usage on stdout and exits 0.
+#include <wheelrpc/registry/etcd_registry.h>
+#include <wheelrpc/registry/rpc_binding.h>
 #include <wheelrpc/rpc/server.h>
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 #include <wheelrpc/transport/connector.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -66,12 +76,19 @@ struct Config {
   std::chrono::milliseconds heartbeat{15000};
   std::chrono::milliseconds idle_timeout{0};
   std::chrono::milliseconds drain_timeout{5000};
+  std::string registry;  // etcd endpoints, or empty
+  std::string service;
+  std::chrono::seconds lease_ttl{10};
+  bool registry_check = false;
+  std::chrono::milliseconds unregister_grace{2000};
 };
 
 /// The usage text (--help).
 constexpr const char* kUsage =
     "usage: echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H] [--idle-timeout-ms I]\n"
     "                   [--drain-timeout-ms D]\n"
+    "                   [--registry etcd://HOST:PORT[,HOST:PORT...] --service NAME [--lease-ttl-s N]\n"
+    "                    [--registry-check] [--unregister-grace-ms G]]\n"
     "  --port P          TCP port to listen on, 0..65535 (0 = pick a free one)\n"
     "  --host A          address to bind (IPv4/IPv6 literal or localhost; default 127.0.0.1)\n"
     "  --threads N       threads running the io_context, 1..256 (default 1)\n"
@@ -80,10 +97,20 @@ constexpr const char* kUsage =
     "                    (default 0 = 3 x the agreed heartbeat; never below 2 x it)\n"
     "  --drain-timeout-ms D  on SIGINT/SIGTERM, let calls in flight finish for at most\n"
     "                    D ms, 0..3600000 (default 5000; 0 = close at once)\n"
+    "  --registry URL    register in etcd (etcd://127.0.0.1:2379[,HOST:PORT...])\n"
+    "  --service NAME    the service name to register (with --registry)\n"
+    "  --lease-ttl-s N   lease TTL of the registration, 2..3600 s (default 10)\n"
+    "  --registry-check  fail (exit 1) unless the registration is in etcd within 5 s;\n"
+    "                    without it the server serves and keeps retrying\n"
+    "  --unregister-grace-ms G  on SIGINT/SIGTERM, serve for G ms after unregistering,\n"
+    "                    so clients see it leave, 0..600000 (default 2000)\n"
     "  -h, --help        print this text and exit 0\n"
     "Flags take their value as --flag V or --flag=V.\n"
     "Methods: echo (returns the payload), sleep (payload = milliseconds; replies \"slept\").\n"
-    "SIGINT or SIGTERM shuts down gracefully: no new connections, new requests refused\n"
+    "With --registry: prints \"registered NAME at IP:PORT\" once the registration is in\n"
+    "etcd, \"registration pending: REASON\" while it is retried.\n"
+    "SIGINT or SIGTERM shuts down gracefully: unregistered first (then G ms of grace),\n"
+    "then no new connections, new requests refused\n"
     "(clients retry them elsewhere), calls in flight finish (up to --drain-timeout-ms);\n"
     "a second signal closes at once.\n"
     "Exit status: 0 after SIGINT or SIGTERM, 1 if it cannot listen, 2 usage error.\n";
@@ -111,9 +138,30 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
       .add_number("--idle-timeout-ms", 1, 86'400'000,
                   [&](long long v) { cfg.idle_timeout = std::chrono::milliseconds(v); })
       .add_number("--drain-timeout-ms", 0, 3'600'000,
-                  [&](long long v) { cfg.drain_timeout = std::chrono::milliseconds(v); });
+                  [&](long long v) { cfg.drain_timeout = std::chrono::milliseconds(v); })
+      .add_value("--registry",
+                 [&](const std::string& value) -> std::optional<std::string> {
+                   if (value.empty()) return "expected etcd://HOST:PORT[,HOST:PORT...]";
+                   cfg.registry = value;
+                   return std::nullopt;
+                 })
+      .add_value("--service",
+                 [&](const std::string& value) -> std::optional<std::string> {
+                   wheelrpc::registry::ServiceInstance probe;
+                   probe.service = value;
+                   probe.endpoint = "127.0.0.1:1";
+                   if (auto why = probe.invalid_reason(); !why.empty()) return why;
+                   cfg.service = value;
+                   return std::nullopt;
+                 })
+      .add_number("--lease-ttl-s", 2, 3600, [&](long long v) { cfg.lease_ttl = std::chrono::seconds(v); })
+      .add_switch("--registry-check", [&] { cfg.registry_check = true; })
+      .add_number("--unregister-grace-ms", 0, 600'000,
+                  [&](long long v) { cfg.unregister_grace = std::chrono::milliseconds(v); });
   if (const auto status = flags.parse(argc, argv)) return status;
   if (!cfg.port_given) return flags.usage_error("--port is required");
+  if (!cfg.registry.empty() && cfg.service.empty()) return flags.usage_error("--registry needs --service");
+  if (cfg.registry.empty() && !cfg.service.empty()) return flags.usage_error("--service needs --registry");
   return std::nullopt;
 }
 
@@ -178,7 +226,7 @@ void register_methods(rpc::Server& server, asio::io_context& io, SleepTimers& sl
 
 
 int run(const Config& cfg) {
-  wheelrpc::examples::install_loggers({"wheelrpc.rpc", "wheelrpc.transport", "wheelrpc.timer"});
+  wheelrpc::examples::install_loggers({"wheelrpc.rpc", "wheelrpc.transport", "wheelrpc.timer", "wheelrpc.registry"});
 
   asio::ip::tcp::endpoint endpoint;  // --host was checked by parse_args
   if (!wheelrpc::transport::parse_endpoint(cfg.host + ":" + std::to_string(cfg.port), endpoint)) {
@@ -191,13 +239,72 @@ int run(const Config& cfg) {
   rpc::ServerOptions options;
   options.heartbeat = cfg.heartbeat;
   options.close_timeout = cfg.idle_timeout;
+  options.unregister_grace = cfg.unregister_grace;
+  std::shared_ptr<wheelrpc::registry::EtcdRegistry> registry;
+  // Set before listen, which is what starts the registration.
+  std::atomic<rpc::Server*> server_ptr{nullptr};
+  if (!cfg.registry.empty()) {
+    wheelrpc::registry::EtcdRegistryOptions ro;
+    ro.lease_ttl = cfg.lease_ttl;
+    try {
+      registry = wheelrpc::registry::EtcdRegistry::create(io.get_executor(), timer, cfg.registry, ro);
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "echo_server: --registry: %s (see --help)\n", e.what());
+      return 2;
+    }
+    wheelrpc::registry::ServiceInstance instance;
+    instance.service = cfg.service;  // the endpoint: the address it listens on
+    wheelrpc::registry::AnnounceOptions ao;
+    ao.check = cfg.registry_check;
+    ao.on_state = [service = cfg.service, &server_ptr](const error_code& ec, const std::string& why) {
+      // The contract lines (scripts wait for them).
+      if (!ec) {
+        // The address registered: where it listens, 127.0.0.1 for "any".
+        auto at = server_ptr.load()->local_endpoint();
+        if (at.address().is_unspecified()) at.address(asio::ip::make_address("127.0.0.1"));
+        std::printf("registered %s at %s\n", service.c_str(), endpoint_text(at).c_str());
+      } else {
+        std::printf("registration pending: %s\n", why.empty() ? ec.message().c_str() : why.c_str());
+      }
+      std::fflush(stdout);
+    };
+    options.announcer = wheelrpc::registry::announcer(registry, std::move(instance), std::move(ao));
+  }
   rpc::Server server(io.get_executor(), timer, options);
+  server_ptr = &server;
   register_methods(server, io, sleeps);
 
+  // The io threads run before listen: an announcer (--registry-check) needs
+  // them to reach etcd while listen waits.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop_requested = false;
+  int threads_running = cfg.threads;
+  auto work = asio::make_work_guard(io);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < cfg.threads; ++i) {
+    threads.emplace_back([&] {
+      io.run();
+      std::lock_guard lock(mu);
+      --threads_running;
+      cv.notify_all();
+    });
+  }
+  auto close_registry = [&] {
+    if (registry) registry->close();  // revokes the lease: every key of ours goes at once
+  };
+  auto join_all = [&] {
+    work.reset();
+    for (auto& t : threads) t.join();
+  };
+
   // The one report of this error: the library returns it without logging it.
-  if (const error_code ec = server.listen(endpoint)) {
-    std::fprintf(stderr, "echo_server: cannot listen on %s: %s\n", endpoint_text(endpoint).c_str(),
-                 ec.message().c_str());
+  std::string why;
+  if (const error_code ec = server.listen(endpoint, why)) {
+    std::fprintf(stderr, "echo_server: cannot listen on %s: %s\n", endpoint_text(endpoint).c_str(), why.c_str());
+    server.stop();
+    close_registry();
+    join_all();
     return 1;
   }
   std::printf("listening on %s\n", endpoint_text(server.local_endpoint()).c_str());
@@ -205,14 +312,10 @@ int run(const Config& cfg) {
 
   // Shutdown: a graceful stop of the server (see the top), then cancel what
   // sleeps are left; the io threads then run out of work and return.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool stop_requested = false;
-  int threads_running = cfg.threads;
-  auto work = asio::make_work_guard(io);
   asio::signal_set signals(io, SIGINT, SIGTERM);
   auto stopped = [&] {
     sleeps.cancel_all();
+    close_registry();
     error_code ignored;
     signals.cancel(ignored);  // the wait for a second signal: nothing else may hold the io_context
     work.reset();
@@ -244,16 +347,6 @@ int run(const Config& cfg) {
       stopped();
     });
   });
-
-  std::vector<std::thread> threads;
-  for (int i = 0; i < cfg.threads; ++i) {
-    threads.emplace_back([&] {
-      io.run();
-      std::lock_guard lock(mu);
-      --threads_running;
-      cv.notify_all();
-    });
-  }
 
   bool forced = false;
   {
