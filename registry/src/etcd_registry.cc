@@ -127,6 +127,17 @@ void EtcdRegistryImpl::close() {
     for (auto& [id, sub] : index_) sub->cancelled.store(true, std::memory_order_release);
     index_.clear();
   }
+  // Pending call_after() deadlines run now rather than outlive the registry
+  // on the timer.
+  std::map<std::uint64_t, After> afters;
+  {
+    std::lock_guard l(after_mu_);
+    afters.swap(afters_);
+  }
+  for (auto& [id, a] : afters) {
+    a.timeout.cancel();
+    asio::post(strand(), std::move(a.fn));
+  }
   asio::post(strand(), [self = shared_from_this()] { self->do_close(); });
 }
 
@@ -166,12 +177,39 @@ void EtcdRegistryImpl::do_close() {
 }
 
 bool EtcdRegistryImpl::call_after(std::chrono::milliseconds delay, std::function<void()> fn) {
+  std::lock_guard l(after_mu_);
+  if (closed()) {
+    // Closed: the deadline is not kept for later; it runs now, on the strand.
+    asio::post(strand(), std::move(fn));
+    return true;
+  }
+  const std::uint64_t id = ++next_after_;
   std::error_code ec;
-  // Captures the strand, not this: runs after close() too (its caller's
-  // deadline must fire), and the timer's worker only posts.
-  client_->timer().new_timeout(
-      [strand = strand(), fn = std::move(fn)]() mutable { asio::post(strand, std::move(fn)); }, delay, ec);
-  return !ec;
+  auto timeout = client_->timer().new_timeout(
+      [w = weak_from_this(), id] {
+        if (auto self = w.lock()) self->after_due(id);
+      },
+      delay, ec);
+  if (ec) return false;
+  afters_.emplace(id, After{timeout, std::move(fn)});
+  return true;
+}
+
+void EtcdRegistryImpl::after_due(std::uint64_t id) {
+  // The timer's worker only posts.
+  asio::post(strand(), [self = shared_from_this(), id] { self->run_after(id); });
+}
+
+void EtcdRegistryImpl::run_after(std::uint64_t id) {
+  std::function<void()> fn;
+  {
+    std::lock_guard l(after_mu_);
+    auto it = afters_.find(id);
+    if (it == afters_.end()) return;
+    fn = std::move(it->second.fn);
+    afters_.erase(it);
+  }
+  fn();
 }
 
 RegistryStats EtcdRegistryImpl::stats() const {

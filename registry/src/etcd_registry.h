@@ -54,6 +54,8 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
   void retry_subscribe(SubscriptionId id);
   void finish_unsubscribe(SubscriptionId id);
   void send_keepalive(std::int64_t lease);
+  /// A call_after() deadline expired (on the timer's worker): posts its function.
+  void after_due(std::uint64_t id);
 
  private:
   struct Registration {
@@ -139,6 +141,16 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
   std::atomic<bool> closed_{false};
   std::atomic<std::int64_t> lease_public_{0};
   std::atomic<SubscriptionId> next_sub_{1};
+
+  // call_after() entries, until they run or close() runs them early.
+  struct After {
+    timer::Timeout timeout;
+    std::function<void()> fn;
+  };
+  std::mutex after_mu_;
+  std::map<std::uint64_t, After> afters_;  // guarded by after_mu_
+  std::uint64_t next_after_ = 0;           // guarded by after_mu_
+  void run_after(std::uint64_t id);
 
   mutable std::mutex stats_mu_;
   RegistryStats stats_;  // guarded by stats_mu_

@@ -82,8 +82,9 @@ class Registry {
   /// registered keys disappear at once. Idempotent.
   virtual void close() = 0;
   /// Runs `fn` once, `delay` from now (on the registry's timer), on the
-  /// registry's strand, never on the timer's worker; also after close(), as
-  /// long as the timer runs. For deadlines on the registry's clock (the
+  /// registry's strand, never on the timer's worker. close() runs pending
+  /// ones at once (and later calls run `fn` at once): nothing waits on the
+  /// timer for a closed registry. For deadlines on the registry's clock (the
   /// announcer's check). Returns false if it cannot (the timer stopped; the
   /// default for registries without a timer): `fn` then never runs.
   virtual bool call_after(std::chrono::milliseconds delay, std::function<void()> fn) {
