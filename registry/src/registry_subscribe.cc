@@ -115,12 +115,12 @@ void EtcdRegistryImpl::on_watch(SubscriptionId id, std::uint64_t gen, error_code
     start_watch(*sub);
     return;
   }
+  count_request(true);  // the watch was never confirmed, or broke at once
   subscription_failed(*sub, ec, "watch of " + sub->prefix + " from revision " + std::to_string(sub->revision + 1) +
                                     " failed: " + ec.message());
 }
 
 void EtcdRegistryImpl::subscription_failed(Subscription& sub, error_code ec, const std::string& why) {
-  count_request(true);
   (void)ec;
   if (sub.retry == 0) sub.retry = schedule_retry<FailedSubscribedTask>(sub.id);
   logger()->warn("subscription {}: {}; the last known set stands; retry in ~{} ms", sub.prefix, why,
