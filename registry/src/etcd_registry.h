@@ -13,8 +13,10 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include <boost/asio/strand.hpp>
 
@@ -62,10 +64,9 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
     ServiceInstance instance;
     std::string value;  // instance.to_json()
     RegistrationListener listener;
-    std::uint64_t gen = 0;        // bumped by each register_instance of the key
+    std::uint64_t gen = 0;        // from next_gen_, new for each register_instance
     bool registered = false;      // put confirmed under lease_
-    bool put_in_flight = false;
-    bool put_again = false;       // changed while a put was in flight
+    bool put_again = false;       // to put once the key's write in flight ends
     std::uint64_t retry = 0;      // pending FailedRegisteredTask, 0: none
     bool reported = false;        // a state was reported to the listener
     boost::system::error_code last_ec;
@@ -122,7 +123,10 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
   void registration_failed(const std::string& key, boost::system::error_code ec, const std::string& why);
   void report(Registration& r, boost::system::error_code ec, const std::string& why);
   void do_unregister(const std::string& key, std::function<void(boost::system::error_code)> done);
-  void send_delete(const std::string& key, std::function<void(boost::system::error_code)> done);
+  using DeleteDone = std::function<void(boost::system::error_code)>;
+  void send_delete(const std::string& key, std::vector<DeleteDone> dones);
+  /// After a key's write ended: the deferred delete or put, if any.
+  void after_write(const std::string& key);
   void update_registered_now();
 
   // registry_subscribe.cc
@@ -165,6 +169,12 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
   timer::Timeout keepalive_;
   std::map<std::string, Registration> regs_;
   std::map<std::string, std::uint64_t> unreg_retries_;  // key -> pending FailedUnregisteredTask
+  // One write (put or delete) per key in flight at a time, so two requests on
+  // separate connections can never land in the wrong order; what comes
+  // meanwhile waits: a put as Registration::put_again, a delete here.
+  std::set<std::string> writing_;
+  std::map<std::string, std::vector<DeleteDone>> deferred_deletes_;
+  std::uint64_t next_gen_ = 0;
   std::map<SubscriptionId, std::shared_ptr<Subscription>> subs_;
   std::unordered_map<std::uint64_t, timer::Timeout> retries_;  // pending retry tasks by id
   std::uint64_t next_retry_ = 0;

@@ -58,7 +58,7 @@ void EtcdRegistryImpl::on_granted(error_code ec, const std::string& why, std::in
     const std::string detail = "lease grant failed: " + (why.empty() ? ec.message() : why);
     logger()->warn("{}; {} registration(s) wait for a retry", detail, regs_.size());
     for (auto& [key, r] : regs_) {
-      if (!r.registered && !r.put_in_flight && r.retry == 0) registration_failed(key, ec, detail);
+      if (!r.registered && !writing_.contains(key) && r.retry == 0) registration_failed(key, ec, detail);
     }
     return;
   }

@@ -31,6 +31,14 @@ void EtcdRegistryImpl::do_register(ServiceInstance instance, RegistrationListene
     cancel_retry(it->second);
     unreg_retries_.erase(it);
   }
+  if (auto it = deferred_deletes_.find(key); it != deferred_deletes_.end()) {
+    // An unregister still waiting for a put to land: superseded, never sent.
+    auto dones = std::move(it->second);
+    deferred_deletes_.erase(it);
+    for (auto& d : dones) {
+      if (d) d(boost::asio::error::operation_aborted);
+    }
+  }
   auto& r = regs_[key];
   cancel_retry(r.retry);
   r.value = instance.to_json();
@@ -39,7 +47,7 @@ void EtcdRegistryImpl::do_register(ServiceInstance instance, RegistrationListene
     r.listener = std::move(listener);
     r.reported = false;
   }
-  ++r.gen;
+  r.gen = ++next_gen_;
   logger()->info("register {}", key);
   put_registration(key);
 }
@@ -53,11 +61,11 @@ void EtcdRegistryImpl::put_registration(const std::string& key) {
     ensure_lease();  // every registration is put once the lease is granted
     return;
   }
-  if (r.put_in_flight) {
+  if (writing_.contains(key)) {
     r.put_again = true;
     return;
   }
-  r.put_in_flight = true;
+  writing_.insert(key);
   r.put_again = false;
   count_request(false);
   op_put(*client_, key, r.value, lease_,
@@ -70,18 +78,17 @@ void EtcdRegistryImpl::put_registration(const std::string& key) {
 void EtcdRegistryImpl::on_put(const std::string& key, std::uint64_t gen, std::int64_t lease, error_code ec,
                               const std::string& why) {
   assert(strand().running_in_this_thread());
+  writing_.erase(key);
   if (ec) count_request(true);
   if (closed()) return;
   auto it = regs_.find(key);
   if (it == regs_.end()) {
-    // Unregistered while the put was in flight: its delete may have landed first.
-    if (!ec) send_delete(key, {});
+    after_write(key);  // unregistered while the put was in flight: its delete goes now
     return;
   }
   auto& r = it->second;
-  r.put_in_flight = false;
-  if (lease != lease_) {
-    put_registration(key);  // the lease changed meanwhile: put under the one in force
+  if (lease != lease_ || r.gen != gen || r.put_again) {
+    put_registration(key);  // the lease or the value changed meanwhile: put what is in force
     return;
   }
   if (ec) {
@@ -90,10 +97,6 @@ void EtcdRegistryImpl::on_put(const std::string& key, std::uint64_t gen, std::in
       return;
     }
     registration_failed(key, ec, why.empty() ? ec.message() : why);
-    return;
-  }
-  if (r.gen != gen || r.put_again) {
-    put_registration(key);
     return;
   }
   const bool was = r.registered;
@@ -135,7 +138,7 @@ void EtcdRegistryImpl::report(Registration& r, error_code ec, const std::string&
   }
 }
 
-void EtcdRegistryImpl::do_unregister(const std::string& key, std::function<void(error_code)> done) {
+void EtcdRegistryImpl::do_unregister(const std::string& key, DeleteDone done) {
   assert(strand().running_in_this_thread());
   if (closed()) {
     if (done) done(boost::asio::error::operation_aborted);
@@ -151,17 +154,27 @@ void EtcdRegistryImpl::do_unregister(const std::string& key, std::function<void(
     unreg_retries_.erase(it);
   }
   logger()->info("unregister {}", key);
-  send_delete(key, std::move(done));
+  if (writing_.contains(key)) {
+    deferred_deletes_[key].push_back(std::move(done));  // after the write in flight
+    return;
+  }
+  std::vector<DeleteDone> dones;
+  dones.push_back(std::move(done));
+  send_delete(key, std::move(dones));
 }
 
-void EtcdRegistryImpl::send_delete(const std::string& key, std::function<void(error_code)> done) {
+void EtcdRegistryImpl::send_delete(const std::string& key, std::vector<DeleteDone> dones) {
+  assert(!writing_.contains(key));
+  writing_.insert(key);
   count_request(false);
   op_delete(*client_, key,
-            [self = shared_from_this(), key, done = std::move(done)](error_code ec, const std::string& why,
-                                                                     DeleteResult) {
+            [self = shared_from_this(), key, dones = std::move(dones)](error_code ec, const std::string& why,
+                                                                       DeleteResult) {
+              self->writing_.erase(key);
               if (ec) {
                 self->count_request(true);
-                if (!self->closed() && !self->regs_.contains(key) && !self->unreg_retries_.contains(key)) {
+                if (!self->closed() && !self->regs_.contains(key) && !self->unreg_retries_.contains(key) &&
+                    !self->deferred_deletes_.contains(key)) {
                   logger()->warn("unregister {} failed: {}; retry in ~{} ms", key, why.empty() ? ec.message() : why,
                                  self->options_.retry_period.count());
                   self->unreg_retries_[key] = self->schedule_retry<FailedUnregisteredTask>(std::string(key));
@@ -170,13 +183,33 @@ void EtcdRegistryImpl::send_delete(const std::string& key, std::function<void(er
                 self->update_stats([](RegistryStats& s) { ++s.unregistrations; });
                 SPDLOG_LOGGER_DEBUG(logger(), "unregistered {}", key);
               }
-              if (done) done(ec);
+              for (const auto& d : dones) {
+                if (d) d(ec);
+              }
+              if (!self->closed()) self->after_write(key);
             });
+}
+
+void EtcdRegistryImpl::after_write(const std::string& key) {
+  assert(!writing_.contains(key));
+  if (regs_.contains(key)) {
+    put_registration(key);  // registered again while a delete was in flight
+    return;
+  }
+  if (auto it = deferred_deletes_.find(key); it != deferred_deletes_.end()) {
+    auto dones = std::move(it->second);
+    deferred_deletes_.erase(it);
+    send_delete(key, std::move(dones));
+  }
 }
 
 void EtcdRegistryImpl::retry_unregister(const std::string& key) {
   unreg_retries_.erase(key);
   if (regs_.contains(key)) return;  // registered again meanwhile
+  if (writing_.contains(key)) {
+    deferred_deletes_[key];  // after the write in flight, without a completion
+    return;
+  }
   send_delete(key, {});
 }
 

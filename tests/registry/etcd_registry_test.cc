@@ -169,6 +169,33 @@ TEST_F(EtcdRegistryTest, ARegisterSupersedesAPendingUnregisterRetry) {
   EXPECT_EQ(reg->stats().unregistrations, 0u);  // the delete was never sent again
 }
 
+TEST_F(EtcdRegistryTest, RegisterAndUnregisterInQuickSuccessionEndInTheLastStateAsked) {
+  auto reg = make();
+  auto log = SetLog::make();
+  reg->subscribe("echo", SetLog::listener(log));
+  // One write per key in flight: a delete can never overtake the put before it.
+  for (int i = 0; i < 5; ++i) {
+    reg->register_instance(instance("echo", "127.0.0.1:7001"));
+    reg->unregister_instance("echo", "127.0.0.1:7001");
+  }
+  reg->register_instance(instance("echo", "127.0.0.1:7001"));
+  ASSERT_TRUE(wait_until([&] { return reg->stats().registered_now == 1 && has_keys(1); }, 20s));
+  ASSERT_TRUE(wait_until([&] { return log->last_is({"127.0.0.1:7001"}); }, 20s));
+  for (int i = 0; i < 5; ++i) {
+    reg->unregister_instance("echo", "127.0.0.1:7001");
+    reg->register_instance(instance("echo", "127.0.0.1:7001"));
+  }
+  auto [ec, unused] = await<int>([&](auto h) {
+    reg->unregister_instance("echo", "127.0.0.1:7001", [h](error_code e) { h(e, 0); });
+  });
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_TRUE(has_keys(0));
+  ASSERT_TRUE(wait_until([&] { return log->last_is({}); }, 20s));
+  // No put still in flight lands afterwards.
+  EXPECT_FALSE(wait_until([&] { return !has_keys(0); }, 1s));
+  EXPECT_TRUE(log->only_changes());
+}
+
 TEST_F(EtcdRegistryTest, CloseRevokesTheLeaseSoTheKeysGoAtOnce) {
   auto o = fast_options();
   o.lease_ttl = 60s;  // expiry cannot be what removes them
