@@ -5,6 +5,7 @@
 /// FailbackRegistry behaviour: failed operations are retried on the shared
 /// HashedWheelTimer, never thrown at the caller.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -80,6 +81,17 @@ class Registry {
   /// and revokes the lease (best effort, bounded by the request timeout) so
   /// registered keys disappear at once. Idempotent.
   virtual void close() = 0;
+  /// Runs `fn` once, `delay` from now (on the registry's timer), on the
+  /// registry's strand, never on the timer's worker. close() runs pending
+  /// ones at once (and later calls run `fn` at once): nothing waits on the
+  /// timer for a closed registry. For deadlines on the registry's clock (the
+  /// announcer's check). Returns false if it cannot (the timer stopped; the
+  /// default for registries without a timer): `fn` then never runs.
+  virtual bool call_after(std::chrono::milliseconds delay, std::function<void()> fn) {
+    (void)delay;
+    (void)fn;
+    return false;
+  }
 };
 
 }  // namespace wheelrpc::registry

@@ -1,0 +1,184 @@
+#pragma once
+// EtcdRegistryImpl: the state and logic behind EtcdRegistry. Everything here
+// runs on one strand (the etcd client's); the public methods only post there.
+// Split by concept: etcd_registry.cc (life, public methods, retries, stats),
+// registry_lease.cc (the one lease), registry_register.cc (register and
+// unregister), registry_subscribe.cc (range + watch per subscription).
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/strand.hpp>
+
+#include <wheelrpc/registry/etcd_registry.h>
+
+#include "etcd_client.h"
+#include "provider_set.h"
+
+namespace wheelrpc::registry::detail {
+
+class AbstractRetryTask;
+
+class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
+ public:
+  using Strand = EtcdClient::Strand;
+
+  EtcdRegistryImpl(std::shared_ptr<EtcdClient> client, EtcdRegistryOptions options);
+
+  // Public operations: any thread; they post to the strand.
+  void register_instance(ServiceInstance instance, RegistrationListener listener);
+  void unregister_instance(const std::string& service, const std::string& endpoint,
+                           std::function<void(boost::system::error_code)> done);
+  SubscriptionId subscribe(std::string service, ProviderListener listener);
+  void unsubscribe(SubscriptionId id);
+  void close();
+  bool call_after(std::chrono::milliseconds delay, std::function<void()> fn);
+  RegistryStats stats() const;
+  std::int64_t lease_id() const noexcept { return lease_public_.load(std::memory_order_acquire); }
+  bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
+  const Strand& strand() const noexcept { return client_->strand(); }
+
+  // Called by the timer tasks, on the strand.
+  /// True (and forgets it) if retry `id` is still pending.
+  bool take_retry(std::uint64_t id);
+  void retry_register(const std::string& key);
+  void retry_unregister(const std::string& key);
+  void retry_subscribe(SubscriptionId id);
+  void finish_unsubscribe(SubscriptionId id);
+  void send_keepalive(std::int64_t lease);
+  /// A call_after() deadline expired (on the timer's worker): posts its function.
+  void after_due(std::uint64_t id);
+
+ private:
+  struct Registration {
+    ServiceInstance instance;
+    std::string value;  // instance.to_json()
+    RegistrationListener listener;
+    std::uint64_t gen = 0;        // from next_gen_, new for each register_instance
+    bool registered = false;      // put confirmed under lease_
+    bool put_again = false;       // to put once the key's write in flight ends
+    std::uint64_t retry = 0;      // pending FailedRegisteredTask, 0: none
+    bool reported = false;        // a state was reported to the listener
+    boost::system::error_code last_ec;
+  };
+
+  struct Subscription {
+    Subscription(SubscriptionId i, std::string svc, std::string pfx, ProviderListener l)
+        : id(i), service(svc), prefix(std::move(pfx)), listener(std::move(l)), set(std::move(svc)) {}
+    SubscriptionId id;
+    std::string service;
+    std::string prefix;
+    ProviderListener listener;
+    std::atomic<bool> cancelled{false};  // set by unsubscribe() at once, from any thread
+    // Strand only:
+    ProviderSet set;
+    std::optional<std::vector<ServiceInstance>> delivered;
+    std::int64_t revision = 0;   // last revision seen (read or event)
+    bool need_read = true;       // no successful read yet, or compacted
+    std::shared_ptr<EtcdWatch> watch;
+    std::uint64_t watch_gen = 0;
+    bool watch_created = false;
+    std::chrono::steady_clock::time_point watch_started;
+    std::uint64_t retry = 0;     // pending FailedSubscribedTask
+  };
+
+  // etcd_registry.cc
+  std::string key_of(const std::string& service, const std::string& endpoint) const;
+  template <class Task, class Arg>
+  std::uint64_t schedule_retry(Arg arg);
+  void cancel_retry(std::uint64_t& id);
+  std::chrono::nanoseconds jittered(std::chrono::milliseconds period);
+  template <class F>
+  void update_stats(F f) {
+    std::lock_guard l(stats_mu_);
+    f(stats_);
+  }
+  void count_request(bool failed);
+  void do_close();
+
+  // registry_lease.cc
+  void ensure_lease();
+  void on_granted(boost::system::error_code ec, const std::string& why, std::int64_t id);
+  void on_keepalive(std::int64_t lease, boost::system::error_code ec, const std::string& why,
+                    std::chrono::seconds ttl);
+  void schedule_keepalive(std::int64_t lease, std::chrono::nanoseconds delay);
+  void lease_lost(std::int64_t lease, const std::string& why);
+  void set_lease(std::int64_t id);
+
+  // registry_register.cc
+  void do_register(ServiceInstance instance, RegistrationListener listener);
+  void put_registration(const std::string& key);
+  void on_put(const std::string& key, std::uint64_t gen, std::int64_t lease, boost::system::error_code ec,
+              const std::string& why);
+  void registration_failed(const std::string& key, boost::system::error_code ec, const std::string& why);
+  void report(Registration& r, boost::system::error_code ec, const std::string& why);
+  void do_unregister(const std::string& key, std::function<void(boost::system::error_code)> done);
+  using DeleteDone = std::function<void(boost::system::error_code)>;
+  void send_delete(const std::string& key, std::vector<DeleteDone> dones);
+  /// After a key's write ended: the deferred delete or put, if any.
+  void after_write(const std::string& key);
+  void update_registered_now();
+
+  // registry_subscribe.cc
+  void start_subscription(std::shared_ptr<Subscription> sub);
+  void read_prefix(Subscription& sub);
+  void on_read(SubscriptionId id, boost::system::error_code ec, const std::string& why, const RangeResult& r);
+  void start_watch(Subscription& sub);
+  void on_watch(SubscriptionId id, std::uint64_t gen, boost::system::error_code ec, const WatchResponse& resp);
+  void subscription_failed(Subscription& sub, boost::system::error_code ec, const std::string& why);
+  void deliver(Subscription& sub);
+  void end_subscription(SubscriptionId id);
+  Subscription* find_subscription(SubscriptionId id);
+
+  std::shared_ptr<EtcdClient> client_;
+  const EtcdRegistryOptions options_;
+  std::atomic<bool> closed_{false};
+  std::atomic<std::int64_t> lease_public_{0};
+  std::atomic<SubscriptionId> next_sub_{1};
+
+  // call_after() entries, until they run or close() runs them early.
+  struct After {
+    timer::Timeout timeout;
+    std::function<void()> fn;
+  };
+  std::mutex after_mu_;
+  std::map<std::uint64_t, After> afters_;  // guarded by after_mu_
+  std::uint64_t next_after_ = 0;           // guarded by after_mu_
+  void run_after(std::uint64_t id);
+
+  mutable std::mutex stats_mu_;
+  RegistryStats stats_;  // guarded by stats_mu_
+
+  // Lookup of live subscriptions for unsubscribe() from any thread.
+  std::mutex index_mu_;
+  std::map<SubscriptionId, std::shared_ptr<Subscription>> index_;  // guarded by index_mu_
+
+  // Strand only:
+  std::int64_t lease_ = 0;  // 0: none
+  bool granting_ = false;
+  timer::Timeout keepalive_;
+  std::map<std::string, Registration> regs_;
+  std::map<std::string, std::uint64_t> unreg_retries_;  // key -> pending FailedUnregisteredTask
+  // One write (put or delete) per key in flight at a time, so two requests on
+  // separate connections can never land in the wrong order; what comes
+  // meanwhile waits: a put as Registration::put_again, a delete here.
+  std::set<std::string> writing_;
+  std::map<std::string, std::vector<DeleteDone>> deferred_deletes_;
+  std::uint64_t next_gen_ = 0;
+  std::map<SubscriptionId, std::shared_ptr<Subscription>> subs_;
+  std::unordered_map<std::uint64_t, timer::Timeout> retries_;  // pending retry tasks by id
+  std::uint64_t next_retry_ = 0;
+  std::minstd_rand rng_;
+};
+
+}  // namespace wheelrpc::registry::detail

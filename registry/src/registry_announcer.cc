@@ -1,0 +1,129 @@
+// announcer(): a Server's registration, with Dubbo's `check`.
+
+#include <mutex>
+
+#include <boost/asio/error.hpp>
+#include <spdlog/spdlog.h>
+
+#include <wheelrpc/registry/errc.h>
+#include <wheelrpc/registry/rpc_binding.h>
+
+#include "endpoint_address.h"
+#include "log.h"
+
+namespace wheelrpc::registry {
+using boost::system::error_code;
+
+namespace {
+
+// One announce's completion, shared by the registration listener and the
+// check deadline: whichever comes first completes `done`, exactly once.
+struct PendingAnnounce {
+  std::mutex mu;
+  rpc::ServiceAnnouncer::Done done;  // guarded by mu; empty once completed
+  std::string last_why;              // guarded by mu: the last failure heard
+
+  rpc::ServiceAnnouncer::Done take() {
+    std::lock_guard l(mu);
+    return std::move(done);
+  }
+};
+
+class RegistryAnnouncer final : public rpc::ServiceAnnouncer {
+ public:
+  RegistryAnnouncer(std::shared_ptr<Registry> registry, ServiceInstance instance, AnnounceOptions options)
+      : registry_(std::move(registry)), instance_(std::move(instance)), options_(std::move(options)) {}
+
+  void announce(const boost::asio::ip::tcp::endpoint& endpoint, Done done) override {
+    ServiceInstance inst;
+    {
+      std::lock_guard l(mu_);
+      if (instance_.endpoint.empty()) instance_.endpoint = detail::format_endpoint(detail::announceable(endpoint));
+      inst = instance_;
+      announced_ = true;
+    }
+    if (auto reason = inst.invalid_reason(); !reason.empty()) {
+      done(make_error_code(boost::system::errc::invalid_argument), "cannot announce: " + reason);
+      return;
+    }
+    const std::string what = "registration of '" + inst.service + "' at " + inst.endpoint;
+    if (!options_.check) {
+      registry_->register_instance(inst, options_.on_state);
+      done({}, {});
+      return;
+    }
+    auto pending = std::make_shared<PendingAnnounce>();
+    pending->done = std::move(done);
+    registry_->register_instance(inst, [pending, on_state = options_.on_state](error_code ec, const std::string& why) {
+      if (on_state) on_state(ec, why);
+      Done d;
+      {
+        std::lock_guard l(pending->mu);
+        if (ec) {
+          pending->last_why = why.empty() ? ec.message() : why;
+          return;
+        }
+        d = std::move(pending->done);
+      }
+      if (d) d({}, {});
+    });
+    const auto limit = options_.check_timeout;
+    std::weak_ptr<Registry> weak = registry_;
+    const bool timed = registry_->call_after(limit, [pending, weak, inst, what, limit] {
+      std::string last;
+      {
+        std::lock_guard l(pending->mu);
+        last = pending->last_why;
+      }
+      auto d = pending->take();
+      if (!d) return;  // confirmed in time
+      // Check failed: the registration is withdrawn, its retry cancelled.
+      if (auto r = weak.lock()) r->unregister_instance(inst.service, inst.endpoint);
+      const std::string msg = what + " not confirmed within " + std::to_string(limit.count()) + " ms: " +
+                              (last.empty() ? "no answer from etcd yet" : last);
+      detail::logger()->error("{}", msg);
+      d(make_error_code(errc::timeout), msg);
+    });
+    if (!timed) {
+      if (auto d = pending->take()) {
+        registry_->unregister_instance(inst.service, inst.endpoint);
+        d(make_error_code(errc::unavailable), what + ": the registry cannot time the check (timer stopped?)");
+      }
+    }
+  }
+
+  void withdraw(Done done) override {
+    ServiceInstance inst;
+    {
+      std::lock_guard l(mu_);
+      if (!announced_) {
+        done({}, {});
+        return;
+      }
+      announced_ = false;
+      inst = instance_;
+    }
+    const std::string what = "unregister of '" + inst.service + "' at " + inst.endpoint;
+    registry_->unregister_instance(inst.service, inst.endpoint, [done = std::move(done), what](error_code ec) {
+      if (!ec) return done({}, {});
+      if (ec == boost::asio::error::operation_aborted) return done(ec, what + ": the registry is closed");
+      done(ec, what + " failed (retried in the background): " + ec.message());
+    });
+  }
+
+ private:
+  std::shared_ptr<Registry> registry_;
+  std::mutex mu_;
+  ServiceInstance instance_;  // guarded by mu_
+  bool announced_ = false;    // guarded by mu_
+  const AnnounceOptions options_;
+};
+
+}  // namespace
+
+std::shared_ptr<rpc::ServiceAnnouncer> announcer(std::shared_ptr<Registry> registry, ServiceInstance instance,
+                                                 AnnounceOptions options) {
+  return std::make_shared<RegistryAnnouncer>(std::move(registry), std::move(instance), std::move(options));
+}
+
+}  // namespace wheelrpc::registry

@@ -1,0 +1,69 @@
+// provider_source(): a Client's providers from a registry subscription.
+
+#include <mutex>
+
+#include <spdlog/spdlog.h>
+
+#include <wheelrpc/registry/rpc_binding.h>
+
+#include "endpoint_address.h"
+#include "log.h"
+
+namespace wheelrpc::registry {
+namespace {
+
+// start → subscribe, stop → unsubscribe; each set the subscription reports is
+// converted to endpoints and reported whole (possibly empty). The listener
+// runs on the registry's strand, so never concurrently with itself.
+class RegistryProviderSource final : public rpc::ProviderSource {
+ public:
+  RegistryProviderSource(std::shared_ptr<Registry> registry, std::string service)
+      : registry_(std::move(registry)), service_(std::move(service)) {}
+
+  ~RegistryProviderSource() override { stop(); }
+
+  void start(Listener listener) override {
+    std::lock_guard l(mu_);
+    if (started_) return;
+    started_ = true;
+    id_ = registry_->subscribe(service_, [listener = std::move(listener), service = service_](
+                                             const std::vector<ServiceInstance>& providers) {
+      std::vector<boost::asio::ip::tcp::endpoint> eps;
+      eps.reserve(providers.size());
+      for (const auto& p : providers) {
+        std::string why;
+        if (auto ep = detail::parse_ip_endpoint(p.endpoint, why)) {
+          eps.push_back(*ep);
+        } else {
+          detail::logger()->warn("etcd service '{}': provider skipped: {}", service, why);
+        }
+      }
+      listener({}, std::move(eps), {});
+    });
+  }
+
+  void stop() override {
+    std::lock_guard l(mu_);
+    if (!started_ || stopped_) return;
+    stopped_ = true;
+    registry_->unsubscribe(id_);
+  }
+
+  std::string describe() const override { return "etcd service '" + service_ + "'"; }
+
+ private:
+  std::shared_ptr<Registry> registry_;
+  std::string service_;
+  std::mutex mu_;
+  bool started_ = false;  // guarded by mu_
+  bool stopped_ = false;  // guarded by mu_
+  SubscriptionId id_ = 0;  // guarded by mu_
+};
+
+}  // namespace
+
+std::shared_ptr<rpc::ProviderSource> provider_source(std::shared_ptr<Registry> registry, std::string service) {
+  return std::make_shared<RegistryProviderSource>(std::move(registry), std::move(service));
+}
+
+}  // namespace wheelrpc::registry
