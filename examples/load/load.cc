@@ -168,7 +168,6 @@ void Load::report() {
   p.elapsed = now - start_;
   p.in_flight = in_flight_;
   const auto providers = client_.providers();
-  history_.update(providers);
   p.providers_now = static_cast<std::size_t>(
       std::count_if(providers.begin(), providers.end(), [](const rpc::ProviderStats& x) { return !x.removed; }));
   if (!cfg_.json) {
@@ -201,8 +200,7 @@ void Load::finish() {
   s.elapsed_s = std::max(std::chrono::duration<double>(end - start_).count(), 1e-9);
   s.lost = in_flight_;
   s.stats = client_.stats();
-  history_.update(client_.providers());
-  s.providers = history_.all();
+  s.providers = client_.providers();  // those that left included
   print_summary(cfg_, tally_, s);
   const bool failed = cfg_.fail_on_error && tally_.total_errors() > 0;
   exit_status_ = s.lost > 0 || tally_.completed_twice > 0 || failed ? 1 : 0;

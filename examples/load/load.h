@@ -16,7 +16,6 @@
 
 #include "load/config.h"
 #include "load/connect_wait.h"
-#include "load/provider_history.h"
 #include "load/tally.h"
 
 namespace wheelrpc::examples::load {
@@ -67,7 +66,6 @@ class Load {
   boost::asio::io_context& io_;
   rpc::Client& client_;
   std::function<void()> after_close_;
-  ProviderHistory history_;
   boost::asio::steady_timer report_timer_, end_timer_, drain_timer_;
   boost::asio::signal_set signals_;
   ConnectWait connect_wait_;

@@ -33,7 +33,7 @@ struct Summary {
   double elapsed_s = 0;  ///< from the first call to the last completion
   std::uint64_t lost = 0;  ///< calls that never completed
   rpc::ClientStats stats;
-  std::vector<rpc::ProviderStats> providers;  ///< every provider ever in the set (ProviderHistory)
+  std::vector<rpc::ProviderStats> providers;  ///< every provider ever in the set (Client::providers(), those that left included)
 };
 
 /// JSON: one line with every counter (README.md lists the fields); text: the

@@ -848,6 +848,8 @@ std::vector<ProviderStats> ClientCore::providers() const {
                                 c->failures.load(std::memory_order_relaxed), c->last_error,
                                 c->retired.load(std::memory_order_relaxed)});
   }
+  std::lock_guard set_lock(set_mu_);
+  for (const auto& ep : left_order_) out.push_back(left_.at(ep));
   return out;
 }
 

@@ -213,6 +213,14 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   // Guarded by set_mu_: providers that left the set and still drain.
   std::map<boost::asio::ip::tcp::endpoint, std::shared_ptr<ClientConnection>> retiring_;
   std::uint64_t next_seed_ = 1;  // guarded by set_mu_
+  // Guarded by set_mu_: the counters of providers that left and were closed
+  // (at most kLeftKept, the oldest dropped), handed back to a connection to
+  // the same endpoint if it joins again, so per-provider counts never drop.
+  static constexpr std::size_t kLeftKept = 1024;
+  std::map<boost::asio::ip::tcp::endpoint, ProviderStats> left_;
+  std::vector<boost::asio::ip::tcp::endpoint> left_order_;
+  /// Keeps `conn`'s counters in left_ (set_mu_ held).
+  void remember_left(const ClientConnection& conn);
   std::atomic<bool> started_{false};  // a call or connect() came: new providers connect at once
   std::unique_ptr<LoadBalancer> balancer_;
   RetryBudget budget_;

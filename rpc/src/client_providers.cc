@@ -87,9 +87,29 @@ void ClientCore::on_source_report(error_code ec, std::vector<tcp::endpoint> endp
   if (check_waiting) fail_fast_waiting();
 }
 
+void ClientCore::remember_left(const ClientConnection& conn) {
+  auto& entry = left_[conn.endpoint()];
+  if (entry.peer.empty()) left_order_.push_back(conn.endpoint());
+  entry.peer = conn.peer();
+  entry.attempts = conn.attempts.load(std::memory_order_relaxed);
+  entry.failures = conn.failures.load(std::memory_order_relaxed);
+  entry.removed = true;
+  if (left_order_.size() > kLeftKept) {
+    left_.erase(left_order_.front());
+    left_order_.erase(left_order_.begin());
+  }
+}
+
 std::shared_ptr<ClientConnection> ClientCore::make_connection(const tcp::endpoint& endpoint) {
   auto c = std::make_shared<ClientConnection>(weak_from_this(), endpoint, transport::endpoint_text(endpoint),
                                               options_.reconnect, next_seed_++);
+  // Back after it left: its counters go on from where they were.
+  if (auto it = left_.find(endpoint); it != left_.end()) {
+    c->attempts.store(it->second.attempts, std::memory_order_relaxed);
+    c->failures.store(it->second.failures, std::memory_order_relaxed);
+    left_.erase(it);
+    left_order_.erase(std::find(left_order_.begin(), left_order_.end(), endpoint));
+  }
   // Each provider's channel has its own HeartbeatTimerTask and
   // ReconnectTimerTask. They run on the worker, read only the connection's
   // atomics, and post any action. Watching one channel each, they sleep until
@@ -202,6 +222,7 @@ void ClientCore::retire(const std::shared_ptr<ClientConnection>& c) {
         grace);
     c->close_task->start(timer_);
   } else {
+    remember_left(*c);
     forgotten_heartbeats_.fetch_add(c->heartbeat_task->heartbeats_sent(), std::memory_order_relaxed);
     forgotten_idle_closes_.fetch_add(c->reconnect_task->idle_closes(), std::memory_order_relaxed);
     c->heartbeat_task->cancel();
@@ -231,6 +252,7 @@ void ClientCore::forget_retired(ClientConnection& conn) {
     if (it == retiring_.end() || it->second.get() != &conn) return;  // revived, or the client closed
     self = std::move(it->second);
     retiring_.erase(it);
+    remember_left(conn);
     // Its counters live on in the client's totals.
     forgotten_heartbeats_.fetch_add(conn.heartbeat_task->heartbeats_sent(), std::memory_order_relaxed);
     forgotten_idle_closes_.fetch_add(conn.reconnect_task->idle_closes(), std::memory_order_relaxed);

@@ -148,7 +148,12 @@ TEST(ProviderSet, ANewProviderGetsCallsAndARemovedOneGetsNoMore) {
   EXPECT_EQ(s.c.providers[0]->requests(), before) << "no attempt goes to a provider that left";
   // Nothing was in flight on p0: its connection is closed and forgotten.
   ASSERT_TRUE(wait_until([&] { return s.c.providers[0]->server.stats().connections == 0; }));
-  ASSERT_TRUE(wait_until([&] { return s.c.client->providers().size() == 1; }));
+  // It is listed as removed, with its counters.
+  auto ps = s.c.client->providers();
+  ASSERT_EQ(ps.size(), 2u);
+  EXPECT_TRUE(ps[1].removed);
+  EXPECT_EQ(ps[1].peer, s.peer(0));
+  EXPECT_GE(ps[1].attempts, 10u);
   const auto st = s.c.client->stats();
   EXPECT_EQ(st.provider_sets, 3u);
   EXPECT_EQ(st.providers_added, 2u);
@@ -175,7 +180,7 @@ TEST(ProviderSet, CallsInFlightOnARemovedProviderFinishThenItsChannelCloses) {
   }
   // Drained: closed at once, not after the grace.
   ASSERT_TRUE(wait_until([&] { return s.c.providers[0]->server.stats().connections == 0; }, 5s));
-  ASSERT_TRUE(wait_until([&] { return s.c.client->providers().size() == 1; }));
+  ASSERT_TRUE(wait_until([&] { return s.c.client->providers().back().active == 0; }));
 }
 
 TEST(ProviderSet, ARemovedProvidersCallsBeyondTheGraceAreRetriedElsewhere) {
@@ -195,7 +200,23 @@ TEST(ProviderSet, ARemovedProvidersCallsBeyondTheGraceAreRetriedElsewhere) {
   ASSERT_FALSE(out.ec) << out.response.error_message;
   EXPECT_EQ(out.response.payload, "p1");
   EXPECT_EQ(s.c.client->stats().retries, 1u);
-  ASSERT_TRUE(wait_until([&] { return s.c.client->providers().size() == 1; }));
+  EXPECT_EQ(s.current(), std::vector<std::string>{s.peer(1)});
+}
+
+TEST(ProviderSet, AProviderThatLeftAndCameBackGoesOnCountingFromWhereItWas) {
+  SourcedCluster s({Mode::reply, Mode::reply});
+  s.source->report({s.ep(0), s.ep(1)});
+  for (int i = 0; i < 10; ++i) ASSERT_FALSE(s.call().ec);
+  s.source->report({s.ep(1)});
+  ASSERT_TRUE(wait_until([&] { return s.c.providers[0]->server.stats().connections == 0; }));
+  const auto before = s.c.client->providers().back().attempts;
+  EXPECT_EQ(before, 5u);
+  s.source->report({s.ep(0), s.ep(1)});
+  for (int i = 0; i < 10; ++i) ASSERT_FALSE(s.call().ec);
+  auto ps = s.c.client->providers();
+  ASSERT_EQ(ps.size(), 2u) << "back in the set, no longer listed as left";
+  EXPECT_FALSE(ps[0].removed);
+  EXPECT_GT(ps[0].attempts, before) << "counted on from " << before;
 }
 
 TEST(ProviderSet, AProviderBackBeforeItClosedKeepsItsConnection) {

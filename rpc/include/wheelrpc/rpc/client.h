@@ -75,7 +75,7 @@ struct ProviderStats {
   std::uint64_t attempts = 0;       ///< attempts sent to it so far
   std::uint64_t failures = 0;       ///< of which failed (errors, lost, timed out, not sent)
   std::string last_error;           ///< why the last connect attempt failed; "" once connected
-  bool removed = false;             ///< it left the provider set and its calls in flight are draining
+  bool removed = false;             ///< it left the provider set (its calls in flight may still be draining)
 };
 
 /// A failed call as an exception: thrown by the blocking `call()`, and by
@@ -239,8 +239,10 @@ class Client {
   void connect();
 
   /// Per provider of the current set, in the order given to the constructor
-  /// (or reported by the source), then the providers that left the set and
-  /// still drain (`removed`).
+  /// (or reported by the source), then the providers that left the set
+  /// (`removed`): those still draining, then those closed (their counters
+  /// only; the 1024 that left last). A provider that joins again goes on
+  /// counting from where it was.
   std::vector<ProviderStats> providers() const;
 
   /// Fails every pending call with errc::cancelled, cancels waiting failback
