@@ -112,6 +112,7 @@ void EtcdRegistryImpl::on_keepalive(std::int64_t lease, error_code ec, const std
     return;
   }
   update_stats([](RegistryStats& s) { ++s.lease_renewals; });
+  follow_endpoint();
   SPDLOG_LOGGER_DEBUG(logger(), "lease {:x} renewed, ttl {} s", lease, ttl.count());
   schedule_keepalive(lease, std::chrono::duration_cast<std::chrono::nanoseconds>(options_.lease_ttl) / 3);
 }
