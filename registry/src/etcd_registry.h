@@ -39,7 +39,7 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
   void register_instance(ServiceInstance instance, RegistrationListener listener);
   void unregister_instance(const std::string& service, const std::string& endpoint,
                            std::function<void(boost::system::error_code)> done);
-  SubscriptionId subscribe(std::string service, ProviderListener listener);
+  SubscriptionId subscribe(std::string service, ProviderListener listener, SubscriptionErrorListener on_error = {});
   void unsubscribe(SubscriptionId id);
   void close();
   bool call_after(std::chrono::milliseconds delay, std::function<void()> fn);
@@ -79,6 +79,7 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
     std::string service;
     std::string prefix;
     ProviderListener listener;
+    SubscriptionErrorListener on_error;  // may be empty
     std::atomic<bool> cancelled{false};  // set by unsubscribe() at once, from any thread
     // Strand only:
     ProviderSet set;

@@ -125,10 +125,13 @@ void EtcdRegistryImpl::on_watch(SubscriptionId id, std::uint64_t gen, error_code
 }
 
 void EtcdRegistryImpl::subscription_failed(Subscription& sub, error_code ec, const std::string& why) {
-  (void)ec;
   if (sub.retry == 0) sub.retry = schedule_retry<FailedSubscribedTask>(sub.id);
   logger()->warn("subscription {}: {}; the last known set stands; retry in ~{} ms", sub.prefix, why,
                  options_.retry_period.count());
+  if (sub.on_error && !sub.cancelled.load(std::memory_order_acquire)) {
+    auto on_error = sub.on_error;  // it may unsubscribe (posted) from inside
+    on_error(ec, why);
+  }
 }
 
 void EtcdRegistryImpl::retry_subscribe(SubscriptionId id) {
