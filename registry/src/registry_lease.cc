@@ -2,6 +2,7 @@
 // by LeaseKeepAliveTimerTask every ttl / 3, replaced by a new lease (never
 // the old ID) when a keepalive finds it gone, and every registration re-put.
 
+#include <algorithm>
 #include <cassert>
 
 #include <spdlog/spdlog.h>

@@ -4,6 +4,7 @@
 // compacted revision means a full re-read. The listener hears the full sorted
 // set, and only when it changed.
 
+#include <algorithm>
 #include <cassert>
 
 #include <boost/asio/error.hpp>
