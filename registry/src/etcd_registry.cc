@@ -36,6 +36,10 @@ class EtcdRegistryHandle final : public EtcdRegistry {
   SubscriptionId subscribe(std::string service, ProviderListener listener) override {
     return impl_->subscribe(std::move(service), std::move(listener));
   }
+  SubscriptionId subscribe_with_errors(std::string service, ProviderListener listener,
+                                       SubscriptionErrorListener on_error) override {
+    return impl_->subscribe(std::move(service), std::move(listener), std::move(on_error));
+  }
   void unsubscribe(SubscriptionId id) override { impl_->unsubscribe(id); }
   void close() override { impl_->close(); }
   bool call_after(std::chrono::milliseconds delay, std::function<void()> fn) override {
@@ -95,10 +99,12 @@ void EtcdRegistryImpl::unregister_instance(const std::string& service, const std
   });
 }
 
-SubscriptionId EtcdRegistryImpl::subscribe(std::string service, ProviderListener listener) {
+SubscriptionId EtcdRegistryImpl::subscribe(std::string service, ProviderListener listener,
+                                           SubscriptionErrorListener on_error) {
   const SubscriptionId id = next_sub_.fetch_add(1, std::memory_order_relaxed);
   auto prefix = key_of(service, "");
   auto sub = std::make_shared<Subscription>(id, std::move(service), std::move(prefix), std::move(listener));
+  sub->on_error = std::move(on_error);
   {
     std::lock_guard l(index_mu_);
     index_.emplace(id, sub);

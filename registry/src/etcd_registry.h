@@ -39,7 +39,7 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
   void register_instance(ServiceInstance instance, RegistrationListener listener);
   void unregister_instance(const std::string& service, const std::string& endpoint,
                            std::function<void(boost::system::error_code)> done);
-  SubscriptionId subscribe(std::string service, ProviderListener listener);
+  SubscriptionId subscribe(std::string service, ProviderListener listener, SubscriptionErrorListener on_error = {});
   void unsubscribe(SubscriptionId id);
   void close();
   bool call_after(std::chrono::milliseconds delay, std::function<void()> fn);
@@ -79,6 +79,7 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
     std::string service;
     std::string prefix;
     ProviderListener listener;
+    SubscriptionErrorListener on_error;  // may be empty
     std::atomic<bool> cancelled{false};  // set by unsubscribe() at once, from any thread
     // Strand only:
     ProviderSet set;
@@ -88,6 +89,7 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
     std::shared_ptr<EtcdWatch> watch;
     std::uint64_t watch_gen = 0;
     bool watch_created = false;
+    std::size_t watch_endpoint = 0;  // the client's endpoint index the watch was confirmed on
     std::chrono::steady_clock::time_point watch_started;
     std::uint64_t retry = 0;     // pending FailedSubscribedTask
   };
@@ -138,6 +140,10 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
   void subscription_failed(Subscription& sub, boost::system::error_code ec, const std::string& why);
   void deliver(Subscription& sub);
   void end_subscription(SubscriptionId id);
+  /// After a request answered: watches confirmed on another endpoint than the
+  /// one the client now prefers (a request failed over away from it: that
+  /// member is dead, frozen or cut off) move, from their last revision + 1.
+  void follow_endpoint();
   Subscription* find_subscription(SubscriptionId id);
 
   std::shared_ptr<EtcdClient> client_;

@@ -2,6 +2,7 @@
 // by LeaseKeepAliveTimerTask every ttl / 3, replaced by a new lease (never
 // the old ID) when a keepalive finds it gone, and every registration re-put.
 
+#include <algorithm>
 #include <cassert>
 
 #include <spdlog/spdlog.h>
@@ -112,6 +113,7 @@ void EtcdRegistryImpl::on_keepalive(std::int64_t lease, error_code ec, const std
     return;
   }
   update_stats([](RegistryStats& s) { ++s.lease_renewals; });
+  follow_endpoint();
   SPDLOG_LOGGER_DEBUG(logger(), "lease {:x} renewed, ttl {} s", lease, ttl.count());
   schedule_keepalive(lease, std::chrono::duration_cast<std::chrono::nanoseconds>(options_.lease_ttl) / 3);
 }

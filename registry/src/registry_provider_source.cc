@@ -13,8 +13,9 @@ namespace wheelrpc::registry {
 namespace {
 
 // start → subscribe, stop → unsubscribe; each set the subscription reports is
-// converted to endpoints and reported whole (possibly empty). The listener
-// runs on the registry's strand, so never concurrently with itself.
+// converted to endpoints and reported whole (possibly empty); each failed
+// read or watch is reported as an error (the client keeps its set). The
+// listener runs on the registry's strand, so never concurrently with itself.
 class RegistryProviderSource final : public rpc::ProviderSource {
  public:
   RegistryProviderSource(std::shared_ptr<Registry> registry, std::string service)
@@ -26,8 +27,12 @@ class RegistryProviderSource final : public rpc::ProviderSource {
     std::lock_guard l(mu_);
     if (started_) return;
     started_ = true;
-    id_ = registry_->subscribe(service_, [listener = std::move(listener), service = service_](
-                                             const std::vector<ServiceInstance>& providers) {
+    // Both callbacks run on the registry's strand, never concurrently.
+    auto on_error = [listener, service = service_](boost::system::error_code ec, const std::string& why) {
+      listener(ec, {}, "etcd service '" + service + "': " + why);
+    };
+    auto on_set = [listener = std::move(listener), service = service_](
+                      const std::vector<ServiceInstance>& providers) {
       std::vector<boost::asio::ip::tcp::endpoint> eps;
       eps.reserve(providers.size());
       for (const auto& p : providers) {
@@ -39,7 +44,8 @@ class RegistryProviderSource final : public rpc::ProviderSource {
         }
       }
       listener({}, std::move(eps), {});
-    });
+    };
+    id_ = registry_->subscribe_with_errors(service_, std::move(on_set), std::move(on_error));
   }
 
   void stop() override {

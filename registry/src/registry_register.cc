@@ -99,6 +99,7 @@ void EtcdRegistryImpl::on_put(const std::string& key, std::uint64_t gen, std::in
     registration_failed(key, ec, why.empty() ? ec.message() : why);
     return;
   }
+  follow_endpoint();
   const bool was = r.registered;
   r.registered = true;
   update_stats([](RegistryStats& s) { ++s.registrations; });

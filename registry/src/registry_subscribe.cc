@@ -4,6 +4,7 @@
 // compacted revision means a full re-read. The listener hears the full sorted
 // set, and only when it changed.
 
+#include <algorithm>
 #include <cassert>
 
 #include <boost/asio/error.hpp>
@@ -56,6 +57,7 @@ void EtcdRegistryImpl::on_read(SubscriptionId id, error_code ec, const std::stri
   Subscription* sub = find_subscription(id);
   if (sub == nullptr || closed()) return;
   if (ec) return subscription_failed(*sub, ec, "read of " + sub->prefix + " failed: " + (why.empty() ? ec.message() : why));
+  follow_endpoint();
   update_stats([](RegistryStats& s) { ++s.full_reads; });
   const auto bad = sub->set.reset(r.kvs);
   for (const auto& b : bad) logger()->warn("subscription {}: skipped {}", sub->prefix, b.why);
@@ -85,7 +87,10 @@ void EtcdRegistryImpl::on_watch(SubscriptionId id, std::uint64_t gen, error_code
   Subscription* sub = find_subscription(id);
   if (sub == nullptr || gen != sub->watch_gen || closed()) return;
   if (!ec) {
-    if (resp.created) sub->watch_created = true;
+    if (resp.created) {
+      sub->watch_created = true;
+      sub->watch_endpoint = client_->preferred_endpoint();  // set by the watch on `created`, on this strand
+    }
     if (resp.events.empty()) return;
     std::uint64_t bad = 0;
     for (const auto& e : resp.events) {
@@ -121,10 +126,13 @@ void EtcdRegistryImpl::on_watch(SubscriptionId id, std::uint64_t gen, error_code
 }
 
 void EtcdRegistryImpl::subscription_failed(Subscription& sub, error_code ec, const std::string& why) {
-  (void)ec;
   if (sub.retry == 0) sub.retry = schedule_retry<FailedSubscribedTask>(sub.id);
   logger()->warn("subscription {}: {}; the last known set stands; retry in ~{} ms", sub.prefix, why,
                  options_.retry_period.count());
+  if (sub.on_error && !sub.cancelled.load(std::memory_order_acquire)) {
+    auto on_error = sub.on_error;  // it may unsubscribe (posted) from inside
+    on_error(ec, why);
+  }
 }
 
 void EtcdRegistryImpl::retry_subscribe(SubscriptionId id) {
@@ -159,6 +167,20 @@ void EtcdRegistryImpl::end_subscription(SubscriptionId id) {
   logger()->info("unsubscribe {} (id {})", sub.prefix, id);
   subs_.erase(it);
   update_stats([n = subs_.size()](RegistryStats& st) { st.subscriptions_now = n; });
+}
+
+void EtcdRegistryImpl::follow_endpoint() {
+  assert(strand().running_in_this_thread());
+  if (closed() || client_->endpoints().size() < 2) return;
+  const std::size_t preferred = client_->preferred_endpoint();
+  for (auto& [id, sub] : subs_) {
+    if (!sub->watch || !sub->watch_created || sub->watch_endpoint == preferred) continue;
+    if (sub->cancelled.load(std::memory_order_acquire)) continue;
+    update_stats([](RegistryStats& s) { ++s.watch_restarts; });
+    logger()->info("subscription {}: requests failed over to {}; moving the watch there from revision {}",
+                   sub->prefix, to_string(client_->endpoints()[preferred]), sub->revision + 1);
+    start_watch(*sub);
+  }
 }
 
 void EtcdRegistryImpl::finish_unsubscribe(SubscriptionId id) { end_subscription(id); }

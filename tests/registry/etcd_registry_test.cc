@@ -47,6 +47,8 @@ TEST_F(EtcdRegistryTest, ARegisteredInstanceIsSeenBySubscribersUnderTheRegistrys
   reg->subscribe("echo", SetLog::listener(log));
   ASSERT_TRUE(wait_until([&] { return log->last_is({"127.0.0.1:7001", "127.0.0.1:7002"}); }, 20s));
   ASSERT_TRUE(wait_until([&] { return states->registered(); }, 20s));
+  // Subscribers may hear of a key before the registry reads its put's answer.
+  ASSERT_TRUE(wait_until([&] { return reg->stats().registered_now == 2; }, 20s));
   EXPECT_EQ(states->failures(), 0u);
   auto k = keys();
   ASSERT_TRUE(k);
@@ -95,6 +97,7 @@ TEST_F(EtcdRegistryTest, ALeaseRevokedBehindItsBackIsReplacedByANewLeaseAndEvery
   ASSERT_FALSE(rec) << rec.message();
   // The next keepalive (every ttl / 3) finds the lease gone.
   ASSERT_TRUE(wait_until([&] { return reg->lease_id() != old && reg->lease_id() != 0 && has_keys(2); }, 20s));
+  ASSERT_TRUE(wait_until([&] { return reg->stats().registered_now == 2; }, 20s));
   const auto now = reg->lease_id();
   auto k = keys();
   ASSERT_TRUE(k);

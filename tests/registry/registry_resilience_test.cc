@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <wheelrpc/fault/fault_proxy.h>
+#include <wheelrpc/registry/errc.h>
 #include <wheelrpc/registry/etcd_registry.h>
 
 #include "registry/registry_test_util.h"
@@ -33,7 +34,8 @@ TEST(RegistryCluster, KillingTheMemberTheRegistryTalksToKeepsRegistrationsAndThe
   etcd.kill(0);
   reg->register_instance(instance("echo", "127.0.0.1:7002"));
   ASSERT_TRUE(wait_until([&] { return log->last_is({"127.0.0.1:7001", "127.0.0.1:7002"}); }, 30s));
-  EXPECT_EQ(reg->stats().registered_now, 2u);
+  // The put's answer and the watch event come on different connections.
+  ASSERT_TRUE(wait_until([&] { return reg->stats().registered_now == 2; }, 30s));
 
   // Beyond the 2 s TTL both keys are still there: the keepalives moved on too.
   auto other = direct_client(io, "etcd://" + etcd.client_address(1) + "," + etcd.client_address(2));
@@ -48,6 +50,35 @@ TEST(RegistryCluster, KillingTheMemberTheRegistryTalksToKeepsRegistrationsAndThe
   ASSERT_EQ(k->size(), 2u);
   for (const auto& kv : *k) EXPECT_EQ(kv.lease, reg->lease_id());
   EXPECT_TRUE(log->only_changes());
+}
+
+TEST(RegistryCluster, AWatchOnAFrozenMemberMovesOnceRequestsFailOverAwayFromIt) {
+  REQUIRE_ETCD();
+  EtcdCluster etcd(3);
+  ASSERT_TRUE(etcd.ok()) << etcd.error();
+  struct Thaw {
+    EtcdCluster& c;
+    ~Thaw() { c.thaw(0); }
+  } thaw{etcd};
+  IoThread io;
+  auto reg = EtcdRegistry::create(io.io.get_executor(), io.timer, etcd.endpoints(), fast_options());
+  auto log = SetLog::make();
+  reg->subscribe("echo", SetLog::listener(log));
+  reg->register_instance(instance("echo", "127.0.0.1:7001"));  // its keepalives run every ttl / 3
+  ASSERT_TRUE(wait_until([&] { return log->last_is({"127.0.0.1:7001"}); }, 30s));
+
+  etcd.freeze(0);  // no error, no bytes: the watch's stream just goes quiet
+  auto other = direct_client(io, "etcd://" + etcd.client_address(1) + "," + etcd.client_address(2));
+  error_code ec = errc::timeout;
+  for (int i = 0; i < 40 && ec; ++i) {  // through a leader election if member 0 led
+    ec = await<detail::PutResult>([&](auto h) {
+           other->put("/wheelrpc/echo/providers/127.0.0.1:7009", instance("echo", "127.0.0.1:7009").to_json(), 0, h);
+         }).first;
+    if (ec) std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_FALSE(ec) << ec.message();
+  ASSERT_TRUE(wait_until([&] { return log->last_is({"127.0.0.1:7001", "127.0.0.1:7009"}); }, 30s));
+  EXPECT_GE(reg->stats().watch_restarts, 1u);
 }
 
 // The registry reaches etcd only through a FaultProxy; the test writes to

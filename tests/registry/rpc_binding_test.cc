@@ -66,6 +66,40 @@ TEST(RegistryAnnouncer, WithCheckAgainstADeadEtcdFailsClearlyByItsCheckTimeout) 
   EXPECT_TRUE(wait_until([&] { return reg->stats().registered_now == 0; }, 5s));
 }
 
+TEST(RegistryProviderSource, AnUnreachableEtcdIsReportedAsAnErrorNamingTheService) {
+  IoThread io;
+  auto reg = EtcdRegistry::create(io.io.get_executor(), io.timer, "etcd://" + unused_address(), fast_options());
+  auto source = provider_source(reg, "echo");
+  struct Report {
+    std::mutex mu;
+    int errors = 0;
+    int sets = 0;
+    std::string why;
+  };
+  auto report = std::make_shared<Report>();
+  source->start([report](error_code ec, std::vector<ip::tcp::endpoint> eps, std::string why) {
+    std::lock_guard l(report->mu);
+    if (ec) {
+      EXPECT_TRUE(eps.empty());
+      ++report->errors;
+      report->why = why;
+    } else {
+      ++report->sets;
+    }
+  });
+  ASSERT_TRUE(wait_until(
+      [&] {
+        std::lock_guard l(report->mu);
+        return report->errors >= 2;  // the first read, then its retry
+      },
+      20s));
+  source->stop();
+  std::lock_guard l(report->mu);
+  EXPECT_EQ(report->sets, 0);
+  EXPECT_EQ(report->why.rfind("etcd service 'echo': read of /wheelrpc/echo/providers/ failed: ", 0), 0u)
+      << report->why;
+}
+
 class RegistryBindingTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -50,6 +50,11 @@ using ProviderListener = std::function<void(const std::vector<ServiceInstance>& 
 /// else why it is not, while it is being retried.
 using RegistrationListener = std::function<void(boost::system::error_code ec, const std::string& why)>;
 
+/// Why a subscription cannot read or follow its service now (a failed read
+/// or watch; it is retried and the last known set stands). Runs on the
+/// registry's strand; must not block.
+using SubscriptionErrorListener = std::function<void(boost::system::error_code ec, const std::string& why)>;
+
 /// Identifies a subscription for unsubscribe.
 using SubscriptionId = std::uint64_t;
 
@@ -74,6 +79,13 @@ class Registry {
   /// every change. A failed read or watch is retried; meanwhile the last
   /// known set stands (no call).
   virtual SubscriptionId subscribe(std::string service, ProviderListener listener) = 0;
+  /// As subscribe(), and `on_error` hears each failed read or watch of the
+  /// subscription (before its retry). The default ignores `on_error`.
+  virtual SubscriptionId subscribe_with_errors(std::string service, ProviderListener listener,
+                                               SubscriptionErrorListener on_error) {
+    (void)on_error;
+    return subscribe(std::move(service), std::move(listener));
+  }
   /// Stops a subscription; its listener is not called after this returns
   /// unless a call was already running.
   virtual void unsubscribe(SubscriptionId id) = 0;

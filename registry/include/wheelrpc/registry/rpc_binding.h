@@ -14,8 +14,10 @@ namespace wheelrpc::registry {
 
 /// A Client's provider source following `service`: every set the
 /// subscription reports, as endpoints (entries whose endpoint is not an
-/// "ip:port" are skipped and logged). The subscription starts with the
-/// client and ends when it closes.
+/// "ip:port" are skipped and logged), and each failed read or watch as an
+/// error naming the service and the cause (the client keeps the set it has;
+/// the subscription retries). The subscription starts with the client and
+/// ends when it closes. describe(): "etcd service 'NAME'".
 std::shared_ptr<rpc::ProviderSource> provider_source(std::shared_ptr<Registry> registry, std::string service);
 
 struct AnnounceOptions {
