@@ -171,6 +171,12 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
 
   // Strand only:
   std::int64_t lease_ = 0;  // 0: none
+  // When etcd's lease surely expired, unrenewed: the last answer that gave
+  // it a TTL (grant or keepalive) plus that TTL (etcd counts from before
+  // the answer, so its own expiry is earlier). Past it, the registrations
+  // are reported gone while etcd is unreachable.
+  std::chrono::steady_clock::time_point lease_valid_until_{};
+  bool lease_expired_reported_ = false;
   bool granting_ = false;
   timer::Timeout keepalive_;
   std::map<std::string, Registration> regs_;

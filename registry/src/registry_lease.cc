@@ -64,6 +64,8 @@ void EtcdRegistryImpl::on_granted(error_code ec, const std::string& why, std::in
     return;
   }
   set_lease(id);
+  lease_valid_until_ = std::chrono::steady_clock::now() + options_.lease_ttl;
+  lease_expired_reported_ = false;
   update_stats([](RegistryStats& s) { ++s.lease_grants; });
   logger()->info("lease {:x} granted, ttl {} s; putting {} registration(s)", id, options_.lease_ttl.count(),
                  regs_.size());
@@ -105,6 +107,21 @@ void EtcdRegistryImpl::on_keepalive(std::int64_t lease, error_code ec, const std
     const auto delay = keepalive_retry_delay(options_.lease_ttl);
     logger()->warn("lease {:x}: keepalive failed ({}); again in {} ms", lease, why.empty() ? ec.message() : why,
                    delay.count());
+    // Unrenewed past its TTL, the lease is gone at etcd and our keys with it:
+    // say so now rather than once etcd answers again (which then grants a
+    // new lease and puts them again).
+    if (!lease_expired_reported_ && std::chrono::steady_clock::now() >= lease_valid_until_) {
+      lease_expired_reported_ = true;
+      const std::string gone = fmt::format("lease {:x} expired while etcd was unreachable ({})", lease,
+                                           why.empty() ? ec.message() : why);
+      for (auto& [key, r] : regs_) {
+        if (r.registered) {
+          r.registered = false;
+          report(r, make_error_code(errc::unavailable), gone);
+        }
+      }
+      update_registered_now();
+    }
     schedule_keepalive(lease, delay);
     return;
   }
@@ -113,6 +130,15 @@ void EtcdRegistryImpl::on_keepalive(std::int64_t lease, error_code ec, const std
     return;
   }
   update_stats([](RegistryStats& s) { ++s.lease_renewals; });
+  lease_valid_until_ = std::chrono::steady_clock::now() + ttl;
+  if (lease_expired_reported_) {
+    // etcd had not yet revoked it (it does so lazily): put the keys reported
+    // gone again, under the same lease.
+    lease_expired_reported_ = false;
+    for (auto& [key, r] : regs_) {
+      if (!r.registered && !writing_.contains(key) && r.retry == 0) put_registration(key);
+    }
+  }
   follow_endpoint();
   SPDLOG_LOGGER_DEBUG(logger(), "lease {:x} renewed, ttl {} s", lease, ttl.count());
   schedule_keepalive(lease, std::chrono::duration_cast<std::chrono::nanoseconds>(options_.lease_ttl) / 3);

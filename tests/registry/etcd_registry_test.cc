@@ -138,6 +138,29 @@ TEST_F(EtcdRegistryTest, ARegisterWhileEtcdIsDownIsRetriedAndSucceedsAfterAResta
   }
 }
 
+TEST_F(EtcdRegistryTest, ARegistrationIsReportedGoneOnceItsLeaseExpiredWhileEtcdWasUnreachable) {
+  auto reg = make();
+  auto states = std::make_shared<StateLog>();
+  reg->register_instance(instance("echo", "127.0.0.1:7001"), StateLog::listener(states));
+  ASSERT_TRUE(wait_until([&] { return states->registered(); }, 20s));
+  etcd_->kill(0);
+  // Unrenewed past its TTL the lease is gone at etcd: reported while etcd
+  // is still down, not only once it answers again.
+  ASSERT_TRUE(wait_until([&] { return states->failures() >= 1; }, 20s));
+  {
+    std::lock_guard l(states->mu);
+    EXPECT_NE(states->states.back().second.find("expired while etcd was unreachable"), std::string::npos)
+        << states->states.back().second;
+  }
+  EXPECT_EQ(reg->stats().registered_now, 0u);
+  // Back: registered again (a new lease, or the old one if etcd had not
+  // revoked it yet), by itself.
+  ASSERT_TRUE(etcd_->restart(0)) << etcd_->error();
+  ASSERT_TRUE(wait_until([&] { return states->registered(); }, 20s));
+  EXPECT_TRUE(wait_until([&] { return has_keys(1); }, 20s));
+  EXPECT_EQ(reg->stats().registered_now, 1u);
+}
+
 TEST_F(EtcdRegistryTest, AnUnregisterSupersedesAPendingRegisterRetry) {
   auto reg = make();
   etcd_->kill(0);
