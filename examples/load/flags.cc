@@ -192,8 +192,9 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
                   "0 = no hedging");
   if (const auto status = flags.parse(argc, argv)) return status;
 
-  if (cfg.server_targets.empty() == cfg.registry.empty()) {
-    return flags.usage_error("give exactly one of --server and --registry");
+  if (cfg.server_targets.empty() && cfg.registry.empty()) return flags.usage_error("--server is required");
+  if (!cfg.server_targets.empty() && !cfg.registry.empty()) {
+    return flags.usage_error("give only one of --server and --registry");
   }
   if (!cfg.registry.empty() && cfg.service.empty()) return flags.usage_error("--registry needs --service");
   if (cfg.registry.empty() && !cfg.service.empty()) return flags.usage_error("--service needs --registry");

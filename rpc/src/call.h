@@ -91,7 +91,11 @@ struct Call {
   // compared with the current set's members, never dereferenced.
   boost::container::small_vector<const ClientConnection*, 2> tried;
   const ClientConnection* last_failed = nullptr;
-  std::shared_ptr<const ClientConnection> latest;  // provider of the latest attempt (for messages)
+  // Provider of the latest attempt (for messages): alive while that attempt
+  // is in `live`, which holds it; when the attempt leaves `live` its hold
+  // moves to `latest_hold` (no reference count per attempt for messages).
+  const ClientConnection* latest = nullptr;
+  std::shared_ptr<const ClientConnection> latest_hold;
   boost::system::error_code last_ec;       // of the latest failed attempt
   std::string last_error;
   TimePoint retry_at = kNever;  // phase backoff: when the next attempt starts

@@ -93,7 +93,7 @@ std::chrono::milliseconds ClientCore::idle_timeout_for(std::chrono::milliseconds
 }
 
 std::string ClientCore::describe(const Call& call, std::string_view what, const ClientConnection* provider) const {
-  if (!provider) provider = call.latest.get();
+  if (!provider) provider = call.latest;
   if (provider) return detail::describe(what, ms_between(call.start, now()), call.method, provider->peer());
   return detail::describe(what, ms_between(call.start, now()), call.method, current_set()->peers);
 }
@@ -375,7 +375,7 @@ bool ClientCore::send_attempt(CallLock& lock, Call& call, const std::shared_ptr<
   a.conn = conn_ptr;
   call.live.push_back(std::move(a));
   call.phase = Phase::sent;
-  call.latest = conn_ptr;
+  call.latest = &conn;
   if (std::find(call.tried.begin(), call.tried.end(), &conn) == call.tried.end()) call.tried.push_back(&conn);
   conn.attempts.fetch_add(1, std::memory_order_relaxed);
   attempts_.fetch_add(1, std::memory_order_relaxed);
@@ -422,6 +422,7 @@ void ClientCore::drop_attempt(CallLock& lock, Call& call, std::size_t index, boo
   Call::Attempt a = std::move(call.live[index]);
   call.live.erase(call.live.begin() + static_cast<std::ptrdiff_t>(index));
   ClientConnection& conn = *a.conn;
+  const bool keep_latest = a.conn.get() == call.latest;
   CallPtr entry;  // released after the connection's lock
   {
     std::lock_guard conn_lock(conn.mu);
@@ -429,6 +430,7 @@ void ClientCore::drop_attempt(CallLock& lock, Call& call, std::size_t index, boo
   }
   if (failed) conn.failures.fetch_add(1, std::memory_order_relaxed);
   if (entry) attempt_ended(conn, conn.active.fetch_sub(1, std::memory_order_seq_cst));
+  if (keep_latest) call.latest_hold = std::move(a.conn);
 }
 
 void ClientCore::attempt_failed(CallLock& lock, Call& call, const ClientConnection* provider, Failure failure,
@@ -586,8 +588,9 @@ void ClientCore::on_reply(ClientConnection& conn, transport::Frame& frame) {
       late_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    const Call::Attempt a = std::move(*it);
+    Call::Attempt a = std::move(*it);
     call.live.erase(it);
+    if (a.conn.get() == call.latest) call.latest_hold = std::move(a.conn);  // messages below name it
     const auto status = static_cast<Status>(frame.header.status);
     error_code ec = status_error(status);
     if (ec) conn.failures.fetch_add(1, std::memory_order_relaxed);
