@@ -178,11 +178,17 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   // ---- the provider set (set_mu_ held)
   /// Makes `endpoints` the set: keeps the providers in both, brings back or
   /// creates the new ones, retires the ones that left.
-  void apply_set(std::unique_lock<std::mutex>& set_lock, std::vector<boost::asio::ip::tcp::endpoint> endpoints);
+  /// Channels to close once set_mu_ is released: a close may run the
+  /// channel's on_close inline (a strand dispatch), which takes set_mu_.
+  using ToClose = std::vector<std::shared_ptr<transport::Channel>>;
+  void apply_set(std::unique_lock<std::mutex>& set_lock, std::vector<boost::asio::ip::tcp::endpoint> endpoints,
+                 ToClose& to_close);
   std::shared_ptr<ClientConnection> make_connection(const boost::asio::ip::tcp::endpoint& endpoint);
   /// `conn` left the set: no new attempts, no reconnects; its channel closes
   /// once its attempts are done, or after options.removal_grace.
-  void retire(const std::shared_ptr<ClientConnection>& conn);
+  void retire(const std::shared_ptr<ClientConnection>& conn, ToClose& to_close);
+  /// Closes what retire() left to close (set_mu_ not held).
+  static void close_retired(ToClose& to_close);
   /// A retired provider is back before its channel closed.
   void revive(const std::shared_ptr<ClientConnection>& conn);
   /// A retired provider's channel closed (or it had none): forget it.

@@ -33,8 +33,9 @@ void ClientCore::init(const std::vector<tcp::endpoint>& servers) {
                                               [weak = weak_from_this()](RetryTimerTask::Delivery d) {
                                                 if (auto self = weak.lock()) self->send_failback(std::move(d));
                                               });
+  ToClose to_close;  // nothing: no provider leaves the first set
   std::unique_lock set_lock(set_mu_);
-  apply_set(set_lock, servers);
+  apply_set(set_lock, servers, to_close);
 }
 
 void ClientCore::init(std::shared_ptr<ProviderSource> source) {
@@ -54,6 +55,7 @@ void ClientCore::init(std::shared_ptr<ProviderSource> source) {
 void ClientCore::on_source_report(error_code ec, std::vector<tcp::endpoint> endpoints, std::string why) {
   if (closed_.load(std::memory_order_acquire)) return;
   bool check_waiting = false;
+  ToClose to_close;
   {
     std::unique_lock set_lock(set_mu_);
     if (closed_.load(std::memory_order_acquire)) return;
@@ -80,10 +82,11 @@ void ClientCore::on_source_report(error_code ec, std::vector<tcp::endpoint> endp
       logger()->warn("provider source {} reported no provider: keeping the last {} (empty protection)",
                      source_->describe(), set->conns.size());
     } else {
-      apply_set(set_lock, std::move(endpoints));
+      apply_set(set_lock, std::move(endpoints), to_close);
       check_waiting = true;
     }
   }
+  close_retired(to_close);
   if (check_waiting) fail_fast_waiting();
 }
 
@@ -129,7 +132,8 @@ std::shared_ptr<ClientConnection> ClientCore::make_connection(const tcp::endpoin
   return c;
 }
 
-void ClientCore::apply_set(std::unique_lock<std::mutex>& set_lock, std::vector<tcp::endpoint> endpoints) {
+void ClientCore::apply_set(std::unique_lock<std::mutex>& set_lock, std::vector<tcp::endpoint> endpoints,
+                           ToClose& to_close) {
   assert(set_lock.owns_lock());
   (void)set_lock;
   // Duplicates dropped, the first occurrence's order kept.
@@ -178,7 +182,7 @@ void ClientCore::apply_set(std::unique_lock<std::mutex>& set_lock, std::vector<t
   }
   // Published first, retired after: an attempt is never sent to a provider
   // that is in no set, and a provider is never in the set and retired.
-  for (const auto& c : left) retire(c);
+  for (const auto& c : left) retire(c, to_close);
   // A client in use connects to new providers at once; one not used yet
   // connects on its first call, as it would to its first providers.
   if (started_.load(std::memory_order_acquire)) {
@@ -191,7 +195,14 @@ void ClientCore::apply_set(std::unique_lock<std::mutex>& set_lock, std::vector<t
   }
 }
 
-void ClientCore::retire(const std::shared_ptr<ClientConnection>& c) {
+void ClientCore::close_retired(ToClose& to_close) {
+  for (auto& channel : to_close) {
+    channel->close(transport::make_error_code(transport::errc::closed), "provider left the set");
+  }
+  to_close.clear();
+}
+
+void ClientCore::retire(const std::shared_ptr<ClientConnection>& c, ToClose& to_close) {
   std::shared_ptr<transport::Channel> close_now;
   bool keep = false;
   {
@@ -228,9 +239,7 @@ void ClientCore::retire(const std::shared_ptr<ClientConnection>& c) {
     c->heartbeat_task->cancel();
     c->reconnect_task->cancel();
   }
-  if (close_now) {
-    close_now->close(transport::make_error_code(transport::errc::closed), "provider left the set");
-  }
+  if (close_now) to_close.push_back(std::move(close_now));  // after set_mu_ is released
 }
 
 void ClientCore::revive(const std::shared_ptr<ClientConnection>& c) {

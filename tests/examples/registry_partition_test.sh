@@ -112,7 +112,7 @@ pids+=("$p2_pid")
 wait_line "$tmp/p1.out" "^registered part-echo at $addr_a:7001$" 300 || fail "P1 not registered: $(cat "$tmp/p1.out")"
 wait_line "$tmp/p2.out" "^registered part-echo at $addr_b:7001$" 300 || fail "P2 not registered: $(cat "$tmp/p2.out")"
 
-ip netns exec "$ns_a" "$client_bin" --registry "$url" --service part-echo --duration-s 300 --concurrency 2 \
+ip netns exec "$ns_a" "$client_bin" --registry "$url" --service part-echo --duration-s 300 --concurrency 2 --method sleep --sleep-ms 2 \
   --retries 2 --timeout-ms 1000 --heartbeat-ms 500 --json --report-interval-ms 100 \
   >"$tmp/client.out" 2>"$tmp/client.err" &
 client_pid=$!

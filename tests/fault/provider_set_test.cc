@@ -281,6 +281,22 @@ TEST(ProviderSet, AFailedConnectIsToldToTheSource) {
   EXPECT_GE(s.source->connect_failures(), 1u);
 }
 
+TEST(ProviderSet, ASetReportedOnAnIoThreadClosesTheProvidersThatLeft) {
+  // A registry reports on its strand, an I/O thread: closing a provider that
+  // left may then run the channel's close handler inline.
+  SourcedCluster s({Mode::reply, Mode::reply});
+  s.source->report({s.ep(0), s.ep(1)});
+  s.c.connect_all();
+  std::promise<void> reported;
+  boost::asio::post(s.c.io.io, [&] {
+    s.source->report({s.ep(1)});
+    reported.set_value();
+  });
+  ASSERT_EQ(reported.get_future().wait_for(10s), std::future_status::ready) << "the report never returned";
+  ASSERT_TRUE(wait_until([&] { return s.c.providers[0]->server.stats().connections == 0; }));
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(s.call().response.payload, "p1");
+}
+
 TEST(ProviderSet, CloseStopsTheSource) {
   SourcedCluster s({Mode::reply});
   s.c.client->close();
