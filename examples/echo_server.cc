@@ -373,6 +373,16 @@ int run(const Config& cfg) {
                static_cast<unsigned long long>(s.method_not_found),
                static_cast<unsigned long long>(s.protocol_errors),
                static_cast<unsigned long long>(s.connections));
+  if (registry) {
+    const auto r = registry->stats();
+    std::fprintf(stderr,
+                 "echo_server: registry: registrations=%llu unregistrations=%llu lease_grants=%llu "
+                 "lease_renewals=%llu lease_losses=%llu requests=%llu request_failures=%llu\n",
+                 static_cast<unsigned long long>(r.registrations), static_cast<unsigned long long>(r.unregistrations),
+                 static_cast<unsigned long long>(r.lease_grants), static_cast<unsigned long long>(r.lease_renewals),
+                 static_cast<unsigned long long>(r.lease_losses), static_cast<unsigned long long>(r.requests),
+                 static_cast<unsigned long long>(r.request_failures));
+  }
   return 0;
 }
 

@@ -114,6 +114,8 @@ wait_providers 1 300 || fail "s2 stopped: the client still lists $(providers_now
 s2_status=0
 wait "$s2_pid" || s2_status=$?
 [ "$s2_status" -eq 0 ] || fail "s2 exited $s2_status after SIGTERM: $(cat "$tmp/s2.err")"
+grep -q 'registry: registrations=1 unregistrations=1 ' "$tmp/s2.err" ||
+  fail "s2 did not unregister on SIGTERM: $(cat "$tmp/s2.err")"
 
 # A provider that starts mid-run gets calls.
 start_server s4

@@ -149,6 +149,9 @@ grep -qF '"lost":0' <(tail -n 1 "$tmp/client.out") || fail "calls were lost: $(t
 grep -qF '"completed_twice":0' <(tail -n 1 "$tmp/client.out") || fail "calls completed twice"
 kill -TERM "$p2_pid"
 wait "$p2_pid" || fail "P2 did not exit 0 on SIGTERM"
+# Its first lease expired during the partition: a second one was granted.
+grep -qE 'registry: .*lease_grants=([2-9]|[1-9][0-9])' "$tmp/p2.err" ||
+  fail "P2 did not get a new lease: $(grep 'registry:' "$tmp/p2.err")"
 
 if [ "$failures" -gt 0 ]; then
   for f in "$tmp"/*.out "$tmp"/*.err; do echo "== $f"; tail -n 8 "$f"; done >&2
