@@ -125,7 +125,8 @@ class Server {
   /// Binds and listens (port 0 picks a free port), then accepts connections.
   /// With ServerOptions::announcer, then announces the bound address and
   /// waits for the announcer's answer (which it bounds by its own deadline):
-  /// if it fails, the server stops listening and listen fails with its
+  /// if it fails, the server stops listening (its socket is closed on the
+  /// executor, so just after listen returns) and listen fails with its
   /// error. Called on a thread that runs the server's executor, listen cannot
   /// wait: an announcer that does not answer at once fails it
   /// (errc::bad_request). A failure is returned, not logged (above debug
