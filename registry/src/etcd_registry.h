@@ -144,6 +144,15 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
   /// one the client now prefers (a request failed over away from it: that
   /// member is dead, frozen or cut off) move, from their last revision + 1.
   void follow_endpoint();
+  /// A registry that subscribes but holds no lease sends nothing periodic,
+  /// so a watch on a frozen member (no bytes, no error) would never move: it
+  /// probes the member its requests go to every max(request_timeout,
+  /// lease_ttl / 3) with a read of a key nobody writes. A probe that times
+  /// out fails over, and follow_endpoint() moves the watches. With a lease,
+  /// the keepalives do this already. Strand only.
+  void schedule_watch_probe();
+  void probe_watches();
+  bool probe_scheduled_ = false;  // strand only
   Subscription* find_subscription(SubscriptionId id);
 
   std::shared_ptr<EtcdClient> client_;

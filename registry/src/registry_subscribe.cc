@@ -40,6 +40,37 @@ void EtcdRegistryImpl::start_subscription(std::shared_ptr<Subscription> sub) {
   update_stats([n = subs_.size()](RegistryStats& st) { st.subscriptions_now = n; });
   logger()->info("subscribe {} (id {})", s.prefix, s.id);
   read_prefix(s);
+  schedule_watch_probe();
+}
+
+void EtcdRegistryImpl::schedule_watch_probe() {
+  assert(strand().running_in_this_thread());
+  if (probe_scheduled_ || closed() || subs_.empty()) return;
+  const auto period = std::max(options_.request_timeout,
+                               std::chrono::duration_cast<std::chrono::milliseconds>(options_.lease_ttl) / 3);
+  probe_scheduled_ = call_after(period, [w = weak_from_this()] {
+    if (auto self = w.lock()) self->probe_watches();
+  });
+}
+
+void EtcdRegistryImpl::probe_watches() {
+  assert(strand().running_in_this_thread());
+  probe_scheduled_ = false;
+  if (closed() || subs_.empty()) return;
+  if (lease_ != 0) {  // its keepalives probe already
+    schedule_watch_probe();
+    return;
+  }
+  count_request(false);
+  op_range(*client_, options_.root + "/.watch-probe/",
+           [self = shared_from_this()](error_code ec, const std::string&, const RangeResult&) {
+             if (ec) {
+               self->count_request(true);
+             } else {
+               self->follow_endpoint();
+             }
+             self->schedule_watch_probe();
+           });
 }
 
 void EtcdRegistryImpl::read_prefix(Subscription& sub) {

@@ -81,6 +81,38 @@ TEST(RegistryCluster, AWatchOnAFrozenMemberMovesOnceRequestsFailOverAwayFromIt) 
   EXPECT_GE(reg->stats().watch_restarts, 1u);
 }
 
+TEST(RegistryCluster, ASubscribeOnlyRegistrysWatchMovesOffAFrozenMember) {
+  REQUIRE_ETCD();
+  EtcdCluster etcd(3);
+  ASSERT_TRUE(etcd.ok()) << etcd.error();
+  struct Thaw {
+    EtcdCluster& c;
+    ~Thaw() { c.thaw(0); }
+  } thaw{etcd};
+  IoThread io;
+  // No lease, so no keepalive: only its probes reach etcd periodically. Its
+  // requests start at member 0, so its watch is there (unless a request of
+  // its own failed over while the cluster settled).
+  auto reg = EtcdRegistry::create(io.io.get_executor(), io.timer, etcd.endpoints(), fast_options());
+  auto log = SetLog::make();
+  reg->subscribe("echo", SetLog::listener(log));
+  ASSERT_TRUE(wait_until([&] { return log->calls() >= 1; }, 30s));
+  EXPECT_EQ(reg->lease_id(), 0);
+
+  etcd.freeze(0);  // no error, no bytes: a watch there just goes quiet
+  auto other = direct_client(io, "etcd://" + etcd.client_address(1) + "," + etcd.client_address(2));
+  error_code ec = errc::timeout;
+  for (int i = 0; i < 40 && ec; ++i) {  // through a leader election if member 0 led
+    ec = await<detail::PutResult>([&](auto h) {
+           other->put("/wheelrpc/echo/providers/127.0.0.1:7009", instance("echo", "127.0.0.1:7009").to_json(), 0, h);
+         }).first;
+    if (ec) std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_FALSE(ec) << ec.message();
+  ASSERT_TRUE(wait_until([&] { return log->last_is({"127.0.0.1:7009"}); }, 30s))
+      << "the watch stayed on the frozen member";
+}
+
 // The registry reaches etcd only through a FaultProxy; the test writes to
 // etcd directly.
 class RegistryThroughProxy : public ::testing::Test {
