@@ -22,7 +22,7 @@ install(TARGETS ${_modules} EXPORT wheelrpcTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-foreach(_dir common timer transport transport/fault rpc registry)
+foreach(_dir common timer transport transport/fault rpc registry admin)
   if(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/${_dir}/include)
     install(DIRECTORY ${PROJECT_SOURCE_DIR}/${_dir}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
   endif()
