@@ -68,11 +68,8 @@ double ms_since(Clock::time_point from, Clock::time_point to) {
 }
 
 double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  const auto i = static_cast<std::size_t>(std::min<double>(static_cast<double>(v.size() - 1),
-                                                           q * static_cast<double>(v.size() - 1) + 0.5));
-  return v[i];
+  return wheelrpc::bench::quantile_sorted(v, q);
 }
 
 /// Polls `pred` every millisecond until true or `limit`; throws on timeout.

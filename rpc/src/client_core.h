@@ -175,6 +175,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// wait for ready.
   void fail_fast_waiting();
 
+  /// Creates failback_ (needs weak_from_this: called by init()).
+  void make_failback();
+
   // ---- the provider set (set_mu_ held)
   /// Makes `endpoints` the set: keeps the providers in both, brings back or
   /// creates the new ones, retires the ones that left.
@@ -225,7 +228,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   static constexpr std::size_t kLeftKept = 1024;
   std::map<boost::asio::ip::tcp::endpoint, ProviderStats> left_;
   std::vector<boost::asio::ip::tcp::endpoint> left_order_;
-  /// Keeps `conn`'s counters in left_ (set_mu_ held).
+  /// Keeps `conn`'s counters: its attempts and failures in left_, its
+  /// tasks' counts in the client's totals (set_mu_ held).
   void remember_left(const ClientConnection& conn);
   std::atomic<bool> started_{false};  // a call or connect() came: new providers connect at once
   std::unique_ptr<LoadBalancer> balancer_;

@@ -28,21 +28,22 @@ std::string join_peers(const std::vector<std::shared_ptr<ClientConnection>>& con
 
 }  // namespace
 
-void ClientCore::init(const std::vector<tcp::endpoint>& servers) {
+void ClientCore::make_failback() {
   failback_ = std::make_shared<FailbackQueue>(ex_, timer_, options_.failback,
                                               [weak = weak_from_this()](RetryTimerTask::Delivery d) {
                                                 if (auto self = weak.lock()) self->send_failback(std::move(d));
                                               });
+}
+
+void ClientCore::init(const std::vector<tcp::endpoint>& servers) {
+  make_failback();
   ToClose to_close;  // nothing: no provider leaves the first set
   std::unique_lock set_lock(set_mu_);
   apply_set(set_lock, servers, to_close);
 }
 
 void ClientCore::init(std::shared_ptr<ProviderSource> source) {
-  failback_ = std::make_shared<FailbackQueue>(ex_, timer_, options_.failback,
-                                              [weak = weak_from_this()](RetryTimerTask::Delivery d) {
-                                                if (auto self = weak.lock()) self->send_failback(std::move(d));
-                                              });
+  make_failback();
   source_ = std::move(source);
   auto empty = std::make_shared<ProviderSet>();
   empty->peers = source_->describe();
@@ -91,6 +92,9 @@ void ClientCore::on_source_report(error_code ec, std::vector<tcp::endpoint> endp
 }
 
 void ClientCore::remember_left(const ClientConnection& conn) {
+  // Its task counters live on in the client's totals.
+  forgotten_heartbeats_.fetch_add(conn.heartbeat_task->heartbeats_sent(), std::memory_order_relaxed);
+  forgotten_idle_closes_.fetch_add(conn.reconnect_task->idle_closes(), std::memory_order_relaxed);
   auto& entry = left_[conn.endpoint()];
   if (entry.peer.empty()) left_order_.push_back(conn.endpoint());
   entry.peer = conn.peer();
@@ -234,8 +238,6 @@ void ClientCore::retire(const std::shared_ptr<ClientConnection>& c, ToClose& to_
     c->close_task->start(timer_);
   } else {
     remember_left(*c);
-    forgotten_heartbeats_.fetch_add(c->heartbeat_task->heartbeats_sent(), std::memory_order_relaxed);
-    forgotten_idle_closes_.fetch_add(c->reconnect_task->idle_closes(), std::memory_order_relaxed);
     c->heartbeat_task->cancel();
     c->reconnect_task->cancel();
   }
@@ -262,9 +264,6 @@ void ClientCore::forget_retired(ClientConnection& conn) {
     self = std::move(it->second);
     retiring_.erase(it);
     remember_left(conn);
-    // Its counters live on in the client's totals.
-    forgotten_heartbeats_.fetch_add(conn.heartbeat_task->heartbeats_sent(), std::memory_order_relaxed);
-    forgotten_idle_closes_.fetch_add(conn.reconnect_task->idle_closes(), std::memory_order_relaxed);
   }
   std::shared_ptr<CloseTimerTask> close_task;
   {

@@ -52,63 +52,61 @@ TEST(RegistryCluster, KillingTheMemberTheRegistryTalksToKeepsRegistrationsAndThe
   EXPECT_TRUE(log->only_changes());
 }
 
-TEST(RegistryCluster, AWatchOnAFrozenMemberMovesOnceRequestsFailOverAwayFromIt) {
-  REQUIRE_ETCD();
-  EtcdCluster etcd(3);
-  ASSERT_TRUE(etcd.ok()) << etcd.error();
-  struct Thaw {
-    EtcdCluster& c;
-    ~Thaw() { c.thaw(0); }
-  } thaw{etcd};
-  IoThread io;
-  auto reg = EtcdRegistry::create(io.io.get_executor(), io.timer, etcd.endpoints(), fast_options());
+// Three members; member 0, where a registry's requests start, can be frozen
+// (SIGSTOP: no error, no bytes) and is thawed at the end.
+class FrozenMember : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REQUIRE_ETCD();
+    etcd_ = std::make_unique<EtcdCluster>(3);
+    ASSERT_TRUE(etcd_->ok()) << etcd_->error();
+  }
+  void TearDown() override {
+    if (etcd_) etcd_->thaw(0);
+  }
+  /// Freezes member 0, then puts provider 127.0.0.1:7009 of "echo" through
+  /// the other two (retried through a leader election if member 0 led).
+  void freeze_and_put_through_the_others() {
+    etcd_->freeze(0);
+    auto other = direct_client(io_, "etcd://" + etcd_->client_address(1) + "," + etcd_->client_address(2));
+    error_code ec = errc::timeout;
+    for (int i = 0; i < 40 && ec; ++i) {
+      ec = await<detail::PutResult>([&](auto h) {
+             other->put("/wheelrpc/echo/providers/127.0.0.1:7009", instance("echo", "127.0.0.1:7009").to_json(), 0,
+                        h);
+           }).first;
+      if (ec) std::this_thread::sleep_for(100ms);
+    }
+    ASSERT_FALSE(ec) << ec.message();
+  }
+
+  std::unique_ptr<EtcdCluster> etcd_;
+  IoThread io_;
+};
+
+TEST_F(FrozenMember, AWatchOnAFrozenMemberMovesOnceRequestsFailOverAwayFromIt) {
+  auto reg = EtcdRegistry::create(io_.io.get_executor(), io_.timer, etcd_->endpoints(), fast_options());
   auto log = SetLog::make();
   reg->subscribe("echo", SetLog::listener(log));
   reg->register_instance(instance("echo", "127.0.0.1:7001"));  // its keepalives run every ttl / 3
   ASSERT_TRUE(wait_until([&] { return log->last_is({"127.0.0.1:7001"}); }, 30s));
 
-  etcd.freeze(0);  // no error, no bytes: the watch's stream just goes quiet
-  auto other = direct_client(io, "etcd://" + etcd.client_address(1) + "," + etcd.client_address(2));
-  error_code ec = errc::timeout;
-  for (int i = 0; i < 40 && ec; ++i) {  // through a leader election if member 0 led
-    ec = await<detail::PutResult>([&](auto h) {
-           other->put("/wheelrpc/echo/providers/127.0.0.1:7009", instance("echo", "127.0.0.1:7009").to_json(), 0, h);
-         }).first;
-    if (ec) std::this_thread::sleep_for(100ms);
-  }
-  ASSERT_FALSE(ec) << ec.message();
+  freeze_and_put_through_the_others();  // the watch's stream just goes quiet
   ASSERT_TRUE(wait_until([&] { return log->last_is({"127.0.0.1:7001", "127.0.0.1:7009"}); }, 30s));
   EXPECT_GE(reg->stats().watch_restarts, 1u);
 }
 
-TEST(RegistryCluster, ASubscribeOnlyRegistrysWatchMovesOffAFrozenMember) {
-  REQUIRE_ETCD();
-  EtcdCluster etcd(3);
-  ASSERT_TRUE(etcd.ok()) << etcd.error();
-  struct Thaw {
-    EtcdCluster& c;
-    ~Thaw() { c.thaw(0); }
-  } thaw{etcd};
-  IoThread io;
+TEST_F(FrozenMember, ASubscribeOnlyRegistrysWatchMovesOffAFrozenMember) {
   // No lease, so no keepalive: only its probes reach etcd periodically. Its
   // requests start at member 0, so its watch is there (unless a request of
   // its own failed over while the cluster settled).
-  auto reg = EtcdRegistry::create(io.io.get_executor(), io.timer, etcd.endpoints(), fast_options());
+  auto reg = EtcdRegistry::create(io_.io.get_executor(), io_.timer, etcd_->endpoints(), fast_options());
   auto log = SetLog::make();
   reg->subscribe("echo", SetLog::listener(log));
   ASSERT_TRUE(wait_until([&] { return log->calls() >= 1; }, 30s));
   EXPECT_EQ(reg->lease_id(), 0);
 
-  etcd.freeze(0);  // no error, no bytes: a watch there just goes quiet
-  auto other = direct_client(io, "etcd://" + etcd.client_address(1) + "," + etcd.client_address(2));
-  error_code ec = errc::timeout;
-  for (int i = 0; i < 40 && ec; ++i) {  // through a leader election if member 0 led
-    ec = await<detail::PutResult>([&](auto h) {
-           other->put("/wheelrpc/echo/providers/127.0.0.1:7009", instance("echo", "127.0.0.1:7009").to_json(), 0, h);
-         }).first;
-    if (ec) std::this_thread::sleep_for(100ms);
-  }
-  ASSERT_FALSE(ec) << ec.message();
+  freeze_and_put_through_the_others();
   ASSERT_TRUE(wait_until([&] { return log->last_is({"127.0.0.1:7009"}); }, 30s))
       << "the watch stayed on the frozen member";
 }
