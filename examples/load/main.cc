@@ -42,12 +42,14 @@
 // carries the client's attempts, retries, hedges and budget refusals, the load
 // balancing policy and, for every provider ever in the set,
 // {"peer","attempts","failures","removed"}; otherwise readable progress
-// lines, a summary (the same counters included) and the first few distinct
-// error messages.
+// lines, a summary (the same counters included), the first few distinct
+// error messages and a one-line histogram of the ok calls' latencies
+// ("latency histogram (ms): ...").
 //
 // The files: config.h and flags.cc (the flags), connect_wait.h/.cc (the wait
 // for the connections), load.h/.cc (the loop of calls), tally.h/.cc (counting
-// outcomes), report.h/.cc (the output).
+// outcomes), report.h/.cc (the output), text_histogram.h/.cc (the histogram
+// line).
 #include <cstdio>
 #include <stdexcept>
 

@@ -5,6 +5,7 @@
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 
+#include "load/text_histogram.h"
 #include "support/json_line.h"
 
 namespace wheelrpc::examples::load {
@@ -113,6 +114,7 @@ void print_summary(const Config& cfg, const Tally& tally, const Summary& s) {
   if (tally.completed_twice > 0) {
     std::printf("  BUG: %llu calls completed more than once\n", static_cast<ull>(tally.completed_twice));
   }
+  std::printf("%s\n", text_histogram(tally.latency_us, std::chrono::microseconds(1)).c_str());
   std::fflush(stdout);
 }
 

@@ -37,8 +37,9 @@ struct Summary {
 };
 
 /// JSON: one line with every counter (README.md lists the fields); text: the
-/// counts, latencies, errors by code, attempts, a line per provider and the
-/// first distinct error messages.
+/// counts, latencies, errors by code, attempts, a line per provider, the
+/// first distinct error messages and, last, the latency histogram of the ok
+/// calls (text_histogram).
 void print_summary(const Config& cfg, const Tally& tally, const Summary& s);
 
 }  // namespace wheelrpc::examples::load

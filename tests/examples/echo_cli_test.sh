@@ -272,6 +272,15 @@ set -e
 grep -Eq "timeout \(sent, waiting for the reply(; the server timed out too)?\) after [0-9]+ ms calling 'sleep' on $endpoint" "$tmp/text.out" ||
   fail "text output lacks the timeout message: $(cat "$tmp/text.out")"
 
+# ---- the text summary ends with the latency histogram line ------------------------
+set +e
+timeout 30 "$client_bin" --server "$endpoint" --calls 50 --concurrency 2 >"$tmp/hist.out" 2>&1
+set -e
+grep -q '^latency histogram (ms):' "$tmp/hist.out" ||
+  fail "text output lacks the latency histogram line: $(cat "$tmp/hist.out")"
+[ "$(tail -n 1 "$tmp/hist.out" | cut -c1-23)" = "latency histogram (ms):" ] ||
+  fail "the latency histogram is not the last line: $(cat "$tmp/hist.out")"
+
 # ---- two servers: least_active, a retry, hedging --------------------------------
 "$server_bin" --port 0 >"$tmp/server2.out" 2>"$tmp/server2.err" &
 server2_pid=$!
