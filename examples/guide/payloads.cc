@@ -54,7 +54,9 @@ asio::awaitable<void> talk(rpc::Client& client) {
   rpc::Response r = co_await client.async_call("greet", request, opts, asio::use_awaitable);
   const auto greeting = json::value_to<Greeting>(json::parse(r.payload));
   check(greeting.text == "hello, Ada" && greeting.next_visit == 3, "the reply is the JSON Greeting");
-  check(r.attachments == opts.attachments, "the handler's reply attachments arrive");
+  // The handler echoed what it got: ours, then the traceparent every call carries.
+  check(r.attachments.size() == 2 && r.attachments[0] == opts.attachments[0] && r.attachments[1].first == "traceparent",
+        "the handler's reply attachments arrive");
   std::printf("%s -> %s\n", request.c_str(), r.payload.c_str());
 
   auto [ec, bad] = co_await client.async_call("greet", "{\"name\": 42}", opts, asio::as_tuple(asio::use_awaitable));

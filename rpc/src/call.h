@@ -34,6 +34,8 @@
 #include <boost/smart_ptr/intrusive_ptr.hpp>
 
 #include <wheelrpc/rpc/client.h>
+#include <wheelrpc/rpc/introspection.h>
+#include <wheelrpc/rpc/trace.h>
 #include <wheelrpc/timer/timeout.h>
 
 #include "attempt_policy.h"
@@ -43,6 +45,7 @@ namespace wheelrpc::rpc::detail {
 
 class ClientCore;
 class ClientConnection;
+class MethodCells;
 
 struct Call {
   enum class Phase : std::uint8_t { idle, waiting, sent, backoff };
@@ -72,6 +75,12 @@ struct Call {
   // The deadline in force where the call started (the request being served),
   // put back in force while the completion runs.
   std::optional<TimePoint> context;
+  // Its method's metric cells (null: ClientOptions::metrics off).
+  MethodCells* cells = nullptr;
+  // Its trace (the traceparent it carries), and the trace in force where it
+  // started, put back in force while the completion runs.
+  TraceContext trace;
+  std::optional<TraceContext> trace_context;
 
   // ---- the exactly-once gate and the pins (atomics)
   std::atomic<bool> done{false};
@@ -102,6 +111,9 @@ struct Call {
   TimePoint hedge_at = kNever;  // phase sent: when the next hedge starts
   timer::Timeout aux;
   TimePoint aux_at = kNever;
+  // Where it was when it timed out, when complete() cannot tell (the reply
+  // that said the server timed out too has left `live`).
+  std::optional<TimeoutPhase> timeout_phase;
 
  private:
   friend void intrusive_ptr_add_ref(Call* c) noexcept { c->refs_.fetch_add(1, std::memory_order_relaxed); }

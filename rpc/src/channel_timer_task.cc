@@ -152,7 +152,7 @@ void HeartbeatTimerTask::do_task(const WatchedChannel& w, std::chrono::steady_cl
     transport::Frame f;
     f.header.flags = transport::kFlagRequest | transport::kFlagTwoWay | transport::kFlagEvent;
     f.header.request_id = id;
-    ch->send(f);
+    if (!ch->send(f)) ch->note_heartbeat_sent();
   });
 }
 

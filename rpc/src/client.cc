@@ -60,6 +60,9 @@ std::vector<ProviderStats> Client::providers() const { return core_->providers()
 
 void Client::close() { core_->close(); }
 ClientStats Client::stats() const { return core_->stats(); }
+std::vector<MethodStats> Client::method_stats() const { return core_->method_stats(); }
+std::vector<TimeoutRecord> Client::recent_timeouts() const { return core_->recent_timeouts(); }
+std::vector<ConnectionInfo> Client::connections() const { return core_->connections(); }
 Client::executor_type Client::get_executor() const noexcept { return core_->executor(); }
 
 }  // namespace wheelrpc::rpc

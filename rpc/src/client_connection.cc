@@ -97,6 +97,7 @@ void ClientCore::attempt_connect(std::unique_lock<CheckedMutex>& conn_lock, Clie
   if (conn.backoff.attempts() == 0) conn.backoff.next();
   conn.next_attempt = t + conn.backoff.next();
   conn.set_state(State::connecting);
+  conn.connect_attempts.fetch_add(1, std::memory_order_relaxed);
   conn.wanted.store(true, std::memory_order_release);
   transport::async_connect(ex_, timer_, conn.endpoint(), options_.connect_timeout,
                            [self = shared_from_this(), keep = conn.shared_from_this()](error_code ec,

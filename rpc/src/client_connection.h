@@ -96,6 +96,9 @@ class ClientConnection final : public transport::ChannelHandler,
   std::atomic<std::uint64_t> active{0};    // attempts in flight on it
   std::atomic<std::uint64_t> attempts{0};  // attempts sent to it
   std::atomic<std::uint64_t> failures{0};  // of which failed
+  std::atomic<std::uint64_t> oks{0};       // of which answered with a reply
+  std::atomic<std::uint64_t> cancelled{0};  // of which abandoned in flight
+  std::atomic<std::uint64_t> connect_attempts{0};
   std::atomic<std::int64_t> heartbeat_ms{0};   // agreed in the HELLO exchange
   std::atomic<std::int64_t> idle_timeout_ms{0};  // the reconnect task's limit (handshake: connect_timeout)
   SharedPtrCell<transport::Channel> watched_channel;

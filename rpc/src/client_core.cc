@@ -108,13 +108,46 @@ std::string ClientCore::attempt_timed_out(const Call& call, const Call::Attempt&
 
 // ---------------------------------------------------------------- starting a call
 
+bool ClientCore::fits_with_traceparent(std::string& method, std::string& payload,
+                                       transport::Attachments& attachments) const {
+  // Bytes a traceparent attachment adds to a body (55 characters of value).
+  static const std::size_t cost = [] {
+    transport::Frame with, without;
+    with.method = without.method = "m";
+    with.attachments.emplace_back(kTraceparentKey, std::string(55, '0'));
+    return transport::encoded_size(with) - transport::encoded_size(without);
+  }();
+  if (payload.size() + cost < options_.channel.max_body / 2) return true;  // the common case: far below
+  transport::Frame probe;  // lent the call's strings to measure the body, then given back
+  probe.method.swap(method);
+  probe.payload.swap(payload);
+  probe.attachments.swap(attachments);
+  const std::size_t body = transport::encoded_size(probe) - transport::kHeaderSize;
+  probe.method.swap(method);
+  probe.payload.swap(payload);
+  probe.attachments.swap(attachments);
+  return body + cost <= options_.channel.max_body;
+}
+
 void ClientCore::start_call(std::string method, std::string payload, CallOptions options,
                             asio::any_completion_handler<Client::Signature> handler) {
   // Every call ends counted in ok_ or failed_, and is in pending_ meanwhile:
   // stats() derives the number of calls from those (one atomic fewer here).
+  MethodCells* cells = options_.metrics ? &methods_.get(method) : nullptr;
+  if (cells) cells->started();
   auto fail_now = [&](error_code ec, std::string message) {
     failed_.fetch_add(1, std::memory_order_relaxed);
     if (ec == errc::timeout) timeouts_.fetch_add(1, std::memory_order_relaxed);
+    if (cells) {
+      cells->completed(call_code(ec), std::chrono::nanoseconds(0));
+      if (ec == errc::timeout) {
+        TimeoutRecord r;
+        r.time = std::chrono::system_clock::now();
+        r.method = method;
+        r.phase = TimeoutPhase::waiting_to_send;
+        timeout_log_.add(std::move(r));
+      }
+    }
     Completion done;
     done.armed = true;
     done.handler.swap(handler);
@@ -166,9 +199,32 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
     return;
   }
 
+  // The trace: the caller's own traceparent, else the trace of the request
+  // being served continued, else a new one.
+  auto trace_context = current_trace();
+  std::optional<TraceContext> trace;
+  for (const auto& [key, value] : options.attachments) {
+    if (key == kTraceparentKey) {
+      trace = TraceContext::parse(value);
+      if (!trace) trace = TraceContext::make_root();  // theirs is kept on the wire; ours names it locally
+      break;
+    }
+  }
+  if (!trace) {
+    trace = trace_context ? trace_context->child() : TraceContext::make_root();
+    // Sent unless it alone would push the body over the limit (a payload
+    // right at the limit still goes, without a traceparent on the wire).
+    if (fits_with_traceparent(method, payload, options.attachments)) {
+      options.attachments.emplace_back(kTraceparentKey, trace->traceparent());
+    }
+  }
+
   CallPtr call(new Call);
   Call& c = *call;
   c.core = this;
+  c.cells = cells;
+  c.trace = *trace;
+  c.trace_context = trace_context;
   c.method = std::move(method);
   c.start = start;
   c.inherited = inherited;
@@ -456,7 +512,8 @@ void ClientCore::attempt_failed(CallLock& lock, Call& call, const ClientConnecti
     return;
   }
   retries_.fetch_add(1, std::memory_order_relaxed);
-  logger()->debug("retrying '{}' in {} ms after attempt {}: {}", call.method, delay.count(), call.attempts, message);
+  logger()->debug("retrying '{}' in {} ms after attempt {}: {} trace={}", call.method, delay.count(), call.attempts,
+                  message, call.trace.trace_id_hex());
   if (delay.count() <= 0) {
     dispatch(lock, call, done);
     return;
@@ -593,7 +650,11 @@ void ClientCore::on_reply(ClientConnection& conn, transport::Frame& frame) {
     if (a.conn.get() == call.latest) call.latest_hold = std::move(a.conn);  // messages below name it
     const auto status = static_cast<Status>(frame.header.status);
     error_code ec = status_error(status);
-    if (ec) conn.failures.fetch_add(1, std::memory_order_relaxed);
+    if (ec) {
+      conn.failures.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      conn.oks.fetch_add(1, std::memory_order_relaxed);
+    }
     const auto t = ec ? now() : TimePoint{};  // only errors look at the time
     Response r;
     if (status == Status::server_timeout && a.expires != kNever && t >= a.expires &&
@@ -608,6 +669,7 @@ void ClientCore::on_reply(ClientConnection& conn, transport::Frame& frame) {
       // little later): to the caller this is its own timeout.
       r.error_message = describe(call, "timeout (sent, waiting for the reply; the server timed out too)") +
                         attempt_note(call.attempts, call.plan.max_attempts, false);
+      call.timeout_phase = TimeoutPhase::sent_waiting;
       complete(lock, call, errc::timeout, std::move(r), Origin::reply, done);
     } else if (ec) {
       std::string message = describe(call, ec.message(), &conn) + ": " + frame.payload;
@@ -633,6 +695,12 @@ bool ClientCore::complete(CallLock& lock, Call& call, error_code ec, Response re
                           Completion& done) {
   assert(lock.owns_lock() && call.mu.held());
   if (!mark_done(call)) return false;
+  if (call.cells) {
+    const auto code = call_code(ec);
+    const auto t = now();
+    call.cells->completed(code, t - call.start);
+    if (code == CallCode::timeout || code == CallCode::server_timeout) record_timeout(call, code, t);
+  }
   // Out of every book. Attempts still in flight when another won or the
   // caller cancelled are told to their servers, which drop the reply.
   const bool tell = origin == Origin::reply || origin == Origin::cancel_slot;
@@ -642,6 +710,8 @@ bool ClientCore::complete(CallLock& lock, Call& call, error_code ec, Response re
       std::lock_guard conn_lock(a.conn->mu);
       if (auto& ch = a.conn->channel) done.abandoned.emplace_back(ch, a.id);
     }
+    // At the deadline on_deadline() counted them failed already.
+    if (origin != Origin::timer) a.conn->cancelled.fetch_add(1, std::memory_order_relaxed);
     drop_attempt(lock, call, call.live.size() - 1, false);
     cancelled_attempts_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -666,7 +736,43 @@ bool ClientCore::complete(CallLock& lock, Call& call, error_code ec, Response re
   done.response = std::move(response);
   done.may_run_inline = origin == Origin::reply;
   done.context = call.context;
+  done.trace = call.trace_context;
   return true;
+}
+
+void ClientCore::record_timeout(const Call& call, CallCode code, TimePoint t) {
+  TimeoutRecord r;
+  r.time = std::chrono::system_clock::now();
+  r.method = call.method;
+  if (call.latest) r.provider = call.latest->peer();
+  r.code = code;
+  if (code == CallCode::server_timeout) {
+    r.phase = TimeoutPhase::server;
+  } else if (call.timeout_phase) {
+    r.phase = *call.timeout_phase;
+  } else if (!call.live.empty()) {
+    r.phase = TimeoutPhase::sent_waiting;
+  } else {
+    r.phase = TimeoutPhase::waiting_to_send;
+    if (call.phase != Phase::backoff) {
+      for (const auto& c : current_set()->conns) {
+        const auto s = c->state_mirror.load(std::memory_order_relaxed);
+        if (s == ClientConnection::State::connecting || s == ClientConnection::State::handshaking) {
+          r.phase = TimeoutPhase::connecting;
+          break;
+        }
+      }
+    }
+  }
+  r.budget = call.plan.has_deadline ? std::chrono::duration_cast<std::chrono::microseconds>(call.plan.budget)
+                                    : std::chrono::microseconds(0);
+  r.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(t - call.start);
+  r.attempts = call.attempts;
+  r.trace_id = call.trace.trace_id_hex();
+  logger()->debug("call '{}' ended {} ({}) after {} us, {} attempt(s), provider {} trace={}", r.method,
+                  call_code_name(code), timeout_phase_name(r.phase), r.elapsed.count(), r.attempts,
+                  r.provider.empty() ? "-" : r.provider, r.trace_id);
+  timeout_log_.add(std::move(r));
 }
 
 void ClientCore::complete_closed(CallLock& lock, Call& call, Completion& done) {
@@ -688,9 +794,10 @@ void ClientCore::deliver(Completion& done) {
   auto associated = asio::get_associated_executor(done.handler);
   const bool has_own = associated.target<asio::system_executor>() == nullptr;
   auto fn = [h = std::move(done.handler), ec = done.ec, r = std::move(done.response),
-             deadline = done.context]() mutable {
+             deadline = done.context, trace = done.trace]() mutable {
     asio::get_associated_cancellation_slot(h).clear();
     DeadlineScope scope(deadline);  // none, for a call started outside any request
+    TraceScope trace_scope(trace);
     std::move(h)(ec, std::move(r));
   };
   if (!has_own) {
@@ -849,10 +956,73 @@ std::vector<ProviderStats> ClientCore::providers() const {
     out.push_back(ProviderStats{c->peer(), c->state == ClientConnection::State::ready,
                                 c->active.load(std::memory_order_relaxed), c->attempts.load(std::memory_order_relaxed),
                                 c->failures.load(std::memory_order_relaxed), c->last_error,
-                                c->retired.load(std::memory_order_relaxed)});
+                                c->retired.load(std::memory_order_relaxed), c->oks.load(std::memory_order_relaxed),
+                                c->cancelled.load(std::memory_order_relaxed),
+                                c->connect_attempts.load(std::memory_order_relaxed)});
   }
   std::lock_guard set_lock(set_mu_);
   for (const auto& ep : left_order_) out.push_back(left_.at(ep));
+  return out;
+}
+
+namespace {
+std::chrono::milliseconds age_ms(std::chrono::steady_clock::time_point then, std::chrono::steady_clock::time_point now) {
+  return std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(now - then));
+}
+}  // namespace
+
+void fill_channel_info(ConnectionInfo& info, const transport::Channel& ch) {
+  const auto steady = std::chrono::steady_clock::now();
+  info.local = ch.local();
+  info.remote = ch.remote();
+  info.age = age_ms(ch.created(), steady);
+  const auto traffic = ch.traffic();
+  info.bytes_in = traffic.bytes_in;
+  info.bytes_out = traffic.bytes_out;
+  info.frames_in = traffic.frames_in;
+  info.frames_out = traffic.frames_out;
+  info.heartbeats_sent = traffic.heartbeats_sent;
+  // The channel stamps reads and writes with the timer's fast clock, a
+  // steady clock with the same epoch.
+  const auto fast = timer::fast_steady_now();
+  info.last_read_age = age_ms(ch.last_read(), fast);
+  info.last_write_age = age_ms(ch.last_write(), fast);
+}
+
+std::vector<ConnectionInfo> ClientCore::connections() const {
+  std::vector<ConnectionInfo> out;
+  const auto conns = all_connections();
+  const auto t = now();
+  out.reserve(conns.size());
+  for (const auto& c : conns) {
+    ConnectionInfo info;
+    std::shared_ptr<transport::Channel> ch;
+    {
+      std::lock_guard conn_lock(c->mu);
+      ch = c->channel;
+      switch (c->state) {
+        case ClientConnection::State::idle:
+          info.state = c->failing.load(std::memory_order_relaxed) ? ConnectionInfo::State::backoff
+                                                                  : ConnectionInfo::State::idle;
+          if (info.state == ConnectionInfo::State::backoff && c->next_attempt > t) {
+            info.next_attempt_in = std::chrono::ceil<std::chrono::milliseconds>(c->next_attempt - t);
+          } else if (info.state == ConnectionInfo::State::backoff) {
+            info.next_attempt_in = std::chrono::milliseconds(0);
+          }
+          break;
+        case ClientConnection::State::connecting:
+        case ClientConnection::State::handshaking: info.state = ConnectionInfo::State::connecting; break;
+        case ClientConnection::State::ready: info.state = ConnectionInfo::State::ready; break;
+      }
+      if (c->retired.load(std::memory_order_relaxed)) info.state = ConnectionInfo::State::closing;
+    }
+    info.remote = c->peer();
+    if (ch) fill_channel_info(info, *ch);
+    info.heartbeat = std::chrono::milliseconds(c->heartbeat_ms.load(std::memory_order_relaxed));
+    info.reconnect_attempts = c->connect_attempts.load(std::memory_order_relaxed);
+    info.in_flight = c->active.load(std::memory_order_relaxed);
+    out.push_back(std::move(info));
+  }
   return out;
 }
 

@@ -55,6 +55,7 @@
 #include "client_connection.h"
 #include "failback_queue.h"
 #include "load_balancer.h"
+#include "method_metrics.h"
 #include "retry_budget.h"
 #include "work_gate.h"
 
@@ -91,6 +92,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void close();
   ClientStats stats() const;
   std::vector<ProviderStats> providers() const;
+  std::vector<MethodStats> method_stats() const { return methods_.snapshot(); }
+  std::vector<TimeoutRecord> recent_timeouts() const { return timeout_log_.snapshot(); }
+  std::vector<ConnectionInfo> connections() const;
   const boost::asio::any_io_executor& executor() const noexcept { return ex_; }
   TimePoint now() const noexcept { return clock_ ? clock_->now() : timer::fast_steady_now(); }
 
@@ -130,6 +134,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     Response response;
     bool may_run_inline = false;
     std::optional<TimePoint> context;
+    std::optional<TraceContext> trace;  // put in force while the handler runs
     // Attempts abandoned in flight: their channel and request id (CANCEL).
     boost::container::small_vector<std::pair<std::shared_ptr<transport::Channel>, std::uint64_t>, 1> abandoned;
   };
@@ -148,6 +153,11 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// Completes the call (false if it was done already).
   bool complete(CallLock& lock, Call& call, boost::system::error_code ec, Response response, Origin origin,
                 Completion& done);
+  /// Whether adding a traceparent keeps the call's body within
+  /// ChannelOptions::max_body (the strings are lent and given back).
+  bool fits_with_traceparent(std::string& method, std::string& payload, transport::Attachments& attachments) const;
+  /// Adds the call to the recent timeouts (and logs it at debug level).
+  void record_timeout(const Call& call, CallCode code, TimePoint t);
   /// Completes the call with errc::cancelled, "client closed".
   void complete_closed(CallLock& lock, Call& call, Completion& done);
   /// Schedules the aux timeout for the call's nearest event (or none).
@@ -245,6 +255,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   boost::asio::executor_work_guard<boost::asio::any_io_executor> work_;
   std::mutex close_mu_;  // close() runs once, others wait for it
 
+  MethodTable methods_;
+  TimeoutLog timeout_log_;
   std::atomic<std::uint64_t> ok_{0}, failed_{0}, timeouts_{0}, late_{0}, connects_{0},
       connect_failures_{0}, pending_{0}, attempts_{0}, retries_{0}, hedges_{0}, refusals_{0},
       cancelled_attempts_{0}, attempt_timeouts_{0}, provider_sets_{0}, providers_added_{0},

@@ -100,6 +100,9 @@ void ClientCore::remember_left(const ClientConnection& conn) {
   entry.peer = conn.peer();
   entry.attempts = conn.attempts.load(std::memory_order_relaxed);
   entry.failures = conn.failures.load(std::memory_order_relaxed);
+  entry.ok = conn.oks.load(std::memory_order_relaxed);
+  entry.cancelled = conn.cancelled.load(std::memory_order_relaxed);
+  entry.connect_attempts = conn.connect_attempts.load(std::memory_order_relaxed);
   entry.removed = true;
   if (left_order_.size() > kLeftKept) {
     left_.erase(left_order_.front());
@@ -114,6 +117,9 @@ std::shared_ptr<ClientConnection> ClientCore::make_connection(const tcp::endpoin
   if (auto it = left_.find(endpoint); it != left_.end()) {
     c->attempts.store(it->second.attempts, std::memory_order_relaxed);
     c->failures.store(it->second.failures, std::memory_order_relaxed);
+    c->oks.store(it->second.ok, std::memory_order_relaxed);
+    c->cancelled.store(it->second.cancelled, std::memory_order_relaxed);
+    c->connect_attempts.store(it->second.connect_attempts, std::memory_order_relaxed);
     left_.erase(it);
     left_order_.erase(std::find(left_order_.begin(), left_order_.end(), endpoint));
   }

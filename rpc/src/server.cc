@@ -84,8 +84,14 @@ class ServerConnection final : public transport::ChannelHandler {
 
 }  // namespace
 
+ServerCore::ServerCore(boost::asio::any_io_executor ex, timer::Timer& timer, ServerOptions options)
+    : ex_(std::move(ex)), timer_(timer), options_(std::move(options)), local_context_(new ServerConnContext) {
+  if (options_.metrics) unknown_cells_ = &methods_.get("(unknown)");
+}
+
 void ServerCore::handle(std::string method, Server::Handler handler) {
-  handlers_[std::move(method)] = std::move(handler);
+  MethodCells* cells = options_.metrics ? &methods_.get(method) : nullptr;
+  handlers_[std::move(method)] = Method{std::move(handler), cells};
 }
 
 error_code ServerCore::listen(const asio::ip::tcp::endpoint& endpoint, std::string& message) {
@@ -115,6 +121,8 @@ error_code ServerCore::listen(const asio::ip::tcp::endpoint& endpoint, std::stri
       heartbeat_task_->start(timer_);
     }
   }
+  listening_.store(true);
+  announced_endpoint_ = acceptor_->local_endpoint();
   if (!options_.announcer) return {};
   // Announced once listening: the announcer bounds its own wait.
   auto promise = std::make_shared<std::promise<std::pair<error_code, std::string>>>();
@@ -225,8 +233,30 @@ struct SlotDeadlineTask {
 }  // namespace
 
 void ServerCore::on_deadline(const ReplySlotPtr& slot) {
+  // finish() counts it (deadline_exceeded, the recent timeouts) whether or
+  // not the reply can still be sent.
   finish(*slot, Status::server_timeout,
          fmt::format("the deadline of '{}' passed before the handler replied", slot->method), {}, true);
+}
+
+void ServerCore::record_timeout(const ReplySlot& slot, std::chrono::steady_clock::time_point t) {
+  TimeoutRecord r;
+  r.time = std::chrono::system_clock::now();
+  r.server_side = true;
+  r.method = slot.method;
+  if (auto ch = slot.conn->channel.lock()) r.provider = ch->remote();
+  r.phase = TimeoutPhase::in_handler;
+  r.code = CallCode::server_timeout;
+  if (slot.deadline) {
+    r.budget = std::chrono::duration_cast<std::chrono::microseconds>(*slot.deadline - slot.received);
+  }
+  r.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(t - slot.received);
+  r.attempts = 1;
+  if (slot.trace) r.trace_id = slot.trace->trace_id_hex();
+  logger()->debug("request '{}' from {} answered server_timeout after {} us (budget {} us) trace={}", r.method,
+                  r.provider.empty() ? "-" : r.provider, r.elapsed.count(), r.budget.count(),
+                  r.trace_id.empty() ? "-" : r.trace_id);
+  timeout_log_.add(std::move(r));
 }
 
 void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame, const ConnContextPtr& conn) {
@@ -239,14 +269,27 @@ void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame
   slot->request_id = frame.header.request_id;
   slot->two_way = frame.header.is_two_way();
   slot->method = frame.method;
+  slot->received = now();
+  for (const auto& [key, value] : frame.attachments) {
+    if (key == kTraceparentKey) {
+      slot->trace = TraceContext::parse(value);
+      break;
+    }
+  }
 
+  auto it = handlers_.find(frame.method);
+  slot->cells = it != handlers_.end() ? it->second.cells : unknown_cells_;
+  if (slot->cells) slot->cells->started();
   if (draining_.load()) {
     refused_shutting_down_.fetch_add(1, std::memory_order_relaxed);
     finish(*slot, Status::shutting_down, "server shutting down: '" + frame.method + "' not processed", {}, false);
     return;
   }
-
-  auto it = handlers_.find(frame.method);
+  if (offline_.load(std::memory_order_relaxed)) {
+    refused_offline_.fetch_add(1, std::memory_order_relaxed);
+    finish(*slot, Status::shutting_down, "server offline: '" + frame.method + "' not processed", {}, false);
+    return;
+  }
   if (it == handlers_.end()) {
     method_not_found_.fetch_add(1, std::memory_order_relaxed);
     finish(*slot, Status::method_not_found, "no method '" + frame.method + "'", {}, false);
@@ -254,25 +297,91 @@ void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame
   }
   if (frame.header.deadline_ms != 0) {
     const auto budget = std::chrono::milliseconds(frame.header.deadline_ms);
-    slot->deadline = now() + budget;
+    slot->deadline = slot->received + budget;
     std::error_code tec;
     slot->timeout = timer_.new_timeout(SlotDeadlineTask{slot}, budget, tec);
   }
   Request req{std::move(frame.method), std::move(frame.payload), std::move(frame.attachments),
               slot->deadline, channel.remote()};
+  run_handler(it->second, std::move(req), std::move(slot), channel.id());
+}
+
+void ServerCore::run_handler(const Method& method, Request req, ReplySlotPtr slot, std::uint64_t conn_id) {
+  const std::string peer = req.peer;
+  const std::string trace = slot->trace ? slot->trace->trace_id_hex() : "-";
   try {
-    // Calls the handler starts inherit the caller's deadline (deadline propagation).
+    // Calls the handler starts inherit the caller's deadline (deadline
+    // propagation) and continue its trace.
     DeadlineScope scope(slot->deadline);
-    it->second(std::move(req), Responder(std::move(slot)));
+    TraceScope trace_scope(slot->trace);
+    method.handler(std::move(req), Responder(std::move(slot)));
   } catch (const std::exception& e) {
     // The Responder was consumed by the call; if the handler had not replied,
     // its destructor already answered server_error. Log what happened.
-    logger()->error("conn={} peer={} method={} handler threw: {}", channel.id(), channel.remote(),
-                    it->first, e.what());
+    logger()->error("conn={} peer={} trace={} handler threw: {}", conn_id, peer, trace, e.what());
   } catch (...) {
-    logger()->error("conn={} peer={} method={} handler threw a non-std exception", channel.id(),
-                    channel.remote(), it->first);
+    logger()->error("conn={} peer={} trace={} handler threw a non-std exception", conn_id, peer, trace);
   }
+}
+
+namespace {
+CallCode status_code(Status status) noexcept {
+  switch (status) {
+    case Status::ok: return CallCode::ok;
+    case Status::server_timeout: return CallCode::server_timeout;
+    case Status::method_not_found: return CallCode::method_not_found;
+    case Status::bad_request: return CallCode::bad_request;
+    case Status::server_error: return CallCode::server_error;
+    case Status::overloaded: return CallCode::too_many_pending;
+    case Status::shutting_down: return CallCode::unavailable;
+  }
+  return CallCode::other;
+}
+}  // namespace
+
+void ServerCore::invoke(std::string method, std::string payload, transport::Attachments attachments,
+                        std::chrono::milliseconds budget,
+                        std::function<void(Status, std::string, transport::Attachments)> done) {
+  requests_.fetch_add(1, std::memory_order_relaxed);
+  local_context_->in_flight.fetch_add(1);
+  ReplySlotPtr slot(new ReplySlot);
+  slot->conn = local_context_;
+  slot->core = this;
+  slot->method = method;
+  slot->received = now();
+  slot->local = std::move(done);
+  for (const auto& [key, value] : attachments) {
+    if (key == kTraceparentKey) slot->trace = TraceContext::parse(value);
+  }
+  if (!slot->trace) {
+    slot->trace = TraceContext::make_root();
+    attachments.emplace_back(kTraceparentKey, slot->trace->traceparent());
+  }
+  auto it = handlers_.find(method);
+  slot->cells = it != handlers_.end() ? it->second.cells : unknown_cells_;
+  if (slot->cells) slot->cells->started();
+  if (draining_.load() || !listening_.load()) {
+    refused_shutting_down_.fetch_add(1, std::memory_order_relaxed);
+    finish(*slot, Status::shutting_down, "server shutting down: '" + method + "' not processed", {}, false);
+    return;
+  }
+  if (offline_.load(std::memory_order_relaxed)) {
+    refused_offline_.fetch_add(1, std::memory_order_relaxed);
+    finish(*slot, Status::shutting_down, "server offline: '" + method + "' not processed", {}, false);
+    return;
+  }
+  if (it == handlers_.end()) {
+    method_not_found_.fetch_add(1, std::memory_order_relaxed);
+    finish(*slot, Status::method_not_found, "no method '" + method + "'", {}, false);
+    return;
+  }
+  if (budget.count() > 0) {
+    slot->deadline = slot->received + budget;
+    std::error_code tec;
+    slot->timeout = timer_.new_timeout(SlotDeadlineTask{slot}, budget, tec);
+  }
+  Request req{std::move(method), std::move(payload), std::move(attachments), slot->deadline, "local"};
+  run_handler(it->second, std::move(req), std::move(slot), 0);
 }
 
 bool ServerCore::finish(ReplySlot& s, Status status, std::string payload,
@@ -294,7 +403,16 @@ bool ServerCore::finish(ReplySlot& s, Status status, std::string payload,
     }
   } uncount{*this, *slot->conn};
   if (!from_timer) slot->timeout.cancel();  // the task's reference goes with it
-  if (slot->conn->cancels.check(slot->request_id, /*forget=*/true)) {
+  const bool client_cancelled = !slot->local && slot->conn->cancels.check(slot->request_id, /*forget=*/true);
+  if (slot->cells) {
+    const auto t = now();
+    slot->cells->completed(client_cancelled ? CallCode::cancelled : status_code(status), t - slot->received);
+    if (from_timer && status == Status::server_timeout) {
+      slot->cells->deadline_exceeded();
+      record_timeout(*slot, t);
+    }
+  }
+  if (client_cancelled) {
     cancelled_.fetch_add(1, std::memory_order_relaxed);  // the client stopped waiting: no reply
     return false;
   }
@@ -303,6 +421,11 @@ bool ServerCore::finish(ReplySlot& s, Status status, std::string payload,
   } else {
     errors_.fetch_add(1, std::memory_order_relaxed);
     if (status == Status::server_timeout) server_timeouts_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (slot->local) {
+    auto local = std::move(slot->local);
+    local(status, std::move(payload), std::move(attachments));
+    return true;
   }
   if (!slot->two_way) return true;
   transport::Frame f;
@@ -334,6 +457,7 @@ void ServerCore::stop(bool flush) {
     std::lock_guard lock(mu_);
     if (stopped_) return;
     stopped_ = true;
+    listening_.store(false);
     channels.swap(channels_);
     tasks = {close_task_, heartbeat_task_};
   }
@@ -518,6 +642,66 @@ ServerStats ServerCore::stats() const {
   s.protocol_errors = protocol_errors_.load(std::memory_order_relaxed);
   s.in_flight = in_flight();
   s.refused_shutting_down = refused_shutting_down_.load(std::memory_order_relaxed);
+  s.refused_offline = refused_offline_.load(std::memory_order_relaxed);
+  return s;
+}
+
+std::vector<ConnectionInfo> ServerCore::connections() const {
+  std::vector<std::pair<std::shared_ptr<transport::Channel>, Conn>> conns;
+  {
+    std::lock_guard lock(mu_);
+    conns.reserve(channels_.size());
+    for (const auto& [id, c] : channels_) {
+      if (auto ch = c.channel.lock()) conns.emplace_back(std::move(ch), c);
+    }
+  }
+  std::vector<ConnectionInfo> out;
+  out.reserve(conns.size());
+  for (const auto& [ch, c] : conns) {
+    ConnectionInfo info;
+    info.server_side = true;
+    fill_channel_info(info, *ch);
+    info.heartbeat = std::chrono::milliseconds(c.heartbeat_ms->load(std::memory_order_relaxed));
+    info.state = !ch->is_open() ? ConnectionInfo::State::closing
+                 : info.heartbeat.count() == 0 ? ConnectionInfo::State::connecting  // no HELLO yet
+                                               : ConnectionInfo::State::ready;
+    info.in_flight = static_cast<std::uint64_t>(std::max<std::int64_t>(0, c.context->in_flight.load()));
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+void ServerCore::set_online(bool online) {
+  if (offline_.exchange(!online) == !online) return;  // no change
+  logger()->info("server {}: {}", local_endpoint().port(), online ? "online" : "offline");
+  if (!options_.announcer || !listening_.load() || shutdown_started_.load()) return;
+  if (!online) {
+    if (announced_.exchange(false)) withdraw({});
+    return;
+  }
+  options_.announcer->announce(announced_endpoint_, [weak = weak_from_this()](error_code ec, std::string why) {
+    auto self = weak.lock();
+    if (!self) return;
+    if (ec) {
+      logger()->warn("announcing the server again failed: {}", why.empty() ? ec.message() : why);
+      return;
+    }
+    // Still online and running: announced. (Offline meanwhile: withdraw again.)
+    if (!self->offline_.load() && self->listening_.load() && !self->shutdown_started_.load()) {
+      self->announced_.store(true);
+    } else {
+      self->withdraw({});
+    }
+  });
+}
+
+ServerState ServerCore::state() const {
+  ServerState s;
+  s.listening = listening_.load();
+  s.online = !offline_.load();
+  s.draining = shutdown_started_.load();
+  s.announced = announced_.load();
+  s.has_announcer = options_.announcer != nullptr;
   return s;
 }
 
@@ -605,5 +789,35 @@ void Server::start_shutdown(std::chrono::milliseconds drain_timeout,
   core_->start_shutdown(drain_timeout, std::move(handler));
 }
 ServerStats Server::stats() const { return core_->stats(); }
+std::vector<MethodStats> Server::method_stats() const { return core_->method_stats(); }
+std::vector<TimeoutRecord> Server::recent_timeouts() const { return core_->recent_timeouts(); }
+std::vector<ConnectionInfo> Server::connections() const { return core_->connections(); }
+void Server::set_online(bool online) { core_->set_online(online); }
+ServerState Server::state() const { return core_->state(); }
+
+void Server::start_invoke(std::string method, std::string payload, std::chrono::milliseconds timeout,
+                          boost::asio::any_completion_handler<InvokeSignature> handler) {
+  auto shared = std::make_shared<boost::asio::any_completion_handler<InvokeSignature>>();
+  shared->swap(handler);
+  auto ex = core_->executor();
+  auto done = [shared, ex](Status status, std::string body, transport::Attachments attached) {
+    Response r;
+    const auto ec = status_error(status);
+    if (ec) {
+      r.error_message = std::move(body);
+    } else {
+      r.payload = std::move(body);
+      r.attachments = std::move(attached);
+    }
+    auto assoc = asio::get_associated_executor(*shared, ex);
+    asio::post(ex, asio::bind_executor(assoc, [shared, ec, r = std::move(r)]() mutable {
+      std::move (*shared)(ec, std::move(r));
+    }));
+  };
+  // Handlers run on the executor, as for a request read from a connection.
+  asio::post(ex, [core = core_, m = std::move(method), p = std::move(payload), timeout, done = std::move(done)]() mutable {
+    core->invoke(std::move(m), std::move(p), {}, timeout, std::move(done));
+  });
+}
 
 }  // namespace wheelrpc::rpc

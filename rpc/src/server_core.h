@@ -20,6 +20,9 @@
 #include <wheelrpc/transport/acceptor.h>
 #include <wheelrpc/transport/channel.h>
 
+#include <wheelrpc/rpc/trace.h>
+
+#include "method_metrics.h"
 #include "work_gate.h"
 
 namespace wheelrpc::rpc::detail {
@@ -96,6 +99,12 @@ struct ReplySlot {
   std::optional<std::chrono::steady_clock::time_point> deadline;
   timer::Timeout timeout;
   std::string method;  // for logs
+  MethodCells* cells = nullptr;  // null: ServerOptions::metrics off
+  std::chrono::steady_clock::time_point received{};
+  std::optional<TraceContext> trace;  // the request's traceparent, if valid
+  // A call from inside the process (Server::async_invoke): completed here
+  // instead of a reply on a channel.
+  std::function<void(Status, std::string, transport::Attachments)> local;
 };
 
 using ReplySlotPtr = boost::intrusive_ptr<ReplySlot>;
@@ -108,10 +117,21 @@ using ReplySlotPtr = boost::intrusive_ptr<ReplySlot>;
 // taken on the request path.
 class ServerCore : public std::enable_shared_from_this<ServerCore> {
  public:
-  ServerCore(boost::asio::any_io_executor ex, timer::Timer& timer, ServerOptions options)
-      : ex_(std::move(ex)), timer_(timer), options_(std::move(options)) {}
+  ServerCore(boost::asio::any_io_executor ex, timer::Timer& timer, ServerOptions options);
 
   void handle(std::string method, Server::Handler handler);
+  /// Runs `method`'s handler for a call from inside the process (the admin
+  /// gateway): as a request read from a connection, with `budget` as its
+  /// deadline (0: none); `done` runs once, on any thread.
+  void invoke(std::string method, std::string payload, transport::Attachments attachments,
+              std::chrono::milliseconds budget,
+              std::function<void(Status, std::string, transport::Attachments)> done);
+  std::vector<MethodStats> method_stats() const { return methods_.snapshot(); }
+  std::vector<TimeoutRecord> recent_timeouts() const { return timeout_log_.snapshot(); }
+  std::vector<ConnectionInfo> connections() const;
+  void set_online(bool online);
+  bool online() const noexcept { return !offline_.load(); }
+  ServerState state() const;
   boost::system::error_code listen(const boost::asio::ip::tcp::endpoint& endpoint, std::string& message);
   boost::asio::ip::tcp::endpoint local_endpoint() const;
   void stop();
@@ -165,7 +185,22 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   boost::asio::any_io_executor ex_;
   timer::Timer& timer_;
   const ServerOptions options_;
-  std::unordered_map<std::string, Server::Handler> handlers_;  // fixed once listening
+  /// Runs the handler of a request whose slot is set up (`it`: its entry).
+  struct Method {
+    Server::Handler handler;
+    MethodCells* cells = nullptr;
+  };
+  void run_handler(const Method& method, Request req, ReplySlotPtr slot, std::uint64_t conn_id);
+  void record_timeout(const ReplySlot& slot, std::chrono::steady_clock::time_point t);
+
+  MethodTable methods_;
+  TimeoutLog timeout_log_;
+  MethodCells* unknown_cells_ = nullptr;  // "(unknown)": requests for methods with no handler
+  std::unordered_map<std::string, Method> handlers_;  // fixed once listening
+  ConnContextPtr local_context_;  // the context of in-process calls (invoke)
+  std::atomic<bool> offline_{false};
+  std::atomic<bool> listening_{false};
+  boost::asio::ip::tcp::endpoint announced_endpoint_;  // set by listen
   std::shared_ptr<transport::Acceptor> acceptor_;
 
   std::optional<std::vector<WatchedChannel>> watched();
@@ -193,7 +228,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   std::mutex shutdown_mu_;  // guards the two below
   boost::asio::any_completion_handler<Server::ShutdownSignature> shutdown_handler_;
   timer::Timeout drain_timeout_;
-  std::atomic<std::uint64_t> refused_shutting_down_{0};
+  std::atomic<std::uint64_t> refused_shutting_down_{0}, refused_offline_{0};
   std::atomic<std::uint64_t> accepted_{0}, requests_{0}, replies_{0}, errors_{0}, server_timeouts_{0},
       late_replies_{0}, method_not_found_{0}, protocol_errors_{0}, cancelled_{0};
 };

@@ -63,15 +63,16 @@ TEST(Call, BlockingCall) {
 TEST(Call, AttachmentsTravelToTheHandler) {
   RpcFixture fx;
   fx.server.handle("attach", [](wheelrpc::rpc::Request req, wheelrpc::rpc::Responder r) {
+    // The caller's attachments in order, then the traceparent every call carries.
     std::string all;
-    for (auto& [k, v] : req.attachments) all += k + "=" + v + ";";
+    for (auto& [k, v] : req.attachments) all += k + "=" + (k == "traceparent" ? "<" + std::to_string(v.size()) + ">" : v) + ";";
     r.reply(all, {{"reply-key", "reply-value"}});
   });
   CallOptions o;
   o.attachments = {{"trace", "abc"}, {"user", "u1"}};
   auto out = call(*fx.client, "attach", "", o);
   ASSERT_FALSE(out.ec) << out.response.error_message;
-  EXPECT_EQ(out.response.payload, "trace=abc;user=u1;");
+  EXPECT_EQ(out.response.payload, "trace=abc;user=u1;traceparent=<55>;");
   ASSERT_EQ(out.response.attachments.size(), 1u);
   EXPECT_EQ(out.response.attachments[0].second, "reply-value");
 }

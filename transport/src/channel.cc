@@ -103,6 +103,16 @@ Channel::Clock::time_point Channel::last_write() const noexcept {
   return Clock::time_point(Clock::duration(last_write_.load(std::memory_order_relaxed)));
 }
 
+ChannelTraffic Channel::traffic() const noexcept {
+  ChannelTraffic t;
+  t.bytes_in = bytes_in_.load(std::memory_order_relaxed);
+  t.bytes_out = bytes_out_.load(std::memory_order_relaxed);
+  t.frames_in = frames_in_.load(std::memory_order_relaxed);
+  t.frames_out = frames_out_.load(std::memory_order_relaxed);
+  t.heartbeats_sent = heartbeats_sent_.load(std::memory_order_relaxed);
+  return t;
+}
+
 std::size_t Channel::queued_bytes() const {
   std::lock_guard lock(write_mu_);
   return queued_.size();
@@ -213,6 +223,7 @@ void Channel::on_read(const error_code& ec, std::size_t n) {
   const bool full = n == offered_ && full_means_more_;
   const std::size_t capacity = heap_ ? heap_capacity_ : kInlineReadBytes;
   reads_stat_.store(reads_stat_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  bytes_in_.store(bytes_in_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   read_end_ += n;
   while (is_open()) {
     std::size_t consumed = 0;
@@ -224,6 +235,7 @@ void Channel::on_read(const error_code& ec, std::size_t n) {
       break;
     }
     read_begin_ += consumed;
+    frames_in_.store(frames_in_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if (handler_) handler_->on_frame(*this, frame_);
     // The frame is reused; a large payload the handler left in it is not kept.
     if (frame_.payload.capacity() > max_kept_read_) std::string().swap(frame_.payload);
@@ -271,6 +283,7 @@ error_code Channel::send(const Frame& frame) {
     if (closed_for_write_ || refuse_sends_) return make_error_code(errc::closed);
     if (queued_.size() >= options_.max_write_queue_bytes) return make_error_code(errc::write_queue_full);
     encode_frame(frame, queued_);
+    frames_out_.store(frames_out_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if (!writing_) {
       writing_ = true;
       kick = true;
@@ -311,7 +324,8 @@ void Channel::do_write() {
                     }));
 }
 
-void Channel::on_write(const error_code& ec, std::size_t) {
+void Channel::on_write(const error_code& ec, std::size_t n) {
+  bytes_out_.store(bytes_out_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   if (ec) {
     std::string().swap(inflight_);
     inflight_capacity_stat_.store(0, std::memory_order_relaxed);

@@ -18,6 +18,7 @@
 #include <boost/system/error_code.hpp>
 
 #include <wheelrpc/rpc/errc.h>
+#include <wheelrpc/rpc/introspection.h>
 #include <wheelrpc/rpc/options.h>
 #include <wheelrpc/rpc/provider_source.h>
 #include <wheelrpc/rpc/response.h>
@@ -76,6 +77,9 @@ struct ProviderStats {
   std::uint64_t failures = 0;       ///< of which failed (errors, lost, timed out, not sent)
   std::string last_error;           ///< why the last connect attempt failed; "" once connected
   bool removed = false;             ///< it left the provider set (its calls in flight may still be draining)
+  std::uint64_t ok = 0;             ///< attempts answered with a reply (not an error status)
+  std::uint64_t cancelled = 0;      ///< attempts abandoned in flight (another attempt won, or the call completed)
+  std::uint64_t connect_attempts = 0;  ///< connect attempts made to it (the first one included)
 };
 
 /// A failed call as an exception: thrown by the blocking `call()`, and by
@@ -254,6 +258,17 @@ class Client {
   void close();
 
   ClientStats stats() const;
+  /// Per method called so far (in the order first called): calls by
+  /// outcome, latency histograms (call start to completion), calls in
+  /// flight. Empty with ClientOptions::metrics off. Any thread.
+  std::vector<MethodStats> method_stats() const;
+  /// The last 256 calls that ended in errc::timeout or server_timeout,
+  /// newest first: phase, budget, elapsed, attempts, provider, trace id.
+  /// Any thread.
+  std::vector<TimeoutRecord> recent_timeouts() const;
+  /// One row per provider connection (the current set, then the providers
+  /// that left and still drain). Any thread.
+  std::vector<ConnectionInfo> connections() const;
   executor_type get_executor() const noexcept;
 
  private:

@@ -201,6 +201,12 @@ struct ClientOptions {
   /// CloseTimerTask after this long without a write (then the calls still on
   /// it fail with connection_lost and are retried elsewhere). Default 10 s; > 0.
   std::chrono::milliseconds removal_grace{10000};
+
+  /// Per-method metrics (Client::method_stats(): calls by outcome, latency
+  /// histograms, in flight) and the recent timeouts (Client::
+  /// recent_timeouts()). They cost a few relaxed atomic adds per call on
+  /// per-thread cache lines. Default true.
+  bool metrics = true;
 };
 
 /// Per server; fixed at construction.
@@ -238,6 +244,10 @@ struct ServerOptions {
   /// (and accepts) for this long, so clients see it leave before it stops
   /// taking calls. Default 2 s; 0 = none.
   std::chrono::milliseconds unregister_grace{2000};
+
+  /// Per-method metrics and recent timeouts, as ClientOptions::metrics.
+  /// Default true.
+  bool metrics = true;
 };
 
 /// Checks a call's options: the problem ("CallOptions::retries must be 0 ..

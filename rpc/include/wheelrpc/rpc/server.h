@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -16,7 +17,9 @@
 #include <boost/system/error_code.hpp>
 
 #include <wheelrpc/rpc/errc.h>
+#include <wheelrpc/rpc/introspection.h>
 #include <wheelrpc/rpc/options.h>
+#include <wheelrpc/rpc/response.h>
 #include <wheelrpc/timer/timer.h>
 #include <wheelrpc/transport/frame.h>
 
@@ -99,6 +102,20 @@ struct ServerStats {
   std::uint64_t idle_closes = 0;        ///< connections closed by the CloseTimerTask
   std::uint64_t in_flight = 0;          ///< requests not yet answered on the open connections (now)
   std::uint64_t refused_shutting_down = 0;  ///< requests refused by a graceful shutdown
+  std::uint64_t refused_offline = 0;        ///< requests refused while offline (set_online(false))
+};
+
+/// Where a server is in its life, for health checks.
+struct ServerState {
+  bool listening = false;  ///< listen() succeeded and stop() was not called
+  bool online = true;      ///< not taken offline (set_online(false))
+  bool draining = false;   ///< a graceful shutdown began (withdraw, grace or drain)
+  bool announced = false;  ///< announced to ServerOptions::announcer and not withdrawn
+  /// Ready for traffic: listening, and announced when there is an announcer.
+  bool ready() const noexcept { return listening && !draining && online && (announced || !has_announcer); }
+  /// Serving: listening, online and not draining (what /health reports).
+  bool serving() const noexcept { return listening && online && !draining; }
+  bool has_announcer = false;
 };
 
 /// Shutdown order as for Client: stop the server, then the executor's threads,
@@ -169,8 +186,47 @@ class Server {
   }
 
   ServerStats stats() const;
+  /// Per registered method (and "(unknown)" for requests naming none):
+  /// calls by outcome, latency histograms (request read to reply queued),
+  /// in flight, deadline_exceeded. Empty with ServerOptions::metrics off.
+  /// Any thread.
+  std::vector<MethodStats> method_stats() const;
+  /// The last 256 requests answered server_timeout, newest first. Any thread.
+  std::vector<TimeoutRecord> recent_timeouts() const;
+  /// One row per accepted connection. Any thread.
+  std::vector<ConnectionInfo> connections() const;
+
+  /// Dubbo's QoS offline/online. Offline: new requests are refused
+  /// unprocessed with Status::shutting_down (callers see errc::unavailable,
+  /// which clients retry on another provider), and an announced server is
+  /// withdrawn from its registry; calls in flight run on. Online (the
+  /// default) reverses it and announces the server again. Idempotent; any
+  /// thread; the announcer's answer is not waited for.
+  void set_online(bool online);
+  ServerState state() const;
+
+  /// Completion signature of async_invoke: the error the status stands for
+  /// (empty on success), and the reply (payload and attachments; the error
+  /// text in error_message).
+  using InvokeSignature = void(boost::system::error_code, Response);
+  /// Calls `method` of this server from inside the process, as if a client
+  /// had sent it (same handler, metrics, deadline, offline and shutdown
+  /// rules): the admin gateway's path. `timeout`: the call's budget (0 =
+  /// none). Completes once, on the handler's associated executor (default
+  /// the server's), never inline.
+  template <class Token>
+  auto async_invoke(std::string method, std::string payload, std::chrono::milliseconds timeout, Token&& token) {
+    return boost::asio::async_initiate<Token, InvokeSignature>(
+        [this](auto handler, std::string m, std::string p, std::chrono::milliseconds t) {
+          start_invoke(std::move(m), std::move(p), t,
+                       boost::asio::any_completion_handler<InvokeSignature>(std::move(handler)));
+        },
+        token, std::move(method), std::move(payload), timeout);
+  }
 
  private:
+  void start_invoke(std::string method, std::string payload, std::chrono::milliseconds timeout,
+                    boost::asio::any_completion_handler<InvokeSignature> handler);
   void start_shutdown(std::chrono::milliseconds drain_timeout,
                       boost::asio::any_completion_handler<ShutdownSignature> handler);
 

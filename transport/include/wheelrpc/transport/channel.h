@@ -53,6 +53,13 @@ struct ChannelBufferStats {
   std::uint64_t reads = 0;         ///< reads completed with data so far
 };
 
+/// What a channel carried so far (each field read on its own).
+struct ChannelTraffic {
+  std::uint64_t bytes_in = 0, bytes_out = 0;    ///< read from / written to the socket
+  std::uint64_t frames_in = 0, frames_out = 0;  ///< decoded / queued for writing
+  std::uint64_t heartbeats_sent = 0;            ///< note_heartbeat_sent() calls
+};
+
 /// A connected socket that reads and decodes frames and writes encoded frames
 /// in batches (one write in flight, everything queued meanwhile goes out in the
 /// next one). Created by Acceptor or Connector users via `create()`.
@@ -135,6 +142,12 @@ class Channel : public std::enable_shared_from_this<Channel> {
   /// diagnostics; any thread. Read buffer figures are updated before each
   /// read is started, so they show what the pending read holds.
   ChannelBufferStats buffer_stats() const;
+  /// Bytes and frames carried so far; any thread.
+  ChannelTraffic traffic() const noexcept;
+  /// Counts a heartbeat sent on this channel (by whoever sends them); any thread.
+  void note_heartbeat_sent() noexcept { heartbeats_sent_.fetch_add(1, std::memory_order_relaxed); }
+  /// When the channel was created (connection made or accepted).
+  Clock::time_point created() const noexcept { return created_; }
 
   const boost::asio::strand<boost::asio::any_io_executor>& strand() const noexcept { return strand_; }
 
@@ -185,6 +198,10 @@ class Channel : public std::enable_shared_from_this<Channel> {
   // Mirrors of strand-only figures for buffer_stats() (single writer: the strand).
   std::atomic<std::size_t> read_capacity_stat_{0}, read_pending_stat_{0}, inflight_capacity_stat_{0};
   std::atomic<std::uint64_t> reads_stat_{0};
+  // Traffic: bytes_in_ and frames_in_ written on the strand only, frames_out_
+  // under write_mu_, bytes_out_ on the strand (single writers: load + store).
+  std::atomic<std::uint64_t> bytes_in_{0}, frames_in_{0}, bytes_out_{0}, frames_out_{0}, heartbeats_sent_{0};
+  const Clock::time_point created_ = Clock::now();
 
   // Writing: frames are encoded straight into queued_ by any thread; the strand
   // swaps it with inflight_ and writes that.

@@ -1,0 +1,127 @@
+#pragma once
+/// What a Client or a Server shows of itself while it runs: per-method call
+/// counts and latency distributions, one row per connection, and the calls
+/// that ended in a timeout lately. Plain snapshots (copies): the admin pages
+/// (wheelrpc::admin) and tests read them; nothing here points into the live
+/// objects.
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/system/error_code.hpp>
+
+namespace wheelrpc::rpc {
+
+/// The outcome a call is counted under: `ok`, an errc name (`timeout`,
+/// `server_timeout`, `connection_lost`, `unavailable`, `method_not_found`,
+/// `bad_request`, `server_error`, `cancelled`, `too_many_pending`), `aborted`
+/// (cancelled through the completion token's slot) or `other`.
+enum class CallCode : std::uint8_t {
+  ok,
+  timeout,
+  server_timeout,
+  connection_lost,
+  unavailable,
+  method_not_found,
+  bad_request,
+  server_error,
+  cancelled,
+  too_many_pending,
+  aborted,
+  other,
+};
+inline constexpr std::size_t kCallCodes = 12;
+/// "ok", "timeout", ... (the metric label value).
+std::string_view call_code_name(CallCode code) noexcept;
+/// The code a completion's error counts under (empty: ok).
+CallCode call_code(const boost::system::error_code& ec) noexcept;
+
+/// A latency distribution: counts per bucket (not cumulative), in seconds.
+struct LatencyHistogram {
+  std::vector<double> bounds;         ///< upper bounds (seconds), increasing; +Inf not included
+  std::vector<std::uint64_t> counts;  ///< bounds.size() + 1 entries, the last above every bound
+  double sum = 0;                     ///< seconds, of every observation
+  std::uint64_t count = 0;            ///< observations (the sum of `counts`)
+
+  /// Quantile q (0..1) by linear interpolation inside its bucket (seconds);
+  /// 0 when empty; the last bucket reports its lower bound.
+  double quantile(double q) const noexcept;
+  /// The upper bound of the highest non-empty bucket (seconds): what "max"
+  /// is known to be at most; 0 when empty.
+  double max_bound() const noexcept;
+  /// This histogram less `earlier` (same bounds): the observations between two snapshots.
+  LatencyHistogram since(const LatencyHistogram& earlier) const;
+};
+
+/// One method, as a Client or Server has counted it so far.
+struct MethodStats {
+  std::string method;
+  /// Completed calls by outcome, indexed by CallCode (every code present, zeros included).
+  std::array<std::uint64_t, kCallCodes> handled{};
+  /// Calls started and not yet completed (now).
+  std::int64_t in_flight = 0;
+  /// Server: requests answered server_timeout because their deadline passed
+  /// before the handler replied. Client: 0.
+  std::uint64_t deadline_exceeded = 0;
+  /// Latency (client: call start to completion; server: request read to reply
+  /// queued) over the Prometheus buckets .0005 .001 .0025 .005 .01 .025 .05
+  /// .1 .25 .5 1 2.5 5 10 (seconds).
+  LatencyHistogram latency;
+  /// The same calls over finer buckets (a quarter-power of two apart, 1 µs to
+  /// ~70 s): for quantiles.
+  LatencyHistogram latency_fine;
+  /// The slowest call so far (seconds).
+  double max_s = 0;
+
+  std::uint64_t calls() const noexcept;
+};
+
+/// Where a call was when its deadline passed.
+enum class TimeoutPhase : std::uint8_t {
+  connecting,         ///< client: no connection ready yet (one was being made)
+  waiting_to_send,    ///< client: not sent: waiting for a connection, or between attempts
+  sent_waiting,       ///< client: sent, waiting for the reply
+  server,             ///< client: the server answered server_timeout
+  server_queue,       ///< server: the request waited before its handler ran
+  in_handler,         ///< server: the handler did not reply in time
+};
+std::string_view timeout_phase_name(TimeoutPhase phase) noexcept;
+
+/// A call that ended in `timeout` or `server_timeout`.
+struct TimeoutRecord {
+  std::chrono::system_clock::time_point time;  ///< when it ended
+  bool server_side = false;     ///< recorded by a Server (else a Client)
+  std::string method;
+  std::string provider;         ///< client: the provider of its latest attempt ("" if none); server: the caller
+  TimeoutPhase phase = TimeoutPhase::sent_waiting;
+  CallCode code = CallCode::timeout;
+  std::chrono::microseconds budget{0};   ///< the deadline's budget (0: none)
+  std::chrono::microseconds elapsed{0};  ///< from start to the end
+  int attempts = 0;             ///< attempts started (server: 1)
+  std::string trace_id;         ///< 32 hex digits of its traceparent ("" if none)
+};
+
+/// One connection, as gRPC's channelz shows a socket.
+struct ConnectionInfo {
+  enum class State : std::uint8_t { idle, connecting, ready, backoff, closing };
+  bool server_side = false;
+  std::string local;   ///< "ip:port"; "" while not connected
+  std::string remote;  ///< "ip:port"
+  State state = State::idle;
+  std::chrono::milliseconds age{0};  ///< since the connection was made (0 while none)
+  std::uint64_t bytes_in = 0, bytes_out = 0, frames_in = 0, frames_out = 0;
+  std::chrono::milliseconds last_read_age{-1}, last_write_age{-1};  ///< -1: no connection
+  std::uint64_t heartbeats_sent = 0;          ///< on this connection
+  std::chrono::milliseconds heartbeat{0};     ///< interval agreed in the HELLO exchange (0: not yet)
+  std::uint64_t reconnect_attempts = 0;       ///< client: connect attempts to this provider so far
+  std::chrono::milliseconds next_attempt_in{-1};  ///< client in backoff: until the next connect attempt; -1 otherwise
+  std::uint64_t in_flight = 0;                ///< calls (client: attempts) waiting for a reply on it
+};
+std::string_view connection_state_name(ConnectionInfo::State state) noexcept;
+
+}  // namespace wheelrpc::rpc

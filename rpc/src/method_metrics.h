@@ -1,0 +1,103 @@
+#pragma once
+// Per-method call metrics of a Client or a Server, cheap enough for every
+// call: each thread adds to its own cache-line-aligned shard of the method's
+// cells (relaxed atomic adds on lines no other thread writes, in the common
+// case); a snapshot sums the shards. In flight = started - completed, so a
+// call costs no shared read-modify-write at all.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <wheelrpc/rpc/introspection.h>
+
+namespace wheelrpc::transport {
+class Channel;
+}
+
+namespace wheelrpc::rpc::detail {
+
+/// This thread's shard (round robin at its first use).
+std::size_t metrics_shard() noexcept;
+
+class MethodCells {
+ public:
+  static constexpr std::size_t kShards = 16;
+  static constexpr std::size_t kCoarse = 15;  // 14 bounds + above
+  static constexpr std::size_t kFine = 110;   // below 1024 ns, 27 octaves x 4, above
+
+  explicit MethodCells(std::string name) : name_(std::move(name)) {}
+  const std::string& name() const noexcept { return name_; }
+
+  void started() noexcept { shard().started.fetch_add(1, std::memory_order_relaxed); }
+  /// A call ended with `code` after `latency`.
+  void completed(CallCode code, std::chrono::nanoseconds latency) noexcept;
+  void deadline_exceeded() noexcept { shard().deadline_exceeded.fetch_add(1, std::memory_order_relaxed); }
+
+  MethodStats snapshot() const;
+
+  /// Bucket of `ns` among the fine buckets, and their upper bounds (ns).
+  static std::size_t fine_index(std::uint64_t ns) noexcept;
+  static std::size_t coarse_index(std::uint64_t ns) noexcept;
+
+ private:
+  struct alignas(64) Shard {
+    std::atomic<std::uint64_t> handled[kCallCodes]{};
+    std::atomic<std::uint64_t> started{0};
+    std::atomic<std::uint64_t> deadline_exceeded{0};
+    std::atomic<std::uint64_t> sum_ns{0};
+    std::atomic<std::uint64_t> coarse[kCoarse]{};
+    std::atomic<std::uint64_t> fine[kFine]{};
+  };
+  Shard& shard() noexcept { return shards_[metrics_shard()]; }
+
+  const std::string name_;
+  Shard shards_[kShards];
+  std::atomic<std::uint64_t> max_ns_{0};
+};
+
+/// The methods of one Client or Server. Cells are created on first use (or
+/// up front: `add`) and live as long as the table.
+///
+/// Thread safety: every method from any thread.
+class MethodTable {
+ public:
+  MethodTable();
+  /// The cells of `method`, created if new. Lock-free when this thread found
+  /// the same method of the same table last time (a small per-thread cache).
+  MethodCells& get(std::string_view method);
+  /// Every method so far, in the order first seen.
+  std::vector<MethodStats> snapshot() const;
+
+ private:
+  const std::uint64_t id_;  // never reused: a per-thread cache entry of a dead table never matches
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<MethodCells>> cells_;
+  std::unordered_map<std::string_view, MethodCells*> by_name_;  // keys point into cells_
+};
+
+/// The last `kKept` calls that ended in a timeout, newest last.
+class TimeoutLog {
+ public:
+  static constexpr std::size_t kKept = 256;
+  void add(TimeoutRecord record);
+  /// Newest first.
+  std::vector<TimeoutRecord> snapshot() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<TimeoutRecord> ring_;
+  std::size_t next_ = 0;
+};
+
+/// Fills a connection row's channel fields: endpoints, age, traffic, last
+/// read and write ages (any thread).
+void fill_channel_info(ConnectionInfo& info, const transport::Channel& channel);
+
+}  // namespace wheelrpc::rpc::detail

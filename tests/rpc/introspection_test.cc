@@ -1,0 +1,297 @@
+// What a Client and a Server show of themselves: per-method metrics, recent
+// timeouts with their phase and trace id, connection rows, offline/online,
+// in-process calls (async_invoke), and W3C trace context propagation.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <string>
+
+#include <boost/asio/use_future.hpp>
+
+#include <wheelrpc/rpc/trace.h>
+
+#include "method_metrics.h"
+#include "support/rpc_fixture.h"
+#include "support/wait.h"
+
+using namespace std::chrono_literals;
+using boost::system::error_code;
+using wheelrpc::rpc::CallCode;
+using wheelrpc::rpc::CallOptions;
+using wheelrpc::rpc::errc;
+using wheelrpc::rpc::MethodStats;
+using wheelrpc::rpc::Response;
+using wheelrpc::rpc::TimeoutPhase;
+using wheelrpc::rpc::TraceContext;
+using wheelrpc::rpc::detail::MethodCells;
+using wheelrpc::test::RpcFixture;
+
+namespace {
+
+struct Outcome {
+  error_code ec;
+  Response response;
+};
+
+Outcome call(wheelrpc::rpc::Client& client, std::string method, std::string payload, CallOptions o = {}) {
+  std::promise<Outcome> p;
+  auto f = p.get_future();
+  client.async_call(std::move(method), std::move(payload), std::move(o),
+                    [&p](error_code ec, Response r) { p.set_value({ec, std::move(r)}); });
+  if (f.wait_for(20s) != std::future_status::ready) return {make_error_code(errc::server_error), {{}, {}, "no completion within 20 s"}};
+  return f.get();
+}
+
+const MethodStats* find(const std::vector<MethodStats>& all, const std::string& method) {
+  for (const auto& m : all) {
+    if (m.method == method) return &m;
+  }
+  return nullptr;
+}
+
+std::uint64_t handled(const MethodStats& m, CallCode code) { return m.handled[static_cast<std::size_t>(code)]; }
+
+}  // namespace
+
+TEST(MethodMetrics, FineBucketsAreAQuarterOctaveWideAndCoarseOnesFollowPrometheusLe) {
+  EXPECT_EQ(MethodCells::fine_index(0), 0u);
+  EXPECT_EQ(MethodCells::fine_index(1023), 0u);
+  EXPECT_EQ(MethodCells::fine_index(1024), 1u);        // [1024, 1280)
+  EXPECT_EQ(MethodCells::fine_index(1279), 1u);
+  EXPECT_EQ(MethodCells::fine_index(1280), 2u);
+  EXPECT_EQ(MethodCells::fine_index(2048), 5u);        // the next octave
+  EXPECT_EQ(MethodCells::fine_index(~0ULL), MethodCells::kFine - 1);
+  EXPECT_EQ(MethodCells::coarse_index(0), 0u);
+  EXPECT_EQ(MethodCells::coarse_index(500'000), 0u);   // le="0.0005" includes 0.0005
+  EXPECT_EQ(MethodCells::coarse_index(500'001), 1u);
+  EXPECT_EQ(MethodCells::coarse_index(10'000'000'000), 13u);
+  EXPECT_EQ(MethodCells::coarse_index(10'000'000'001), 14u);  // +Inf
+}
+
+TEST(MethodMetrics, SnapshotSumsCodesLatencyAndInFlight) {
+  MethodCells cells("m");
+  for (int i = 0; i < 3; ++i) cells.started();
+  cells.completed(CallCode::ok, 100us);
+  cells.completed(CallCode::timeout, 2ms);
+  cells.deadline_exceeded();
+  const auto s = cells.snapshot();
+  EXPECT_EQ(s.method, "m");
+  EXPECT_EQ(handled(s, CallCode::ok), 1u);
+  EXPECT_EQ(handled(s, CallCode::timeout), 1u);
+  EXPECT_EQ(s.calls(), 2u);
+  EXPECT_EQ(s.in_flight, 1);
+  EXPECT_EQ(s.deadline_exceeded, 1u);
+  EXPECT_EQ(s.latency.count, 2u);
+  EXPECT_EQ(s.latency.counts[0], 1u);  // 100 us <= 0.5 ms
+  EXPECT_EQ(s.latency.counts[2], 1u);  // 2 ms in (0.001, 0.0025]
+  EXPECT_NEAR(s.latency.sum, 0.0021, 1e-9);
+  EXPECT_NEAR(s.max_s, 0.002, 1e-12);
+  // Quantiles from the fine buckets: within their quarter-octave width.
+  EXPECT_NEAR(s.latency_fine.quantile(0.5), 100e-6, 30e-6);
+  EXPECT_NEAR(s.latency_fine.quantile(1.0), 2e-3, 0.5e-3);
+}
+
+TEST(MethodMetrics, HistogramSinceGivesTheObservationsBetweenTwoSnapshots) {
+  MethodCells cells("m");
+  cells.completed(CallCode::ok, 100us);
+  const auto before = cells.snapshot();
+  cells.completed(CallCode::ok, 3ms);
+  const auto window = cells.snapshot().latency_fine.since(before.latency_fine);
+  EXPECT_EQ(window.count, 1u);
+  EXPECT_NEAR(window.quantile(0.5), 3e-3, 0.75e-3);
+  EXPECT_GE(window.max_bound(), 3e-3);
+}
+
+TEST(Trace, ParseAndFormatRoundTrip) {
+  const std::string tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  auto t = TraceContext::parse(tp);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->traceparent(), tp);
+  EXPECT_EQ(t->trace_id_hex(), "4bf92f3577b34da6a3ce929d0e0e4736");
+  const auto child = t->child();
+  EXPECT_EQ(child.trace_id_hex(), t->trace_id_hex());
+  EXPECT_NE(child.traceparent(), tp);
+  for (std::string bad : {"", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0",
+                          "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                          "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+                          "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+                          "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+                          "00-4bf92f3577b34da6a3ce929d0e0e4736x00f067aa0ba902b7-01"}) {
+    EXPECT_FALSE(TraceContext::parse(bad)) << bad;
+  }
+  const auto root = TraceContext::make_root();
+  EXPECT_TRUE(TraceContext::parse(root.traceparent()));
+  EXPECT_NE(root.trace_id_hex(), TraceContext::make_root().trace_id_hex());
+}
+
+TEST(Introspection, ClientAndServerCountCallsByMethodAndOutcome) {
+  RpcFixture fx;
+  ASSERT_FALSE(call(*fx.client, "echo", "a").ec);
+  ASSERT_FALSE(call(*fx.client, "echo", "b").ec);
+  CallOptions quick;
+  quick.timeout = 50ms;
+  EXPECT_EQ(call(*fx.client, "sleep", "2000", quick).ec, errc::timeout);
+  EXPECT_EQ(call(*fx.client, "nope", "").ec, errc::method_not_found);
+
+  const auto client = fx.client->method_stats();
+  ASSERT_NE(find(client, "echo"), nullptr);
+  EXPECT_EQ(handled(*find(client, "echo"), CallCode::ok), 2u);
+  EXPECT_EQ(handled(*find(client, "sleep"), CallCode::timeout), 1u);
+  EXPECT_EQ(handled(*find(client, "nope"), CallCode::method_not_found), 1u);
+  EXPECT_EQ(find(client, "echo")->latency.count, 2u);
+  EXPECT_EQ(find(client, "echo")->in_flight, 0);
+
+  // The server answers the sleep's deadline itself (the budget travels).
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] {
+    auto* s = find(fx.server.method_stats(), "sleep");
+    return s && s->deadline_exceeded == 1;
+  }, 10s));
+  const auto server = fx.server.method_stats();
+  ASSERT_NE(find(server, "echo"), nullptr);
+  EXPECT_EQ(handled(*find(server, "echo"), CallCode::ok), 2u);
+  EXPECT_EQ(handled(*find(server, "sleep"), CallCode::server_timeout), 1u);
+  EXPECT_EQ(handled(*find(server, "(unknown)"), CallCode::method_not_found), 1u);
+  EXPECT_EQ(find(server, "nope"), nullptr) << "unknown method names must not become label sets";
+}
+
+TEST(Introspection, RecentTimeoutsNameThePhaseAndOneTraceIdOnBothSides) {
+  RpcFixture fx;
+  CallOptions quick;
+  quick.timeout = 50ms;
+  ASSERT_EQ(call(*fx.client, "sleep", "2000", quick).ec, errc::timeout);
+  const auto client = fx.client->recent_timeouts();
+  ASSERT_EQ(client.size(), 1u);
+  EXPECT_FALSE(client[0].server_side);
+  EXPECT_EQ(client[0].method, "sleep");
+  EXPECT_EQ(client[0].phase, TimeoutPhase::sent_waiting);
+  EXPECT_EQ(client[0].code, CallCode::timeout);
+  EXPECT_EQ(client[0].budget, 50ms);
+  EXPECT_GE(client[0].elapsed, 50ms);
+  EXPECT_EQ(client[0].attempts, 1);
+  EXPECT_EQ(client[0].provider, fx.server.local_endpoint().address().to_string() + ":" +
+                                    std::to_string(fx.server.local_endpoint().port()));
+  EXPECT_EQ(client[0].trace_id.size(), 32u);
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return !fx.server.recent_timeouts().empty(); }, 10s));
+  const auto server = fx.server.recent_timeouts();
+  EXPECT_TRUE(server[0].server_side);
+  EXPECT_EQ(server[0].phase, TimeoutPhase::in_handler);
+  EXPECT_EQ(server[0].code, CallCode::server_timeout);
+  EXPECT_EQ(server[0].trace_id, client[0].trace_id);
+}
+
+TEST(Introspection, RecentTimeoutsKeepTheLast256NewestFirst) {
+  wheelrpc::rpc::detail::TimeoutLog log;
+  for (int i = 0; i < 300; ++i) {
+    wheelrpc::rpc::TimeoutRecord r;
+    r.method = std::to_string(i);
+    log.add(std::move(r));
+  }
+  const auto all = log.snapshot();
+  ASSERT_EQ(all.size(), 256u);
+  EXPECT_EQ(all.front().method, "299");
+  EXPECT_EQ(all.back().method, "44");
+}
+
+TEST(Introspection, NestedCallsContinueTheTraceOfTheRequestBeingServed) {
+  std::promise<std::pair<std::string, std::string>> seen;  // (outer's trace, inner's trace) as the handlers saw them
+  auto seen_f = seen.get_future();
+  wheelrpc::rpc::Client* client = nullptr;
+  RpcFixture fx({}, {}, 2, [&](wheelrpc::rpc::Server& s) {
+    s.handle("outer", [&](wheelrpc::rpc::Request, wheelrpc::rpc::Responder r) {
+      const auto outer = wheelrpc::rpc::current_trace();
+      client->async_call("inner", "", {}, [&seen, outer, r = std::move(r)](error_code, Response inner) mutable {
+        seen.set_value({outer ? outer->trace_id_hex() : "", inner.payload});
+        r.reply("done");
+      });
+    });
+    s.handle("inner", [](wheelrpc::rpc::Request req, wheelrpc::rpc::Responder r) {
+      std::string tp;
+      for (auto& [k, v] : req.attachments) {
+        if (k == "traceparent") tp = v;
+      }
+      const auto t = TraceContext::parse(tp);
+      r.reply(t ? t->trace_id_hex() : "none");
+    });
+  });
+  client = &*fx.client;
+  const auto root = TraceContext::make_root();
+  CallOptions o;
+  o.attachments = {{"traceparent", root.traceparent()}};
+  ASSERT_FALSE(call(*fx.client, "outer", "", o).ec);
+  ASSERT_EQ(seen_f.wait_for(10s), std::future_status::ready);
+  const auto [outer, inner] = seen_f.get();
+  EXPECT_EQ(outer, root.trace_id_hex());
+  EXPECT_EQ(inner, root.trace_id_hex());
+}
+
+TEST(Introspection, ConnectionRowsOnBothSides) {
+  RpcFixture fx;
+  ASSERT_FALSE(call(*fx.client, "echo", "hello").ec);
+  const auto client = fx.client->connections();
+  ASSERT_EQ(client.size(), 1u);
+  EXPECT_FALSE(client[0].server_side);
+  EXPECT_EQ(client[0].state, wheelrpc::rpc::ConnectionInfo::State::ready);
+  EXPECT_GE(client[0].frames_out, 2u);  // HELLO and the call
+  EXPECT_GE(client[0].frames_in, 2u);
+  EXPECT_GT(client[0].bytes_out, 0u);
+  EXPECT_EQ(client[0].reconnect_attempts, 1u);
+  EXPECT_GT(client[0].heartbeat.count(), 0);
+  EXPECT_GE(client[0].last_read_age.count(), 0);
+  EXPECT_EQ(client[0].in_flight, 0u);
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return fx.server.connections().size() == 1; }, 10s));
+  const auto server = fx.server.connections();
+  EXPECT_TRUE(server[0].server_side);
+  EXPECT_EQ(server[0].state, wheelrpc::rpc::ConnectionInfo::State::ready);
+  EXPECT_EQ(server[0].remote, client[0].local);
+  EXPECT_GE(server[0].frames_in, 2u);
+}
+
+TEST(Introspection, OfflineRefusesNewCallsAsUnavailableAndOnlineServesAgain) {
+  RpcFixture fx;
+  ASSERT_FALSE(call(*fx.client, "echo", "x").ec);
+  EXPECT_TRUE(fx.server.state().serving());
+  EXPECT_TRUE(fx.server.state().ready());
+  fx.server.set_online(false);
+  EXPECT_FALSE(fx.server.state().serving());
+  const auto refused = call(*fx.client, "echo", "x");
+  EXPECT_EQ(refused.ec, errc::unavailable);
+  EXPECT_NE(refused.response.error_message.find("offline"), std::string::npos) << refused.response.error_message;
+  EXPECT_GE(fx.server.stats().refused_offline, 1u);  // each attempt (unavailable is retried)
+  fx.server.set_online(true);
+  EXPECT_TRUE(fx.server.state().serving());
+  EXPECT_FALSE(call(*fx.client, "echo", "y").ec);
+}
+
+TEST(Introspection, AsyncInvokeRunsAHandlerInProcessWithItsDeadline) {
+  RpcFixture fx;
+  auto invoke = [&](std::string m, std::string p, std::chrono::milliseconds t) {
+    std::promise<Outcome> done;
+    auto f = done.get_future();
+    fx.server.async_invoke(std::move(m), std::move(p), t,
+                           [&done](error_code ec, Response r) { done.set_value({ec, std::move(r)}); });
+    EXPECT_EQ(f.wait_for(20s), std::future_status::ready);
+    return f.get();
+  };
+  const auto ok = invoke("echo", "hi", 0ms);
+  EXPECT_FALSE(ok.ec);
+  EXPECT_EQ(ok.response.payload, "hi");
+  const auto timed_out = invoke("sleep", "2000", 50ms);
+  EXPECT_EQ(timed_out.ec, errc::server_timeout);
+  EXPECT_NE(timed_out.response.error_message.find("deadline"), std::string::npos) << timed_out.response.error_message;
+  EXPECT_EQ(invoke("nope", "", 0ms).ec, errc::method_not_found);
+  EXPECT_EQ(handled(*find(fx.server.method_stats(), "echo"), CallCode::ok), 1u);
+  // use_future works too (an error becomes an exception).
+  EXPECT_EQ(fx.server.async_invoke("echo", "f", 0ms, boost::asio::use_future).get().payload, "f");
+}
+
+TEST(Introspection, MetricsOffKeepsNoMethodCells) {
+  wheelrpc::rpc::ServerOptions so;
+  so.metrics = false;
+  wheelrpc::rpc::ClientOptions co;
+  co.metrics = false;
+  RpcFixture fx(so, co);
+  ASSERT_FALSE(call(*fx.client, "echo", "x").ec);
+  EXPECT_TRUE(fx.client->method_stats().empty());
+  EXPECT_TRUE(fx.server.method_stats().empty());
+  EXPECT_EQ(fx.client->stats().ok, 1u);
+}
