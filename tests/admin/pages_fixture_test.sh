@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The admin pages against the fixture server (ctest: admin_pages_browser):
+# starts tests/admin/fixture_server.py on a free loopback port, runs
+# browser_test.sh against it, and stops the server on the way out.
+#
+#   pages_fixture_test.sh OUT_DIR
+#
+# Exits 77 (skipped) when chromium is not installed, as browser_test.sh does.
+set -euo pipefail
+
+out=${1:?usage: pages_fixture_test.sh OUT_DIR}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+if ! command -v "${CHROMIUM:-chromium}" >/dev/null 2>&1; then
+  echo "SKIP: chromium not installed"
+  exit 77
+fi
+
+mkdir -p "$out"
+port_file="$out/fixture_server.port"
+rm -f -- "$port_file"
+
+# --max-seconds: even if this script is killed hard, the server goes away.
+python3 "$here/fixture_server.py" "$port_file" --max-seconds 300 >"$out/fixture_server.log" 2>&1 &
+server_pid=$!
+# shellcheck disable=SC2317  # called by the EXIT trap
+cleanup() {
+  kill "$server_pid" 2>/dev/null || true
+  wait "$server_pid" 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+for _ in $(seq 100); do
+  [ -s "$port_file" ] && break
+  if ! kill -0 "$server_pid" 2>/dev/null; then
+    echo "FAIL: fixture_server.py exited before writing its port:" >&2
+    cat "$out/fixture_server.log" >&2
+    exit 1
+  fi
+  sleep 0.1
+done
+[ -s "$port_file" ] || { echo "FAIL: fixture_server.py wrote no port in 10 s" >&2; exit 1; }
+port=$(<"$port_file")
+
+rc=0
+bash "$here/browser_test.sh" "http://127.0.0.1:$port" "$out" || rc=$?
+exit "$rc"
