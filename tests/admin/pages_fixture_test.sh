@@ -5,11 +5,25 @@
 #
 #   pages_fixture_test.sh OUT_DIR
 #
-# Exits 77 (skipped) when chromium is not installed, as browser_test.sh does.
+# Exits 77 (skipped) when chromium is not installed, as browser_test.sh does,
+# after the checks that need no browser.
 set -euo pipefail
 
 out=${1:?usage: pages_fixture_test.sh OUT_DIR}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# First, without a browser: the pages must be self-contained and write data
+# as text only (no external scripts, styles, fonts or images, no innerHTML;
+# the only absolute URL allowed is the SVG namespace).
+pages_dir="$here/../../admin/src/pages"
+bad=$(grep -nHE '(src|href|action)="(https?:)?//|@import|url\(|innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(' \
+        "$pages_dir"/*.html || true)
+bad+=$(grep -nHoE 'https?://[^"'"'"' ]*' "$pages_dir"/*.html | grep -v 'http://www.w3.org/2000/svg$' || true)
+if [ -n "$bad" ]; then
+  echo "FAIL: the pages load something from elsewhere or write HTML from data:" >&2
+  echo "$bad" >&2
+  exit 1
+fi
 
 if ! command -v "${CHROMIUM:-chromium}" >/dev/null 2>&1; then
   echo "SKIP: chromium not installed"
