@@ -13,13 +13,20 @@ and serves:
     /fail/status, ...                  the same pages, whose JSON (fetched
                                        relative to the page) answers HTTP 503:
                                        for looking at the error banner
+    /flaky/status, ...                 the same pages, whose JSON answers 503
+                                       the first time and the fixture after:
+                                       the page must retry and recover
+    /fixture/requests.json             how many times each path was asked for,
+                                       e.g. {"/status.json": 4, ...}
 
 Each answer is read from disk, so edits to a page or a fixture show on the next
 refresh. Exits by itself after --max-seconds (default 600) so that a test which
 is killed hard leaves nothing running. Python standard library only.
 """
 import argparse
+import collections
 import http.server
+import json
 import os
 import pathlib
 import sys
@@ -30,6 +37,9 @@ PAGES = ("status", "connections", "timeouts")
 
 
 def make_handler(pages_dir, fixtures_dir):
+    requests = collections.Counter()
+    lock = threading.Lock()
+
     class Handler(http.server.BaseHTTPRequestHandler):
         server_version = "wheelrpc-fixture/1"
 
@@ -44,7 +54,15 @@ def make_handler(pages_dir, fixtures_dir):
 
         def do_GET(self):
             path = self.path.split("?", 1)[0]
+            with lock:
+                requests[path] += 1
+                times_asked = requests[path]
             name = path.strip("/")
+            prefix, _, rest = name.partition("/")
+            if prefix in ("fail", "flaky") and rest in PAGES:
+                name = rest  # the page itself; its JSON below
+            elif prefix == "flaky" and rest.endswith(".json"):
+                name = rest if times_asked > 1 else "fail/" + rest
             if name in ("", "index.html"):
                 self.send_response(302)
                 self.send_header("Location", "/status")
@@ -56,9 +74,10 @@ def make_handler(pages_dir, fixtures_dir):
             elif name.endswith(".json") and name[:-5] in PAGES:
                 body = (fixtures_dir / name).read_bytes()
                 self._send(200, "application/json", body)
-            elif name.startswith("fail/") and name[5:] in PAGES:
-                body = (pages_dir / f"{name[5:]}.html").read_bytes()
-                self._send(200, "text/html; charset=utf-8", body)
+            elif name == "fixture/requests.json":
+                with lock:
+                    body = json.dumps(dict(requests), sort_keys=True).encode()
+                self._send(200, "application/json", body)
             elif name.startswith("fail/") and name.endswith(".json"):
                 self._send(503, "text/plain; charset=utf-8", b"fixture: failing on purpose\n")
             elif name == "metrics":

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The admin pages against the fixture server (ctest: admin_pages_browser):
 # starts tests/admin/fixture_server.py on a free loopback port, runs
-# browser_test.sh against it, and stops the server on the way out.
+# browser_test.sh against it, checks that the pages polled, runs it again
+# against pages whose first fetch fails, and stops the server on the way out.
 #
 #   pages_fixture_test.sh OUT_DIR
 #
@@ -58,6 +59,20 @@ done
 [ -s "$port_file" ] || { echo "FAIL: fixture_server.py wrote no port in 10 s" >&2; exit 1; }
 port=$(<"$port_file")
 
-rc=0
-bash "$here/browser_test.sh" "http://127.0.0.1:$port" "$out" || rc=$?
-exit "$rc"
+base="http://127.0.0.1:$port"
+bash "$here/browser_test.sh" "$base" "$out"
+
+# Each page fetched its JSON on load and then every second: every Chromium
+# run above (a DOM dump and a screenshot per page, 3 s of page time each)
+# should have asked at least twice.
+counts=$(python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' \
+           "$base/fixture/requests.json")
+echo "requests: $counts"
+for page in status connections timeouts; do
+  n=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1]).get(sys.argv[2], 0))' "$counts" "/$page.json")
+  ((n >= 4)) || { echo "FAIL: /$page.json asked for $n times by 2 page loads of 3 s; the page does not refresh every second" >&2; exit 1; }
+done
+
+# The same pages where each JSON answers 503 once: they must retry and recover
+# (the checks include "no error banner").
+bash "$here/browser_test.sh" "$base/flaky" "$out/flaky"
