@@ -27,4 +27,11 @@ std::string_view connections_page() noexcept;
 /// GET /timeouts: the recent timeouts, newest first. Fetches `timeouts.json`.
 std::string_view timeouts_page() noexcept;
 
+/// A Content-Security-Policy header value to send with the pages: it allows
+/// exactly what they use (their inline script and style, a data: favicon,
+/// fetches from the same origin) and nothing else, so a page that started to
+/// load something from elsewhere would break in the browser test, and an
+/// injected script could not run. tests/admin/fixture_server.py sends the same.
+std::string_view pages_content_security_policy() noexcept;
+
 }  // namespace wheelrpc::admin::detail

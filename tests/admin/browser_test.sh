@@ -15,6 +15,8 @@
 #                 tr.conn-row and a #conn-summary
 #   /timeouts     "last updated" filled in, no error banner, tr.timeout-row
 #                 rows or the "no timeouts yet" row
+# and, in the browser's console log, no uncaught exception and nothing blocked
+# by a Content-Security-Policy.
 #
 # Exits 0 when all pass, 1 with a FAIL: line per problem, 77 ("SKIP:") when
 # chromium is not installed. $CHROMIUM overrides the binary (default chromium).
@@ -93,6 +95,7 @@ run_chromium() {
       --no-first-run --no-default-browser-check --disable-extensions --disable-sync \
       --disable-background-networking --disable-component-update --disable-breakpad \
       --disable-dev-shm-usage --mute-audio --hide-scrollbars \
+      --enable-logging=stderr --v=0 \
       --virtual-time-budget=3000 \
       "$@" >"$stdout" 2>"$out/$name.log" &
   browser_pid=$!
@@ -125,6 +128,11 @@ dump() {
     fail "/$page: chromium dumped an empty DOM (log: $out/$page.dump.log)"
     return 1
   fi
+  # The page's console (--enable-logging): an exception in its script, or
+  # something its Content-Security-Policy (when the server sends one) blocked.
+  local console
+  console=$(grep -E ':CONSOLE[:(]' "$out/$page.dump.log" | grep -E 'Uncaught|Content Security Policy' || true)
+  [ -z "$console" ] || fail "/$page: the browser console says:"$'\n'"$console"
 }
 
 screenshot() {

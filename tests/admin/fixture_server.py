@@ -20,8 +20,9 @@ and serves:
                                        e.g. {"/status.json": 4, ...}
 
 Each answer is read from disk, so edits to a page or a fixture show on the next
-refresh. Exits by itself after --max-seconds (default 600) so that a test which
-is killed hard leaves nothing running. Python standard library only.
+refresh. Pages go out with the Content-Security-Policy the C++ side offers.
+Exits by itself after --max-seconds (default 600), so that a test which is
+killed hard leaves nothing running. Python standard library only.
 """
 import argparse
 import collections
@@ -34,6 +35,12 @@ import threading
 
 HERE = pathlib.Path(__file__).resolve().parent
 PAGES = ("status", "connections", "timeouts")
+# Sent with every page, so the browser test fails if a page needs anything
+# beyond itself and same-origin fetches. Kept equal to kContentSecurityPolicy
+# in admin/src/pages.cc.in (admin_pages_browser compares them).
+CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                           "img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; "
+                           "frame-ancestors 'none'")
 
 
 def make_handler(pages_dir, fixtures_dir):
@@ -46,6 +53,8 @@ def make_handler(pages_dir, fixtures_dir):
         def _send(self, code, content_type, body):
             self.send_response(code)
             self.send_header("Content-Type", content_type)
+            if content_type.startswith("text/html"):
+                self.send_header("Content-Security-Policy", CONTENT_SECURITY_POLICY)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")
             self.end_headers()

@@ -26,6 +26,20 @@ if [ -n "$bad" ]; then
   exit 1
 fi
 
+# The fixture server sends the same Content-Security-Policy as the C++ side
+# offers (pages_content_security_policy()), so what passes here passes there.
+python3 - "$here/../../admin/src/pages.cc.in" "$here/fixture_server.py" <<'PY' || exit 1
+import ast, re, sys
+cc = open(sys.argv[1]).read()
+m = re.search(r'kContentSecurityPolicy =\s*((?:"[^"]*"\s*)+);', cc)
+ours = "".join(re.findall(r'"([^"]*)"', m.group(1))) if m else None
+py = open(sys.argv[2]).read()
+m = re.search(r'^CONTENT_SECURITY_POLICY = (\(.*?\))$', py, re.S | re.M)
+theirs = ast.literal_eval(m.group(1)) if m else None
+if ours is None or ours != theirs:
+    sys.exit(f"FAIL: Content-Security-Policy differs:\n  pages.cc.in:       {ours}\n  fixture_server.py: {theirs}")
+PY
+
 if ! command -v "${CHROMIUM:-chromium}" >/dev/null 2>&1; then
   echo "SKIP: chromium not installed"
   exit 77
