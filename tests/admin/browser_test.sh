@@ -53,8 +53,10 @@ fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 # --user-data-dir (or the crashpad database) on their command line, and the
 # path is unique to this run, so this matches nothing of anyone else's.
 kill_leftovers() {
-  local profile=$1 pids
-  pids=$(pgrep -f -- "$profile" || true)
+  local pattern pids
+  # shellcheck disable=SC2001  # a bracket expression, not a plain substitution
+  pattern=$(sed 's/[][\\.*^$+?(){}|]/\\&/g' <<<"$1")  # the path, literally
+  pids=$(pgrep -f -- "$pattern" || true)
   [ -z "$pids" ] && return 0
   echo "note: killing chromium helpers left behind: ${pids//$'\n'/ }" >&2
   # shellcheck disable=SC2086
