@@ -1,0 +1,35 @@
+# Embeds admin/src/pages/*.html into a C++ source as raw string literals.
+#
+#   cmake -DPAGES_DIR=<dir> -DTEMPLATE=<pages.cc.in> -DOUTPUT=<pages.cc> -P pages_embed.cmake
+#
+# The pages are inserted verbatim (configure_file with @ONLY substitutes the
+# template's @VAR@ markers, never anything inside the inserted text). The raw
+# string delimiter must not appear in a page as `)<delimiter>"`; a page that
+# contains it, or one that is not plain ASCII (the compiler's source charset
+# must not matter), is an error. configure_file only rewrites OUTPUT when it
+# changed, so an unchanged page does not recompile anything.
+cmake_minimum_required(VERSION 3.25)
+
+foreach(var PAGES_DIR TEMPLATE OUTPUT)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "pages_embed.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+
+set(DELIMITER "wheelrpc_page")
+foreach(page status connections timeouts)
+  set(path "${PAGES_DIR}/${page}.html")
+  file(READ "${path}" html)
+  string(FIND "${html}" ")${DELIMITER}\"" at)
+  if(NOT at EQUAL -1)
+    message(FATAL_ERROR "${path} contains the raw string delimiter ')${DELIMITER}\"'")
+  endif()
+  string(REGEX MATCH "[^\t\n\r -~]" other "${html}")
+  if(NOT other STREQUAL "")
+    message(FATAL_ERROR "${path} is not plain ASCII: use \\uXXXX escapes in scripts and entities in HTML")
+  endif()
+  string(TOUPPER "${page}_HTML" var)
+  set(${var} "${html}")
+endforeach()
+
+configure_file("${TEMPLATE}" "${OUTPUT}" @ONLY)

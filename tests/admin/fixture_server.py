@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""A stand-in for the admin HTTP server, for developing and testing the pages.
+
+    fixture_server.py PORT_FILE [--pages DIR] [--fixtures DIR] [--max-seconds N]
+
+Binds 127.0.0.1 on a free port, writes the port number to PORT_FILE (written
+to a temporary name first, then renamed, so a reader never sees half of it)
+and serves:
+
+    /status, /connections, /timeouts   admin/src/pages/<name>.html
+    /status.json, ...                  tests/admin/fixtures/<name>.json
+    /metrics                           a few lines of Prometheus text
+    /fail/status, ...                  the same pages, whose JSON (fetched
+                                       relative to the page) answers HTTP 503:
+                                       for looking at the error banner
+    /flaky/status, ...                 the same pages, whose JSON answers 503
+                                       the first time and the fixture after:
+                                       the page must retry and recover
+    /fixture/requests.json             how many times each path was asked for,
+                                       e.g. {"/status.json": 4, ...}
+
+Each answer is read from disk, so edits to a page or a fixture show on the next
+refresh. Pages go out with the Content-Security-Policy the C++ side offers.
+Exits by itself after --max-seconds (default 600), so that a test which is
+killed hard leaves nothing running. Python standard library only.
+"""
+import argparse
+import collections
+import http.server
+import json
+import os
+import pathlib
+import sys
+import threading
+
+HERE = pathlib.Path(__file__).resolve().parent
+PAGES = ("status", "connections", "timeouts")
+# Sent with every page, so the browser test fails if a page needs anything
+# beyond itself and same-origin fetches. Kept equal to kContentSecurityPolicy
+# in admin/src/pages.cc.in (admin_pages_browser compares them).
+CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                           "img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; "
+                           "frame-ancestors 'none'")
+
+
+def make_handler(pages_dir, fixtures_dir):
+    requests = collections.Counter()
+    lock = threading.Lock()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        server_version = "wheelrpc-fixture/1"
+
+        def _send(self, code, content_type, body):
+            self.send_response(code)
+            self.send_header("Content-Type", content_type)
+            if content_type.startswith("text/html"):
+                self.send_header("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        def do_GET(self):
+            path = self.path.split("?", 1)[0]
+            with lock:
+                requests[path] += 1
+                times_asked = requests[path]
+            name = path.strip("/")
+            prefix, _, rest = name.partition("/")
+            if prefix in ("fail", "flaky") and rest in PAGES:
+                name = rest  # the page itself; its JSON below
+            elif prefix == "flaky" and rest.endswith(".json"):
+                name = rest if times_asked > 1 else "fail/" + rest
+            if name in ("", "index.html"):
+                self.send_response(302)
+                self.send_header("Location", "/status")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            elif name in PAGES:
+                body = (pages_dir / f"{name}.html").read_bytes()
+                self._send(200, "text/html; charset=utf-8", body)
+            elif name.endswith(".json") and name[:-5] in PAGES:
+                body = (fixtures_dir / name).read_bytes()
+                self._send(200, "application/json", body)
+            elif name == "fixture/requests.json":
+                with lock:
+                    body = json.dumps(dict(requests), sort_keys=True).encode()
+                self._send(200, "application/json", body)
+            elif name.startswith("fail/") and name.endswith(".json"):
+                self._send(503, "text/plain; charset=utf-8", b"fixture: failing on purpose\n")
+            elif name == "metrics":
+                body = (b"# HELP wheelrpc_fixture_up The fixture server is up.\n"
+                        b"# TYPE wheelrpc_fixture_up gauge\nwheelrpc_fixture_up 1\n")
+                self._send(200, "text/plain; version=0.0.4; charset=utf-8", body)
+            else:
+                self._send(404, "text/plain; charset=utf-8", b"not found\n")
+
+        do_HEAD = do_GET
+
+        def log_message(self, fmt, *args):  # quiet unless asked
+            if os.environ.get("FIXTURE_SERVER_VERBOSE"):
+                sys.stderr.write("fixture_server: " + (fmt % args) + "\n")
+
+    return Handler
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("port_file")
+    parser.add_argument("--pages", type=pathlib.Path,
+                        default=HERE.parent.parent / "admin" / "src" / "pages")
+    parser.add_argument("--fixtures", type=pathlib.Path, default=HERE / "fixtures")
+    parser.add_argument("--max-seconds", type=float, default=600)
+    args = parser.parse_args()
+
+    handler = make_handler(args.pages, args.fixtures)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    port = server.server_address[1]
+    tmp = f"{args.port_file}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(f"{port}\n")
+    os.replace(tmp, args.port_file)
+
+    # serve_forever in a thread; the main thread bounds the lifetime.
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    thread.join(args.max_seconds)
+    server.shutdown()
+    server.server_close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The admin pages against the fixture server (ctest: admin_pages_browser):
+# starts tests/admin/fixture_server.py on a free loopback port, runs
+# browser_test.sh against it, checks that the pages polled, runs it again
+# against pages whose first fetch fails, and stops the server on the way out.
+#
+#   pages_fixture_test.sh OUT_DIR
+#
+# Exits 77 (skipped) when chromium is not installed, as browser_test.sh does,
+# after the checks that need no browser.
+set -euo pipefail
+
+out=${1:?usage: pages_fixture_test.sh OUT_DIR}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+# First, without a browser: the pages must be self-contained and write data
+# as text only (no external scripts, styles, fonts or images, no innerHTML;
+# the only absolute URL allowed is the SVG namespace).
+pages_dir="$here/../../admin/src/pages"
+bad=$(grep -nHE '(src|href|action)="(https?:)?//|@import|url\(|innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(' \
+        "$pages_dir"/*.html || true)
+bad+=$(grep -nHoE 'https?://[^"'"'"' ]*' "$pages_dir"/*.html | grep -v 'http://www.w3.org/2000/svg$' || true)
+if [ -n "$bad" ]; then
+  echo "FAIL: the pages load something from elsewhere or write HTML from data:" >&2
+  echo "$bad" >&2
+  exit 1
+fi
+
+# The fixture server sends the same Content-Security-Policy as the C++ side
+# offers (pages_content_security_policy()), so what passes here passes there.
+python3 - "$here/../../admin/src/pages.cc.in" "$here/fixture_server.py" <<'PY' || exit 1
+import ast, re, sys
+cc = open(sys.argv[1]).read()
+m = re.search(r'kContentSecurityPolicy =\s*((?:"[^"]*"\s*)+);', cc)
+ours = "".join(re.findall(r'"([^"]*)"', m.group(1))) if m else None
+py = open(sys.argv[2]).read()
+m = re.search(r'^CONTENT_SECURITY_POLICY = (\(.*?\))$', py, re.S | re.M)
+theirs = ast.literal_eval(m.group(1)) if m else None
+if ours is None or ours != theirs:
+    sys.exit(f"FAIL: Content-Security-Policy differs:\n  pages.cc.in:       {ours}\n  fixture_server.py: {theirs}")
+PY
+
+if ! command -v "${CHROMIUM:-chromium}" >/dev/null 2>&1; then
+  echo "SKIP: chromium not installed"
+  exit 77
+fi
+
+mkdir -p "$out"
+port_file="$out/fixture_server.port"
+rm -f -- "$port_file"
+
+# --max-seconds: even if this script is killed hard, the server goes away.
+python3 "$here/fixture_server.py" "$port_file" --max-seconds 300 >"$out/fixture_server.log" 2>&1 &
+server_pid=$!
+# shellcheck disable=SC2317  # called by the EXIT trap
+cleanup() {
+  kill "$server_pid" 2>/dev/null || true
+  wait "$server_pid" 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+for _ in $(seq 100); do
+  [ -s "$port_file" ] && break
+  if ! kill -0 "$server_pid" 2>/dev/null; then
+    echo "FAIL: fixture_server.py exited before writing its port:" >&2
+    cat "$out/fixture_server.log" >&2
+    exit 1
+  fi
+  sleep 0.1
+done
+[ -s "$port_file" ] || { echo "FAIL: fixture_server.py wrote no port in 10 s" >&2; exit 1; }
+port=$(<"$port_file")
+
+base="http://127.0.0.1:$port"
+bash "$here/browser_test.sh" "$base" "$out"
+
+# Each page fetched its JSON on load and then every second: every Chromium
+# run above (a DOM dump and a screenshot per page, 3 s of page time each)
+# should have asked at least twice.
+counts=$(python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' \
+           "$base/fixture/requests.json")
+echo "requests: $counts"
+for page in status connections timeouts; do
+  n=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1]).get(sys.argv[2], 0))' "$counts" "/$page.json")
+  ((n >= 4)) || { echo "FAIL: /$page.json asked for $n times by 2 page loads of 3 s; the page does not refresh every second" >&2; exit 1; }
+done
+
+# The same pages where each JSON answers 503 once: they must retry and recover
+# (the checks include "no error banner").
+bash "$here/browser_test.sh" "$base/flaky" "$out/flaky"
