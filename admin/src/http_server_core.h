@@ -23,6 +23,7 @@
 #include <wheelrpc/timer/timer.h>
 
 #include "http_server.h"
+#include "http_session.h"
 #include "log.h"
 
 namespace wheelrpc::admin::detail {
@@ -64,6 +65,13 @@ class HttpServerCore : public std::enable_shared_from_this<HttpServerCore> {
   /// post in progress and none starts after it.
   template <class Executor, class F>
   bool post_if_running(const Executor& ex, F&& f);
+  /// Posts `f(session)` to session `id`'s strand unless it is closed or the
+  /// server stopped. For timer tasks and replies, from any thread: they hold
+  /// only the id, never the session, so that a session is never destroyed on
+  /// the timer's thread or a handler's (where its strand and socket could
+  /// outlive their io_context); the posted function holds it instead.
+  template <class F>
+  void post_to_session(std::uint64_t id, F&& f);
   /// Drops session `id` (closed): cancels its timeout; `counted` sessions free a
   /// connection slot.
   void forget(std::uint64_t id, bool counted);
@@ -125,6 +133,16 @@ bool HttpServerCore::post_if_running(const Executor& ex, F&& f) {
   if (stopped_) return false;
   boost::asio::post(ex, std::forward<F>(f));
   return true;
+}
+
+template <class F>
+void HttpServerCore::post_to_session(std::uint64_t id, F&& f) {
+  std::lock_guard lock(mu_);
+  if (stopped_) return;
+  const auto it = sessions_.find(id);
+  if (it == sessions_.end()) return;
+  const std::shared_ptr<HttpSession>& s = it->second.session;
+  boost::asio::post(s->executor(), [s, f = std::forward<F>(f)]() mutable { f(*s); });
 }
 
 }  // namespace wheelrpc::admin::detail

@@ -29,26 +29,27 @@ constexpr std::chrono::milliseconds kMaxLinger{2000};
 constexpr std::size_t kMaxLingerBytes = 1 << 20;
 
 // The timer's task: it only decides that something expired. It holds the
-// session weakly and posts through the core's gate, which refuses once the
-// server stopped.
+// server weakly and names the session by id; the core posts to the session's
+// strand, unless the session is closed or the server stopped.
 struct SessionTimeoutTask {
-  std::weak_ptr<HttpSession> session;
+  std::weak_ptr<HttpServerCore> core;
+  std::uint64_t id;
   std::uint64_t seq;
   void operator()() const {
-    const auto s = session.lock();
-    if (!s) return;
-    s->core().post_if_running(s->executor(), [s, seq = seq] { s->on_timeout(seq); });
+    if (const auto c = core.lock()) c->post_to_session(id, [n = seq](HttpSession& s) { s.on_timeout(n); });
   }
 };
 
 // Shared by the copies of one Reply: the first call wins; if none happens
-// before the last copy goes, the request is answered 500.
+// before the last copy goes, the request is answered 500. Like the timer's
+// task, it names the session by id.
 struct ReplyState {
-  std::weak_ptr<HttpSession> session;
+  std::weak_ptr<HttpServerCore> core;
+  std::uint64_t id;
   std::uint64_t seq;
   std::atomic<bool> done{false};
 
-  ReplyState(std::weak_ptr<HttpSession> s, std::uint64_t n) : session(std::move(s)), seq(n) {}
+  ReplyState(std::weak_ptr<HttpServerCore> c, std::uint64_t i, std::uint64_t n) : core(std::move(c)), id(i), seq(n) {}
   ReplyState(const ReplyState&) = delete;
   ReplyState& operator=(const ReplyState&) = delete;
   ~ReplyState() {
@@ -56,13 +57,15 @@ struct ReplyState {
   }
   void reply(HttpResponse res) {
     if (done.exchange(true, std::memory_order_acq_rel)) {
-      logger()->warn("admin HTTP handler replied twice to one request; the later reply is dropped");
+      logger()->warn("conn={} admin HTTP handler replied twice to one request; the later reply is dropped", id);
       return;
     }
     send(std::move(res));
   }
   void send(HttpResponse res) {
-    if (const auto s = session.lock()) s->deliver(seq, std::move(res));
+    if (const auto c = core.lock()) {
+      c->post_to_session(id, [n = seq, r = std::move(res)](HttpSession& s) mutable { s.on_reply(n, std::move(r)); });
+    }
   }
 };
 
@@ -118,12 +121,6 @@ void HttpSession::start() {
 
 void HttpSession::close_soon() {
   asio::post(strand_, [self = shared_from_this()] { self->close(); });
-}
-
-void HttpSession::deliver(std::uint64_t seq, HttpResponse res) {
-  core_->post_if_running(strand_, [self = shared_from_this(), seq, r = std::move(res)]() mutable {
-    self->on_reply(seq, std::move(r));
-  });
 }
 
 void HttpSession::process_buffer() {
@@ -202,12 +199,12 @@ void HttpSession::handle(HttpRequest req) {
   keep_alive_ = req_.keep_alive;
   version_ = req_.version;
   HttpServerCore::Routed routed = core_->route(req_);
-  head_ = routed.head;
+  head_ = routed.head || req_.method == "HEAD";  // no answer to a HEAD has a body, a 404 neither
   if (routed.refusal) {
     write_response(std::move(*routed.refusal));
     return;
   }
-  const auto state = std::make_shared<ReplyState>(weak_from_this(), request_seq_);
+  const auto state = std::make_shared<ReplyState>(core_, id_, request_seq_);
   try {
     routed.handler(req_, [state](HttpResponse res) { state->reply(std::move(res)); });
   } catch (const std::exception& e) {
@@ -333,7 +330,7 @@ void HttpSession::on_timeout(std::uint64_t seq) {
 void HttpSession::arm(TimerKind kind, std::chrono::milliseconds delay) {
   assert(on_strand());
   timer_kind_ = kind;
-  core_->arm(id_, SessionTimeoutTask{weak_from_this(), ++timer_seq_}, delay);
+  core_->arm(id_, SessionTimeoutTask{core_, id_, ++timer_seq_}, delay);
 }
 
 void HttpSession::disarm() {

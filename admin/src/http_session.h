@@ -24,7 +24,7 @@ class HttpServerCore;
 /// private method runs on the connection's strand (asserted).
 ///
 /// @par Thread Safety
-/// Distinct objects: safe. Shared objects: `start`, `close_soon` and `deliver`
+/// Distinct objects: safe. Shared objects: `start`, `close_soon`, `id` and `executor`
 /// are safe from any thread; the rest is the session's own, on its strand.
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
@@ -37,16 +37,17 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void start();
   /// Closes the connection (posted onto the strand). Any thread.
   void close_soon();
-  /// The answer to request number `seq` of this connection, from any thread;
-  /// dropped when that request is no longer the one waiting (or closed).
-  void deliver(std::uint64_t seq, HttpResponse res);
-  /// A timeout armed as number `seq` expired; called by the timer's task through
-  /// the core's gate, on the strand.
+  /// The answer to request number `seq` of this connection; dropped when that
+  /// request is no longer the one waiting (or closed). On the strand (posted by
+  /// HttpServerCore::post_to_session).
+  void on_reply(std::uint64_t seq, HttpResponse res);
+  /// The timeout armed as number `seq` expired. On the strand (posted by
+  /// HttpServerCore::post_to_session).
   void on_timeout(std::uint64_t seq);
 
   std::uint64_t id() const noexcept { return id_; }
-  HttpServerCore& core() const noexcept { return *core_; }
-  const boost::asio::ip::tcp::socket::executor_type& executor() noexcept { return strand_; }
+  /// The connection's strand. Any thread (never changes).
+  const boost::asio::ip::tcp::socket::executor_type& executor() const noexcept { return strand_; }
 
  private:
   enum class Phase { reading, handling, writing, lingering, closed };
@@ -57,7 +58,6 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void do_read();
   void on_read(const boost::system::error_code& ec, std::size_t n);
   void handle(HttpRequest req);
-  void on_reply(std::uint64_t seq, HttpResponse res);
   void write_response(HttpResponse res);
   void on_write(const boost::system::error_code& ec);
   void linger();

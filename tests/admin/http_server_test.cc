@@ -282,8 +282,10 @@ TEST_F(HttpServerTest, HeadOnAGetRouteHasTheLengthButNoBody) {
   const Response r = read_response(c, buf, true);
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.header("Content-Length"), "9");  // "hello zed"
+  ASSERT_FALSE(c.write("HEAD /nope HTTP/1.1\r\nHost: h\r\n\r\n"));
+  EXPECT_EQ(read_response(c, buf, true).status, 404);
   ASSERT_FALSE(c.write(get("/hello?name=amy")));
-  EXPECT_EQ(read_response(c, buf).body, "hello amy");  // nothing was left between them
+  EXPECT_EQ(read_response(c, buf).body, "hello amy");  // no body bytes were left between them
 }
 
 TEST_F(HttpServerTest, PrefixRouteServesEveryPathBelowIt) {
