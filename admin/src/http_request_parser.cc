@@ -48,6 +48,7 @@ HttpRequest to_request(http::request<http::string_body>&& msg) {
 
 struct RequestParser::Impl {
   std::uint32_t header_limit;
+  std::size_t header_consumed = 0;  // bytes of this request's header consumed so far
   std::uint64_t body_limit;
   std::optional<http::request_parser<http::string_body>> parser;
   // Set once the current request failed: the parser's state is then
@@ -56,8 +57,11 @@ struct RequestParser::Impl {
 
   void emplace() {
     failed.reset();
+    header_consumed = 0;
     parser.emplace();
-    parser->header_limit(header_limit);
+    // One more than ours: the limit is enforced by feed() (see there), so
+    // Beast's own check, which counts differently, never decides.
+    parser->header_limit(header_limit + 1);
     parser->body_limit(body_limit);
     // Parse into the body in the same put() as the header: the session keeps
     // no body bytes of its own, only an incomplete header.
@@ -67,7 +71,7 @@ struct RequestParser::Impl {
 
 RequestParser::RequestParser(const HttpServerOptions& options) : impl_(std::make_unique<Impl>()) {
   impl_->header_limit = static_cast<std::uint32_t>(
-      std::min<std::size_t>(options.max_header_bytes, std::numeric_limits<std::uint32_t>::max()));
+      std::min<std::size_t>(options.max_header_bytes, std::numeric_limits<std::uint32_t>::max() - 1));
   impl_->body_limit = options.max_body_bytes;
   impl_->emplace();
 }
@@ -91,11 +95,25 @@ ParseResult RequestParser::feed(std::string_view bytes) {
 
   std::size_t off = 0;
   while (!p.is_done()) {
+    // Beast applies its header limit to the request line and to the fields
+    // each from where it starts, and differently when a header arrives in
+    // pieces. The limit is ours instead: Beast sees at most what is left of
+    // max_header_bytes until the header is done, so the blank line must come
+    // within it wherever the reads split the bytes.
+    const bool in_header = !p.is_header_done();
+    std::size_t window = bytes.size() - off;
+    if (in_header) window = std::min<std::size_t>(window, impl_->header_limit - impl_->header_consumed);
     boost::system::error_code ec;
-    const std::size_t n = p.put(boost::asio::const_buffer(bytes.data() + off, bytes.size() - off), ec);
+    const std::size_t n = p.put(boost::asio::const_buffer(bytes.data() + off, window), ec);
     off += n;
     r.consumed = off;
-    if (ec == http::error::need_more) return r;
+    if (in_header) impl_->header_consumed += n;
+    if (ec == http::error::need_more) {
+      const bool cut = window - n < bytes.size() - off;  // bytes Beast was not shown
+      if (!cut) return r;
+      if (!p.is_header_done()) return fail(431, "request header too large");
+      continue;  // the header ended within the window: the body is in the rest
+    }
     if (ec) {
       auto [status, reason] = refusal(ec);
       return fail(status, std::move(reason));

@@ -590,6 +590,21 @@ TEST(HttpRequestParser, ResumesAtEverySplitPoint) {
   }
 }
 
+TEST(HttpRequestParser, TheHeaderLimitCountsFromTheRequestLineWhereverTheBytesSplit) {
+  HttpServerOptions o;
+  o.max_header_bytes = 100;
+  const std::string start = "GET /a-rather-long-request-target-to-count HTTP/1.1\r\nX: ";
+  const std::string fits = start + std::string(o.max_header_bytes - start.size() - 4, 'v') + "\r\n\r\n";
+  ASSERT_EQ(fits.size(), o.max_header_bytes);
+  const std::string over = start + std::string(o.max_header_bytes - start.size() - 3, 'v') + "\r\n\r\n";
+  for (std::size_t split = 0; split <= over.size(); ++split) {
+    EXPECT_EQ(parse_http_request(fits, o, split).status, ParseStatus::complete) << split;
+    const auto r = parse_http_request(over, o, split);
+    EXPECT_EQ(r.status, ParseStatus::error) << split;
+    EXPECT_EQ(r.http_status, 431u) << split;
+  }
+}
+
 TEST(HttpRequestParser, ReportsNeedMoreAndTheStatusOfEachRefusal) {
   HttpServerOptions o;
   o.max_header_bytes = 64;
