@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Builds the FrameDecoder libFuzzer target with clang in build/fuzz and fuzzes
-# it for a while, starting from tests/fuzz/corpus/.
-#   scripts/fuzz.sh        # 30 seconds
-#   scripts/fuzz.sh 600    # 10 minutes
-# Exits non-zero if the fuzzer finds a crash (the input is kept under
-# build/fuzz/artifacts/); exits 0 with a message, doing nothing, when clang++
-# or libFuzzer is not installed.
+# Builds the libFuzzer targets with clang in build/fuzz and fuzzes each for a
+# share of the time, starting from its seeds in tests/fuzz/corpus/<target>/:
+# frame_decoder_fuzz (the RPC frame decoder) and admin_http_fuzz (the admin
+# HTTP request parser), half the time each.
+#   scripts/fuzz.sh        # 30 seconds in all
+#   scripts/fuzz.sh 600    # 10 minutes in all
+# Exits non-zero if a fuzzer finds a crash (the input is kept under
+# build/fuzz/artifacts/<target>/); exits 0 with a message, doing nothing, when
+# clang++ or libFuzzer is not installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
@@ -29,23 +31,35 @@ fi
 scripts/install_deps.sh
 CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DWHEELRPC_BUILD_FUZZ=ON -DWHEELRPC_BUILD_BENCH=OFF -DWHEELRPC_BUILD_EXAMPLES=OFF >/dev/null
-cmake --build build/fuzz --target frame_decoder_fuzz -j 2
+targets=(frame_decoder_fuzz admin_http_fuzz)
+cmake --build build/fuzz --target "${targets[@]}" -j 2
+
+# The time is split between the targets, at least a second each (libFuzzer
+# takes -max_total_time=0 as "no limit").
+share=$(( seconds / ${#targets[@]} ))
+[ "$share" -ge 1 ] || share=1
 
 # libFuzzer adds what it finds to the corpus directory: fuzz a copy, so the
 # checked-in seeds stay small and the tree stays clean.
-corpus=$(mktemp -d)
-trap 'rm -rf "$corpus"' EXIT
-cp tests/fuzz/corpus/* "$corpus"/
-artifacts=build/fuzz/artifacts
-mkdir -p "$artifacts"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 
-echo "fuzz: frame_decoder_fuzz for ${seconds}s"
-status=0
-build/fuzz/tests/fuzz/frame_decoder_fuzz "$corpus" -max_total_time="$seconds" -print_final_stats=1 \
-  -artifact_prefix="$artifacts/" || status=$?
-if [ "$status" -ne 0 ]; then
-  echo "fuzz: FAILED (exit $status); the crashing input is in $artifacts/;" \
-       "replay it with build/fuzz/tests/fuzz/frame_decoder_fuzz $artifacts/<file>" >&2
-  exit "$status"
-fi
+for target in "${targets[@]}"; do
+  seeds=tests/fuzz/corpus/${target%_fuzz}
+  corpus=$work/$target
+  mkdir -p "$corpus"
+  cp "$seeds"/* "$corpus"/
+  artifacts=build/fuzz/artifacts/$target
+  mkdir -p "$artifacts"
+
+  echo "fuzz: $target for ${share}s"
+  status=0
+  build/fuzz/tests/fuzz/$target "$corpus" -max_total_time="$share" -print_final_stats=1 \
+    -artifact_prefix="$artifacts/" || status=$?
+  if [ "$status" -ne 0 ]; then
+    echo "fuzz: $target FAILED (exit $status); the crashing input is in $artifacts/;" \
+         "replay it with build/fuzz/tests/fuzz/$target $artifacts/<file>" >&2
+    exit "$status"
+  fi
+done
 echo "fuzz: no crash in ${seconds}s"

@@ -1,8 +1,8 @@
 // Writes the seed corpus of frame_decoder_fuzz: a few valid frames of each kind
 // (and several back to back), encoded by encode_frame so they stay valid if the
-// format changes. The seeds are checked in under tests/fuzz/corpus/; regenerate
+// format changes. The seeds are checked in under tests/fuzz/corpus/frame_decoder/; regenerate
 // them with
-//   build/fuzz/tests/fuzz/frame_fuzz_seeds tests/fuzz/corpus
+//   build/fuzz/tests/fuzz/frame_fuzz_seeds tests/fuzz/corpus/frame_decoder
 #include <cstdio>
 #include <fstream>
 #include <string>
