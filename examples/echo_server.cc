@@ -24,6 +24,7 @@
 // cannot listen (one line on stderr, "echo_server: cannot listen on ..."), 2 on
 // a usage error (one line on stderr, ending "(see --help)"). --help prints the
 // usage on stdout and exits 0.
+#include <wheelrpc/admin/admin_server.h>
 #include <wheelrpc/registry/etcd_registry.h>
 #include <wheelrpc/registry/rpc_binding.h>
 #include <wheelrpc/rpc/server.h>
@@ -81,6 +82,7 @@ struct Config {
   std::chrono::seconds lease_ttl{10};
   bool registry_check = false;
   std::chrono::milliseconds unregister_grace{2000};
+  int admin_port = -1;  // -1: no admin server
 };
 
 /// The usage text (--help).
@@ -88,7 +90,7 @@ constexpr const char* kUsage =
     "usage: echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H] [--idle-timeout-ms I]\n"
     "                   [--drain-timeout-ms D]\n"
     "                   [--registry etcd://HOST:PORT[,HOST:PORT...] --service NAME [--lease-ttl-s N]\n"
-    "                    [--registry-check] [--unregister-grace-ms G]]\n"
+    "                    [--registry-check] [--unregister-grace-ms G]] [--admin-port A]\n"
     "  --port P          TCP port to listen on, 0..65535 (0 = pick a free one)\n"
     "  --host A          address to bind (IPv4/IPv6 literal or localhost; default 127.0.0.1)\n"
     "  --threads N       threads running the io_context, 1..256 (default 1)\n"
@@ -104,6 +106,9 @@ constexpr const char* kUsage =
     "                    without it the server serves and keeps retrying\n"
     "  --unregister-grace-ms G  on SIGINT/SIGTERM, serve for G ms after unregistering,\n"
     "                    so clients see it leave, 0..600000 (default 2000)\n"
+    "  --admin-port A    serve the admin pages, /metrics, /health, QoS and the HTTP gateway\n"
+    "                    on http://127.0.0.1:A (0 = pick a free port); prints\n"
+    "                    \"admin on http://127.0.0.1:PORT\"\n"
     "  -h, --help        print this text and exit 0\n"
     "Flags take their value as --flag V or --flag=V.\n"
     "Methods: echo (returns the payload), sleep (payload = milliseconds; replies \"slept\").\n"
@@ -157,7 +162,8 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
       .add_number("--lease-ttl-s", 2, 3600, [&](long long v) { cfg.lease_ttl = std::chrono::seconds(v); })
       .add_switch("--registry-check", [&] { cfg.registry_check = true; })
       .add_number("--unregister-grace-ms", 0, 600'000,
-                  [&](long long v) { cfg.unregister_grace = std::chrono::milliseconds(v); });
+                  [&](long long v) { cfg.unregister_grace = std::chrono::milliseconds(v); })
+      .add_number("--admin-port", 0, 65535, [&](long long v) { cfg.admin_port = static_cast<int>(v); });
   if (const auto status = flags.parse(argc, argv)) return status;
   if (!cfg.port_given) return flags.usage_error("--port is required");
   if (!cfg.registry.empty() && cfg.service.empty()) return flags.usage_error("--registry needs --service");
@@ -226,7 +232,7 @@ void register_methods(rpc::Server& server, asio::io_context& io, SleepTimers& sl
 
 
 int run(const Config& cfg) {
-  wheelrpc::examples::install_loggers({"wheelrpc.rpc", "wheelrpc.transport", "wheelrpc.timer", "wheelrpc.registry"});
+  wheelrpc::examples::install_loggers({"wheelrpc.rpc", "wheelrpc.transport", "wheelrpc.timer", "wheelrpc.registry", "wheelrpc.admin"});
 
   asio::ip::tcp::endpoint endpoint;  // --host was checked by parse_args
   if (!wheelrpc::transport::parse_endpoint(cfg.host + ":" + std::to_string(cfg.port), endpoint)) {
@@ -310,10 +316,30 @@ int run(const Config& cfg) {
   std::printf("listening on %s\n", endpoint_text(server.local_endpoint()).c_str());
   std::fflush(stdout);
 
+  // The admin side: pages, /metrics, health, QoS and the gateway (loopback only).
+  std::optional<wheelrpc::admin::AdminServer> admin;
+  if (cfg.admin_port >= 0) {
+    wheelrpc::admin::AdminOptions ao;
+    ao.process_name = "echo_server";
+    admin.emplace(io.get_executor(), timer, ao);
+    admin->add_server(server);
+    if (const error_code ec = admin->listen(static_cast<unsigned short>(cfg.admin_port))) {
+      std::fprintf(stderr, "echo_server: cannot serve the admin port %d: %s\n", cfg.admin_port, ec.message().c_str());
+      admin->stop();
+      server.stop();
+      close_registry();
+      join_all();
+      return 1;
+    }
+    std::printf("admin on http://127.0.0.1:%u\n", static_cast<unsigned>(admin->local_endpoint().port()));
+    std::fflush(stdout);
+  }
+
   // Shutdown: a graceful stop of the server (see the top), then cancel what
   // sleeps are left; the io threads then run out of work and return.
   asio::signal_set signals(io, SIGINT, SIGTERM);
   auto stopped = [&] {
+    if (admin) admin->stop();
     sleeps.cancel_all();
     close_registry();
     error_code ignored;

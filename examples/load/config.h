@@ -36,6 +36,7 @@ struct Config {
   rpc::LoadBalance load_balance = rpc::ClientOptions{}.load_balance;  ///< --lb
   std::chrono::milliseconds hedge_delay{0};             ///< --hedge-ms; 0 = no hedging
   bool fail_on_error = false;                           ///< --fail-on-error: exit 1 if a call failed
+  int admin_port = -1;                                  ///< --admin-port: -1 = no admin server
 };
 
 /// Reads the command line into `cfg` (FlagParser). Returns the exit status

@@ -24,7 +24,7 @@ constexpr const char* kUsage =
     "                   [--method echo|sleep] [--sleep-ms X] [--report-interval-ms I]\n"
     "                   [--json] [--heartbeat-ms H] [--idle-timeout-ms I]\n"
     "                   [--retries N] [--idempotent] [--lb round_robin|least_active|p2c]\n"
-    "                   [--hedge-ms H] [--fail-on-error]\n"
+    "                   [--hedge-ms H] [--fail-on-error] [--admin-port A]\n"
     "  --server          servers to call, chosen per attempt by --lb\n"
     "                    (e.g. 127.0.0.1:7001,127.0.0.1:7002); host names are resolved,\n"
     "                    every address a name has is a server, and names are resolved\n"
@@ -52,6 +52,9 @@ constexpr const char* kUsage =
     "  --hedge-ms H      with --idempotent: start a backup attempt on another server\n"
     "                    when no reply came within H ms (default 0 = off)\n"
     "  --fail-on-error   exit 1 if any call failed (timed out, failed, wrong reply)\n"
+    "  --admin-port A    serve the admin pages and /metrics of this client on\n"
+    "                    http://127.0.0.1:A while it runs (0 = pick a free port);\n"
+    "                    prints \"admin on http://127.0.0.1:PORT\"\n"
     "  -h, --help        print this text and exit 0\n"
     "Flags take their value as --flag V or --flag=V.\n"
     "SIGINT or SIGTERM: stop issuing, wait for the calls in flight, print the summary;\n"
@@ -134,6 +137,7 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
   flags.add_switch("--json", [&] { cfg.json = true; })
       .add_switch("--idempotent", [&] { cfg.idempotent = true; })
       .add_switch("--fail-on-error", [&] { cfg.fail_on_error = true; })
+      .add_number("--admin-port", 0, 65535, [&](long long v) { cfg.admin_port = static_cast<int>(v); })
       .add_value("--server",
                  [&](const std::string& value) -> Problem {
                    std::string bad;

@@ -62,6 +62,9 @@
 #include <wheelrpc/registry/rpc_binding.h>
 #include <wheelrpc/rpc/client.h>
 #include <wheelrpc/rpc/provider_source.h>
+#include <optional>
+
+#include <wheelrpc/admin/admin_server.h>
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 
 #include "load/config.h"
@@ -76,7 +79,8 @@ namespace rpc = wheelrpc::rpc;
 using wheelrpc::examples::load::Config;
 
 int run(const Config& cfg) {
-  wheelrpc::examples::install_loggers({"wheelrpc.rpc", "wheelrpc.transport", "wheelrpc.timer", "wheelrpc.registry"});
+  wheelrpc::examples::install_loggers({"wheelrpc.rpc", "wheelrpc.transport", "wheelrpc.timer", "wheelrpc.registry",
+                                       "wheelrpc.admin"});
   asio::io_context io(1);
   wheelrpc::timer::HashedWheelTimer timer;  // must outlive the client and the registry
   rpc::ClientOptions options;
@@ -99,7 +103,21 @@ int run(const Config& cfg) {
     source = rpc::static_providers(cfg.servers);
   }
   rpc::Client client(io.get_executor(), timer, source, options);
-  wheelrpc::examples::load::Load load(cfg, io, client, [&registry] {
+  std::optional<wheelrpc::admin::AdminServer> admin;
+  if (cfg.admin_port >= 0) {
+    wheelrpc::admin::AdminOptions ao;
+    ao.process_name = "echo_client";
+    admin.emplace(io.get_executor(), timer, ao);
+    admin->add_client("echo_client", client);
+    if (const auto ec = admin->listen(static_cast<unsigned short>(cfg.admin_port))) {
+      std::fprintf(stderr, "echo_client: cannot serve the admin port %d: %s\n", cfg.admin_port, ec.message().c_str());
+      return 1;
+    }
+    std::printf("admin on http://127.0.0.1:%u\n", static_cast<unsigned>(admin->local_endpoint().port()));
+    std::fflush(stdout);
+  }
+  wheelrpc::examples::load::Load load(cfg, io, client, [&registry, &admin] {
+    if (admin) admin->stop();
     if (registry) registry->close();
   });
   asio::post(io, [&load] { load.start(); });

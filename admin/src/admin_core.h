@@ -1,0 +1,79 @@
+#pragma once
+// The engine behind AdminServer: what it shows (a Server, Clients, the
+// timer), the once-a-second samples behind "last 10 s", and the renderers of
+// each endpoint. Renderers run on the HTTP sessions' strands and read the
+// sources through their thread-safe snapshot methods; the samples are
+// guarded by `mu_`.
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
+
+#include <wheelrpc/admin/admin_server.h>
+#include <wheelrpc/rpc/introspection.h>
+#include <wheelrpc/timer/timeout.h>
+
+#include "http_server.h"
+
+namespace wheelrpc::admin {
+
+class AdminCore : public std::enable_shared_from_this<AdminCore> {
+ public:
+  AdminCore(boost::asio::any_io_executor ex, timer::HashedWheelTimer& timer, AdminOptions options);
+
+  void add_server(rpc::Server& server) { server_ = &server; }
+  void add_client(std::string name, rpc::Client& client);
+  boost::system::error_code listen(unsigned short port);
+  boost::asio::ip::tcp::endpoint local_endpoint() const { return http_->local_endpoint(); }
+  void stop();
+
+  // ---- renderers (any thread)
+  std::string metrics_text() const;
+  boost::json::object status_json() const;
+  boost::json::object connections_json() const;
+  boost::json::object timeouts_json() const;
+
+  /// Takes a sample now (the sampling task posts this every second).
+  void sample();
+
+ private:
+  struct NamedClient {
+    std::string name;
+    rpc::Client* client;
+  };
+  /// One method's fine latency histograms, a second apart, oldest first.
+  using History = std::deque<rpc::LatencyHistogram>;
+
+  void add_routes();
+  void schedule_sample();
+  void gateway(detail::HttpRequest& req, detail::Reply reply);
+  boost::json::array methods_json(const std::vector<rpc::MethodStats>& methods, const std::string& owner,
+                                   bool server_side) const;
+
+  boost::asio::any_io_executor ex_;
+  timer::HashedWheelTimer& timer_;
+  const AdminOptions options_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::unique_ptr<detail::HttpServer> http_;
+  rpc::Server* server_ = nullptr;
+  std::vector<NamedClient> clients_;
+
+  mutable std::mutex mu_;
+  bool stopped_ = false;
+  timer::Timeout sample_timeout_;
+  std::map<std::string, History> history_;  // key: owner + '\n' + method
+  struct TimerPoint {
+    std::uint64_t pending = 0, wakeups = 0;
+  };
+  std::deque<TimerPoint> timer_history_;
+};
+
+}  // namespace wheelrpc::admin

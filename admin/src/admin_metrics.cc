@@ -1,0 +1,193 @@
+// GET /metrics: the Prometheus exposition of the server, the clients (summed
+// per method and per provider across clients) and the timer.
+#include <map>
+
+#include <wheelrpc/admin/exposition.h>
+#include <wheelrpc/rpc/client.h>
+#include <wheelrpc/rpc/server.h>
+#include <wheelrpc/timer/hashed_wheel_timer.h>
+
+#include "admin_core.h"
+
+namespace wheelrpc::admin {
+namespace {
+
+HistogramSnapshot to_snapshot(const rpc::LatencyHistogram& h) {
+  return HistogramSnapshot{h.bounds, h.counts, h.sum, h.count};
+}
+
+/// Adds `b` into `a` (same bounds), for a method called by several clients.
+void merge(rpc::MethodStats& a, const rpc::MethodStats& b) {
+  for (std::size_t i = 0; i < rpc::kCallCodes; ++i) a.handled[i] += b.handled[i];
+  a.in_flight += b.in_flight;
+  a.deadline_exceeded += b.deadline_exceeded;
+  for (std::size_t i = 0; i < a.latency.counts.size() && i < b.latency.counts.size(); ++i) {
+    a.latency.counts[i] += b.latency.counts[i];
+  }
+  a.latency.count += b.latency.count;
+  a.latency.sum += b.latency.sum;
+}
+
+void handled_family(TextExposition& out, std::string_view name, std::string_view help,
+                    const std::vector<rpc::MethodStats>& methods) {
+  out.begin(name, MetricType::counter, help);
+  for (const auto& m : methods) {
+    for (std::size_t i = 0; i < rpc::kCallCodes; ++i) {
+      out.sample({{"method", m.method}, {"code", rpc::call_code_name(static_cast<rpc::CallCode>(i))}},
+                 static_cast<double>(m.handled[i]));
+    }
+  }
+}
+
+void latency_family(TextExposition& out, std::string_view name, std::string_view help,
+                    const std::vector<rpc::MethodStats>& methods) {
+  out.begin(name, MetricType::histogram, help);
+  for (const auto& m : methods) out.histogram({{"method", m.method}}, to_snapshot(m.latency));
+}
+
+}  // namespace
+
+std::string AdminCore::metrics_text() const {
+  TextExposition out;
+  if (server_) {
+    const auto methods = server_->method_stats();
+    const auto stats = server_->stats();
+    handled_family(out, "wheelrpc_server_handled_total", "Requests the server completed, by method and outcome code.",
+                   methods);
+    latency_family(out, "wheelrpc_server_handling_seconds",
+                   "Time from reading a request to queueing its reply, by method.", methods);
+    out.begin("wheelrpc_server_in_flight", MetricType::gauge, "Requests read and not yet answered, by method.");
+    for (const auto& m : methods) out.sample({{"method", m.method}}, static_cast<double>(m.in_flight));
+    out.begin("wheelrpc_server_deadline_exceeded_total", MetricType::counter,
+              "Requests answered server_timeout because the caller's deadline passed before the handler replied.");
+    for (const auto& m : methods) out.sample({{"method", m.method}}, static_cast<double>(m.deadline_exceeded));
+    out.begin("wheelrpc_server_connections", MetricType::gauge, "Connections the server has open.");
+    out.sample({}, static_cast<double>(stats.connections));
+  }
+
+  if (!clients_.empty()) {
+    std::vector<rpc::MethodStats> methods;  // summed across clients, in the order first seen
+    std::map<std::string, std::size_t> index;
+    std::map<std::string, std::array<std::uint64_t, 4>> providers;  // ok, failed, cancelled, connect attempts
+    rpc::ClientStats sum;
+    for (const auto& nc : clients_) {
+      for (auto& m : nc.client->method_stats()) {
+        auto [it, fresh] = index.emplace(m.method, methods.size());
+        if (fresh) {
+          methods.push_back(std::move(m));
+        } else {
+          merge(methods[it->second], m);
+        }
+      }
+      for (const auto& p : nc.client->providers()) {
+        auto& row = providers[p.peer];
+        row[0] += p.ok;
+        row[1] += p.failures;
+        row[2] += p.cancelled;
+        row[3] += p.connect_attempts;
+      }
+      const auto s = nc.client->stats();
+      sum.retries += s.retries;
+      sum.hedges += s.hedges;
+      sum.budget_refusals += s.budget_refusals;
+      sum.late_replies += s.late_replies;
+      sum.heartbeats_sent += s.heartbeats_sent;
+      sum.idle_closes += s.idle_closes;
+    }
+    handled_family(out, "wheelrpc_client_handled_total", "Calls the clients completed, by method and outcome code.",
+                   methods);
+    latency_family(out, "wheelrpc_client_handling_seconds",
+                   "Time from starting a call to its completion (retries included), by method.", methods);
+    out.begin("wheelrpc_client_in_flight", MetricType::gauge, "Calls started and not yet completed, by method.");
+    for (const auto& m : methods) out.sample({{"method", m.method}}, static_cast<double>(m.in_flight));
+    out.begin("wheelrpc_client_attempts_total", MetricType::counter,
+              "Attempts sent to each provider, by result: ok (a reply), failed, cancelled (abandoned in flight).");
+    for (const auto& [peer, row] : providers) {
+      out.sample({{"provider", peer}, {"result", "ok"}}, static_cast<double>(row[0]));
+      out.sample({{"provider", peer}, {"result", "failed"}}, static_cast<double>(row[1]));
+      out.sample({{"provider", peer}, {"result", "cancelled"}}, static_cast<double>(row[2]));
+    }
+    out.begin("wheelrpc_client_retries_total", MetricType::counter, "Retries started after a failed attempt.");
+    out.sample({}, static_cast<double>(sum.retries));
+    out.begin("wheelrpc_client_hedges_total", MetricType::counter,
+              "Hedged attempts started while another attempt was in flight.");
+    out.sample({}, static_cast<double>(sum.hedges));
+    out.begin("wheelrpc_client_retry_budget_refusals_total", MetricType::counter,
+              "Retries and hedges the retry budget refused.");
+    out.sample({}, static_cast<double>(sum.budget_refusals));
+    out.begin("wheelrpc_client_late_replies_total", MetricType::counter,
+              "Replies that arrived after their call had completed (dropped).");
+    out.sample({}, static_cast<double>(sum.late_replies));
+    out.begin("wheelrpc_reconnect_attempts_total", MetricType::counter,
+              "Connect attempts to each provider (the first one included).");
+    for (const auto& [peer, row] : providers) out.sample({{"provider", peer}}, static_cast<double>(row[3]));
+
+    out.begin("wheelrpc_heartbeats_sent_total", MetricType::counter, "Heartbeats sent on idle connections, by side.");
+    out.sample({{"side", "client"}}, static_cast<double>(sum.heartbeats_sent));
+    if (server_) out.sample({{"side", "server"}}, static_cast<double>(server_->stats().heartbeats_sent));
+    out.begin("wheelrpc_idle_closes_total", MetricType::counter,
+              "Connections closed for reading nothing within their idle timeout, by side.");
+    out.sample({{"side", "client"}}, static_cast<double>(sum.idle_closes));
+    if (server_) out.sample({{"side", "server"}}, static_cast<double>(server_->stats().idle_closes));
+  } else if (server_) {
+    const auto s = server_->stats();
+    out.begin("wheelrpc_heartbeats_sent_total", MetricType::counter, "Heartbeats sent on idle connections, by side.");
+    out.sample({{"side", "server"}}, static_cast<double>(s.heartbeats_sent));
+    out.begin("wheelrpc_idle_closes_total", MetricType::counter,
+              "Connections closed for reading nothing within their idle timeout, by side.");
+    out.sample({{"side", "server"}}, static_cast<double>(s.idle_closes));
+  }
+
+  // Connections by side and state, every state present.
+  constexpr rpc::ConnectionInfo::State kStates[] = {
+      rpc::ConnectionInfo::State::idle, rpc::ConnectionInfo::State::connecting, rpc::ConnectionInfo::State::ready,
+      rpc::ConnectionInfo::State::backoff, rpc::ConnectionInfo::State::closing};
+  std::array<std::array<std::uint64_t, 5>, 2> by_state{};
+  if (server_) {
+    for (const auto& c : server_->connections()) ++by_state[1][static_cast<std::size_t>(c.state)];
+  }
+  for (const auto& nc : clients_) {
+    for (const auto& c : nc.client->connections()) ++by_state[0][static_cast<std::size_t>(c.state)];
+  }
+  out.begin("wheelrpc_connections", MetricType::gauge, "Connections by side and state.");
+  for (int side = 0; side < 2; ++side) {
+    if (side == 0 && clients_.empty()) continue;
+    if (side == 1 && !server_) continue;
+    for (auto st : kStates) {
+      out.sample({{"side", side == 0 ? "client" : "server"}, {"state", rpc::connection_state_name(st)}},
+                 static_cast<double>(by_state[side][static_cast<std::size_t>(st)]));
+    }
+  }
+
+  const auto t = timer_.stats();
+  out.begin("wheelrpc_timer_pending", MetricType::gauge, "Timeouts scheduled on the shared timer and not yet run or cancelled.");
+  out.sample({}, static_cast<double>(t.pending));
+  out.begin("wheelrpc_timer_scheduled_total", MetricType::counter, "Timeouts scheduled on the shared timer.");
+  out.sample({}, static_cast<double>(t.scheduled));
+  out.begin("wheelrpc_timer_cancelled_total", MetricType::counter, "Timeouts cancelled before they ran.");
+  out.sample({}, static_cast<double>(t.cancelled));
+  out.begin("wheelrpc_timer_expired_total", MetricType::counter, "Timeouts that reached their deadline and ran.");
+  out.sample({}, static_cast<double>(t.expired));
+  out.begin("wheelrpc_timer_wakeups_total", MetricType::counter, "Times the timer's worker woke up.");
+  out.sample({}, static_cast<double>(t.wakeups));
+  // The timer's own lateness buckets: bucket 0 below 1 us, bucket i below 2^i us.
+  HistogramSnapshot lateness;
+  for (std::size_t i = 0; i + 1 < t.lateness_us.size(); ++i) {
+    lateness.bounds.push_back(static_cast<double>(std::uint64_t{1} << i) / 1e6);
+  }
+  lateness.counts.assign(t.lateness_us.begin(), t.lateness_us.end());
+  for (auto c : lateness.counts) lateness.count += c;
+  double sum_s = 0;  // bucket midpoints: the timer keeps no exact sum
+  for (std::size_t i = 0; i < lateness.counts.size(); ++i) {
+    const double lo = i == 0 ? 0 : static_cast<double>(std::uint64_t{1} << (i - 1));
+    const double hi = static_cast<double>(std::uint64_t{1} << i);
+    sum_s += static_cast<double>(lateness.counts[i]) * (lo + hi) / 2 / 1e6;
+  }
+  lateness.sum = sum_s;
+  out.begin("wheelrpc_timer_lateness_seconds", MetricType::histogram,
+            "How late timer tasks started after their tick-rounded deadline (sum from bucket midpoints).");
+  out.histogram({}, lateness);
+  return std::move(out).str();
+}
+
+}  // namespace wheelrpc::admin

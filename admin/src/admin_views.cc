@@ -1,0 +1,237 @@
+// The JSON behind /status, /connections and /timeouts.
+#include <cmath>
+#include <ctime>
+
+#include <boost/json/value.hpp>
+#include <fmt/format.h>
+
+#include <wheelrpc/rpc/client.h>
+#include <wheelrpc/rpc/server.h>
+#include <wheelrpc/timer/hashed_wheel_timer.h>
+
+#include "admin_core.h"
+
+namespace wheelrpc::admin {
+namespace json = boost::json;
+
+namespace {
+
+/// "2026-11-23T00:40:00.123Z"
+std::string iso_time(std::chrono::system_clock::time_point t) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03}Z", buf, ms % 1000);
+}
+
+/// Milliseconds rounded to the microsecond, for JSON.
+double round_ms(double seconds) { return std::round(seconds * 1e6) / 1e3; }
+
+json::value latency_json(const rpc::LatencyHistogram& h, double max_s) {
+  json::object o;
+  o["count"] = h.count;
+  if (h.count == 0) {
+    o["p50"] = nullptr;
+    o["p99"] = nullptr;
+    o["max"] = nullptr;
+  } else {
+    o["p50"] = round_ms(h.quantile(0.5));
+    o["p99"] = round_ms(h.quantile(0.99));
+    o["max"] = round_ms(max_s);
+  }
+  return o;
+}
+
+json::value ms_or_null(std::chrono::milliseconds ms) {
+  if (ms.count() < 0) return nullptr;
+  return ms.count();
+}
+
+json::value text_or_null(const std::string& s) {
+  if (s.empty()) return nullptr;
+  return json::value(s);
+}
+
+}  // namespace
+
+json::array AdminCore::methods_json(const std::vector<rpc::MethodStats>& methods, const std::string& owner,
+                                    bool server_side) const {
+  json::array out;
+  std::lock_guard lock(mu_);
+  for (const auto& m : methods) {
+    json::object o;
+    o["method"] = m.method;
+    o["calls"] = m.calls();
+    o["ok"] = m.handled[0];
+    o["in_flight"] = m.in_flight;
+    json::object errors;
+    for (std::size_t i = 1; i < rpc::kCallCodes; ++i) {
+      if (m.handled[i] != 0) errors[rpc::call_code_name(static_cast<rpc::CallCode>(i))] = m.handled[i];
+    }
+    o["errors"] = std::move(errors);
+    if (server_side) o["deadline_exceeded"] = m.deadline_exceeded;
+    // Last 10 s: now less the sample taken 10 s ago (or the oldest kept).
+    rpc::LatencyHistogram recent = m.latency_fine;
+    if (auto it = history_.find(owner + '\n' + m.method); it != history_.end() && !it->second.empty()) {
+      recent = m.latency_fine.since(it->second.front());
+    }
+    json::object latency;
+    // The recent max is the upper bound of its slowest bucket, at most the true max so far.
+    latency["recent"] = latency_json(recent, std::min(recent.max_bound(), m.max_s));
+    latency["total"] = latency_json(m.latency_fine, m.max_s);
+    o["latency_ms"] = std::move(latency);
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+json::object AdminCore::status_json() const {
+  json::object o;
+  o["time"] = iso_time(std::chrono::system_clock::now());
+  o["uptime_s"] = std::round(std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count() * 10) / 10;
+  o["process"] = options_.process_name;
+  if (server_) {
+    const auto state = server_->state();
+    const auto stats = server_->stats();
+    const auto ep = server_->local_endpoint();
+    json::object s;
+    s["endpoint"] = state.listening ? json::value(ep.address().to_string() + ":" + std::to_string(ep.port()))
+                                    : json::value(nullptr);
+    s["listening"] = state.listening;
+    s["online"] = state.online;
+    s["draining"] = state.draining;
+    s["ready"] = state.ready();
+    s["connections"] = stats.connections;
+    s["methods"] = methods_json(server_->method_stats(), "server", true);
+    o["server"] = std::move(s);
+  } else {
+    o["server"] = nullptr;
+  }
+  json::array clients;
+  for (const auto& c : clients_) {
+    const auto stats = c.client->stats();
+    std::size_t providers = 0;
+    for (const auto& p : c.client->providers()) providers += p.removed ? 0 : 1;
+    json::object j;
+    j["name"] = c.name;
+    j["providers"] = providers;
+    j["retries"] = stats.retries;
+    j["hedges"] = stats.hedges;
+    j["late_replies"] = stats.late_replies;
+    j["budget_refusals"] = stats.budget_refusals;
+    j["methods"] = methods_json(c.client->method_stats(), "client " + c.name, false);
+    clients.push_back(std::move(j));
+  }
+  o["clients"] = std::move(clients);
+
+  const auto t = timer_.stats();
+  json::object timer;
+  timer["pending"] = t.pending;
+  timer["scheduled"] = t.scheduled;
+  timer["cancelled"] = t.cancelled;
+  timer["expired"] = t.expired;
+  timer["wakeups"] = t.wakeups;
+  json::array bounds, counts, pending_history;
+  std::size_t last = 0;
+  for (std::size_t i = 0; i < t.lateness_us.size(); ++i) {
+    if (t.lateness_us[i] != 0) last = i;
+  }
+  for (std::size_t i = 0; i <= std::max<std::size_t>(last, 10) && i < t.lateness_us.size(); ++i) {
+    bounds.push_back(std::uint64_t{1} << i);  // bucket 0: < 1 us; bucket i: [2^(i-1), 2^i) us
+    counts.push_back(t.lateness_us[i]);
+  }
+  json::object lateness;
+  lateness["bounds_us"] = std::move(bounds);
+  lateness["counts"] = std::move(counts);
+  lateness["p50_us"] = t.lateness_quantile_us(0.5);
+  lateness["p99_us"] = t.lateness_quantile_us(0.99);
+  lateness["max_bucket_us"] = t.expired ? json::value(std::uint64_t{1} << last) : json::value(nullptr);
+  timer["lateness"] = std::move(lateness);
+  {
+    std::lock_guard lock(mu_);
+    const int n = static_cast<int>(timer_history_.size());
+    for (int i = 0; i < n; ++i) {
+      pending_history.push_back(json::object{{"t", i - (n - 1)}, {"pending", timer_history_[i].pending}});
+    }
+    if (n >= 2) {
+      const double span_s = n - 1;
+      timer["wakeups_per_s"] =
+          std::round(static_cast<double>(timer_history_.back().wakeups - timer_history_.front().wakeups) / span_s * 10) / 10;
+    } else {
+      timer["wakeups_per_s"] = nullptr;
+    }
+  }
+  timer["pending_history"] = std::move(pending_history);
+  o["timer"] = std::move(timer);
+  return o;
+}
+
+json::object AdminCore::connections_json() const {
+  json::array rows;
+  auto add = [&](const rpc::ConnectionInfo& c, const std::string& owner) {
+    json::object r;
+    r["side"] = c.server_side ? "server" : "client";
+    r["owner"] = owner;
+    r["local"] = text_or_null(c.local);
+    r["remote"] = text_or_null(c.remote);
+    r["state"] = rpc::connection_state_name(c.state);
+    r["age_s"] = std::round(static_cast<double>(c.age.count()) / 100) / 10;
+    r["bytes_in"] = c.bytes_in;
+    r["bytes_out"] = c.bytes_out;
+    r["frames_in"] = c.frames_in;
+    r["frames_out"] = c.frames_out;
+    r["last_read_age_ms"] = c.local.empty() ? json::value(nullptr) : ms_or_null(c.last_read_age);
+    r["last_write_age_ms"] = c.local.empty() ? json::value(nullptr) : ms_or_null(c.last_write_age);
+    r["heartbeats_sent"] = c.heartbeats_sent;
+    r["heartbeat_interval_ms"] = c.heartbeat.count() > 0 ? json::value(c.heartbeat.count()) : json::value(nullptr);
+    r["reconnect_attempts"] = c.server_side ? json::value(nullptr) : json::value(c.reconnect_attempts);
+    r["next_attempt_in_ms"] = ms_or_null(c.next_attempt_in);
+    r["in_flight"] = c.in_flight;
+    rows.push_back(std::move(r));
+  };
+  if (server_) {
+    for (const auto& c : server_->connections()) add(c, options_.process_name);
+  }
+  for (const auto& nc : clients_) {
+    for (const auto& c : nc.client->connections()) add(c, nc.name);
+  }
+  json::object o;
+  o["time"] = iso_time(std::chrono::system_clock::now());
+  o["connections"] = std::move(rows);
+  return o;
+}
+
+json::object AdminCore::timeouts_json() const {
+  std::vector<rpc::TimeoutRecord> all;
+  if (server_) all = server_->recent_timeouts();
+  for (const auto& nc : clients_) {
+    auto more = nc.client->recent_timeouts();
+    all.insert(all.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  }
+  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.time > b.time; });
+  if (all.size() > 256) all.resize(256);
+  json::array rows;
+  for (const auto& t : all) {
+    json::object r;
+    r["time"] = iso_time(t.time);
+    r["side"] = t.server_side ? "server" : "client";
+    r["method"] = t.method;
+    r["provider"] = text_or_null(t.provider);
+    r["phase"] = rpc::timeout_phase_name(t.phase);
+    r["code"] = rpc::call_code_name(t.code);
+    r["budget_ms"] = static_cast<double>(t.budget.count()) / 1000;
+    r["elapsed_ms"] = static_cast<double>(t.elapsed.count()) / 1000;
+    r["attempts"] = t.attempts;
+    r["trace_id"] = text_or_null(t.trace_id);
+    rows.push_back(std::move(r));
+  }
+  json::object o;
+  o["time"] = iso_time(std::chrono::system_clock::now());
+  o["timeouts"] = std::move(rows);
+  return o;
+}
+
+}  // namespace wheelrpc::admin

@@ -1,0 +1,265 @@
+// AdminServer against a real Server and Client (through a FaultProxy):
+// traffic of every kind (ok, timeouts, an unknown method, a killed
+// connection), then /metrics checked by promtool and against what the client
+// saw; health, readiness and QoS over HTTP; the gateway's error mapping; the
+// JSON views; and the loopback-only default.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include <boost/json/parse.hpp>
+
+#include <wheelrpc/admin/admin_server.h>
+#include <wheelrpc/fault/fault_proxy.h>
+
+#include "support/raw_http.h"
+#include "support/rpc_fixture.h"
+#include "support/wait.h"
+
+using namespace std::chrono_literals;
+namespace asio = boost::asio;
+namespace json = boost::json;
+using boost::system::error_code;
+using wheelrpc::rpc::CallOptions;
+using wheelrpc::rpc::errc;
+using wheelrpc::rpc::Response;
+using wheelrpc::test::http_exchange;
+using wheelrpc::test::http_request_text;
+using wheelrpc::test::loopback0;
+
+namespace {
+
+/// Server <- FaultProxy <- Client, and an AdminServer showing both.
+struct AdminFixture {
+  AdminFixture() : threads(2), server(threads.io.get_executor(), timer, {}) {
+    wheelrpc::test::register_test_methods(server, threads.io);
+    if (auto ec = server.listen(loopback0())) throw boost::system::system_error(ec);
+    proxy.emplace(threads.io.get_executor(), loopback0(), server.local_endpoint());
+    if (auto ec = proxy->start()) throw boost::system::system_error(ec);
+    wheelrpc::rpc::ClientOptions co;
+    client.emplace(threads.io.get_executor(), timer, std::vector<asio::ip::tcp::endpoint>{proxy->local_endpoint()}, co);
+    admin.emplace(threads.io.get_executor(), timer);
+    admin->add_server(server);
+    admin->add_client("test", *client);
+    if (auto ec = admin->listen(0)) throw boost::system::system_error(ec);
+  }
+  ~AdminFixture() {
+    admin->stop();
+    client->close();
+    proxy->stop();
+    server.stop();
+    threads.stop();
+  }
+
+  /// Calls and records the outcome as the client saw it.
+  error_code call(const std::string& method, const std::string& payload, CallOptions o = {}) {
+    std::promise<error_code> p;
+    auto f = p.get_future();
+    client->async_call(method, payload, std::move(o), [&](error_code ec, Response) {
+      std::lock_guard lock(mu);
+      ++seen[method + "/" + std::string(wheelrpc::rpc::call_code_name(wheelrpc::rpc::call_code(ec)))];
+      p.set_value(ec);
+    });
+    if (f.wait_for(30s) != std::future_status::ready) return make_error_code(errc::server_error);
+    return f.get();
+  }
+
+  wheelrpc::test::HttpReply get(const std::string& target) {
+    return http_exchange(admin->local_endpoint(), http_request_text("GET", target));
+  }
+  wheelrpc::test::HttpReply post(const std::string& target, const std::string& body, const std::string& extra = {}) {
+    std::string raw = "POST " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + extra +
+                      "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    return http_exchange(admin->local_endpoint(), raw);
+  }
+
+  wheelrpc::timer::HashedWheelTimer timer;
+  wheelrpc::test::IoThreads threads;
+  wheelrpc::rpc::Server server;
+  std::optional<wheelrpc::fault::FaultProxy> proxy;
+  std::optional<wheelrpc::rpc::Client> client;
+  std::optional<wheelrpc::admin::AdminServer> admin;
+  std::mutex mu;
+  std::map<std::string, std::uint64_t> seen;  // "method/code" -> completions
+};
+
+/// "name{labels} value" lines of an exposition: sample -> value.
+std::map<std::string, double> samples(const std::string& text) {
+  std::map<std::string, double> out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    auto end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.empty() || line[0] == '#') continue;
+    const auto space = line.rfind(' ');
+    out[line.substr(0, space)] = std::strtod(line.c_str() + space + 1, nullptr);
+  }
+  return out;
+}
+
+std::string promtool_verdict(const std::string& exposition, int& rc) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("wheelrpc-admin-promtool-" + std::to_string(::getpid()) + "-" +
+                    std::to_string(reinterpret_cast<std::uintptr_t>(&exposition)));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "metrics.txt") << exposition;
+  const std::string cmd = "/usr/bin/promtool check metrics < " + (dir / "metrics.txt").string() + " > " +
+                          (dir / "result.txt").string() + " 2>&1";
+  rc = std::system(cmd.c_str());
+  std::ifstream in(dir / "result.txt");
+  std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove_all(dir);
+  return said;
+}
+
+}  // namespace
+
+TEST(AdminServer, MetricsPassPromtoolAndCountWhatTheClientSaw) {
+  AdminFixture fx;
+  for (int i = 0; i < 5; ++i) ASSERT_FALSE(fx.call("echo", "x"));
+  CallOptions quick;
+  quick.timeout = 50ms;
+  quick.retries = 0;
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(fx.call("sleep", "3000", quick), errc::timeout);
+  EXPECT_EQ(fx.call("nope", ""), errc::method_not_found);
+  // A killed connection: a call in flight when the proxy closes every connection.
+  CallOptions slow;
+  slow.timeout = 20s;
+  slow.retries = 0;
+  std::promise<error_code> lost;
+  auto lost_f = lost.get_future();
+  fx.client->async_call("sleep", "5000", slow, [&](error_code ec, Response) {
+    std::lock_guard lock(fx.mu);
+    ++fx.seen["sleep/" + std::string(wheelrpc::rpc::call_code_name(wheelrpc::rpc::call_code(ec)))];
+    lost.set_value(ec);
+  });
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return fx.client->stats().pending == 1 && fx.server.stats().in_flight >= 1; }, 10s));
+  fx.proxy->down();
+  ASSERT_EQ(lost_f.wait_for(20s), std::future_status::ready);
+  EXPECT_EQ(lost_f.get(), errc::connection_lost);
+
+  const auto reply = fx.get("/metrics");
+  ASSERT_EQ(reply.status, 200) << reply.headers;
+  EXPECT_NE(reply.headers.find("text/plain; version=0.0.4"), std::string::npos) << reply.headers;
+  if (std::filesystem::exists("/usr/bin/promtool")) {
+    int rc = 0;
+    const auto said = promtool_verdict(reply.body, rc);
+    EXPECT_EQ(rc, 0) << said;
+    EXPECT_EQ(said.find("lint"), std::string::npos) << said;
+  } else {
+    ADD_FAILURE() << "no /usr/bin/promtool: scripts/install_deps.sh installs it (Debian's prometheus package)";
+  }
+  const auto m = samples(reply.body);
+  std::lock_guard lock(fx.mu);
+  for (const auto& [key, n] : fx.seen) {
+    const auto slash = key.find('/');
+    const std::string sample = "wheelrpc_client_handled_total{method=\"" + key.substr(0, slash) + "\",code=\"" +
+                               key.substr(slash + 1) + "\"}";
+    ASSERT_TRUE(m.count(sample)) << sample << "\n" << reply.body;
+    EXPECT_EQ(m.at(sample), static_cast<double>(n)) << sample;
+  }
+  EXPECT_EQ(fx.seen["echo/ok"], 5u);
+  EXPECT_EQ(fx.seen["sleep/timeout"], 2u);
+  EXPECT_EQ(fx.seen["sleep/connection_lost"], 1u);
+  // Every code pre-created at zero for a known method.
+  EXPECT_EQ(m.at("wheelrpc_client_handled_total{method=\"echo\",code=\"server_error\"}"), 0);
+  EXPECT_EQ(m.at("wheelrpc_server_handled_total{method=\"echo\",code=\"ok\"}"), 5);
+  EXPECT_EQ(m.at("wheelrpc_server_handled_total{method=\"(unknown)\",code=\"method_not_found\"}"), 1);
+  EXPECT_EQ(m.at("wheelrpc_client_handling_seconds_count{method=\"echo\"}"), 5);
+  EXPECT_EQ(m.at("wheelrpc_client_handling_seconds_bucket{method=\"echo\",le=\"+Inf\"}"), 5);
+  EXPECT_GE(m.at("wheelrpc_timer_scheduled_total"), 1);
+  EXPECT_TRUE(m.count("wheelrpc_connections{side=\"client\",state=\"ready\"}"));
+  EXPECT_TRUE(m.count("wheelrpc_timer_lateness_seconds_count"));
+}
+
+TEST(AdminServer, HealthReadyAndQosOverHttp) {
+  AdminFixture fx;
+  ASSERT_FALSE(fx.call("echo", "x"));
+  auto health = fx.get("/health");
+  EXPECT_EQ(health.status, 200);
+  EXPECT_EQ(health.body, "OK\n");
+  EXPECT_EQ(fx.get("/ready").status, 200);
+  EXPECT_EQ(fx.get("/offline").status, 405) << "QoS changes need POST";
+  EXPECT_EQ(fx.post("/offline", "").status, 200);
+  EXPECT_EQ(fx.get("/health").status, 503);
+  EXPECT_EQ(fx.get("/ready").status, 503);
+  EXPECT_EQ(fx.call("echo", "x"), errc::unavailable);
+  EXPECT_EQ(fx.post("/online", "").status, 200);
+  EXPECT_EQ(fx.get("/health").status, 200);
+  EXPECT_FALSE(fx.call("echo", "x"));
+}
+
+TEST(AdminServer, GatewayCallsTheServerAndMapsErrorsToHttp) {
+  AdminFixture fx;
+  auto ok = fx.post("/rpc/echo", "hello");
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_EQ(ok.body, "hello");
+  auto missing = fx.post("/rpc/nope", "");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(json::parse(missing.body).at("code").as_string(), "method_not_found");
+  auto slow = fx.post("/rpc/sleep", "2000", "X-Wheelrpc-Timeout-Ms: 50\r\n");
+  EXPECT_EQ(slow.status, 504);
+  const auto body = json::parse(slow.body);
+  EXPECT_EQ(body.at("code").as_string(), "server_timeout");
+  EXPECT_NE(std::string(body.at("message").as_string()).find("in the handler"), std::string::npos) << slow.body;
+  EXPECT_EQ(fx.post("/rpc/echo", "x", "X-Wheelrpc-Timeout-Ms: soon\r\n").status, 400);
+  EXPECT_EQ(fx.post("/rpc/", "x").status, 400);
+  EXPECT_EQ(fx.get("/rpc/echo").status, 405);
+  fx.server.set_online(false);
+  EXPECT_EQ(fx.post("/rpc/echo", "x").status, 503);
+}
+
+TEST(AdminServer, JsonViewsShowMethodsConnectionsAndTimeouts) {
+  AdminFixture fx;
+  ASSERT_FALSE(fx.call("echo", "x"));
+  CallOptions quick;
+  quick.timeout = 50ms;
+  quick.retries = 0;
+  EXPECT_EQ(fx.call("sleep", "3000", quick), errc::timeout);
+  auto status = json::parse(fx.get("/status.json").body).as_object();
+  EXPECT_EQ(status.at("server").at("methods").as_array().size(), 3u);  // (unknown), echo, sleep
+  const auto& client_methods = status.at("clients").at(0).at("methods").as_array();
+  bool echo_seen = false;
+  for (const auto& m : client_methods) {
+    if (m.at("method") == "echo") {
+      echo_seen = true;
+      EXPECT_EQ(m.at("calls").to_number<std::uint64_t>(), 1u);
+      EXPECT_EQ(m.at("latency_ms").at("total").at("count").to_number<std::uint64_t>(), 1u);
+    }
+  }
+  EXPECT_TRUE(echo_seen);
+  EXPECT_EQ(json::parse(fx.get("/status?format=json").body).at("process"), "wheelrpc");
+  auto conns = json::parse(fx.get("/connections.json").body).at("connections").as_array();
+  ASSERT_GE(conns.size(), 2u);  // the client's and the server's
+  auto timeouts = json::parse(fx.get("/timeouts.json").body).at("timeouts").as_array();
+  ASSERT_GE(timeouts.size(), 1u);
+  EXPECT_EQ(timeouts.at(0).at("method"), "sleep");
+  EXPECT_EQ(timeouts.at(0).at("trace_id").as_string().size(), 32u);
+  auto page = fx.get("/status");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_NE(page.headers.find("text/html"), std::string::npos);
+  EXPECT_EQ(fx.get("/nothing-here").status, 404);
+}
+
+TEST(AdminServer, RefusesANonLoopbackAddressUnlessAllowed) {
+  wheelrpc::timer::HashedWheelTimer timer;
+  asio::io_context io;
+  wheelrpc::admin::AdminOptions o;
+  o.address = "0.0.0.0";
+  wheelrpc::admin::AdminServer admin(io.get_executor(), timer, o);
+  EXPECT_EQ(admin.listen(0), boost::system::errc::invalid_argument);
+  wheelrpc::admin::AdminOptions bad;
+  bad.address = "not an address";
+  wheelrpc::admin::AdminServer admin2(io.get_executor(), timer, bad);
+  EXPECT_TRUE(admin2.listen(0));
+}
