@@ -6,7 +6,10 @@
 #   bench/ab_rpc.sh OLD/rpc_bench NEW/rpc_bench [C] [DURATION] [ROUNDS]
 #   bench/ab_rpc.sh /tmp/old/bench/rpc_bench build/release/bench/rpc_bench 128 4 3
 #
-# The JSON lines themselves go to $OUT if set.
+# The JSON lines themselves go to $OUT if set. A_FLAGS and B_FLAGS add flags
+# to A's and B's server and client (both take them), e.g. metrics off
+# against on with one binary:
+#   A_FLAGS=--no-metrics bench/ab_rpc.sh build/release/bench/rpc_bench build/release/bench/rpc_bench 128 10 5
 set -euo pipefail
 a=${1:?usage: ab_rpc.sh A_rpc_bench B_rpc_bench [C] [DURATION] [ROUNDS]}
 b=${2:?usage: ab_rpc.sh A_rpc_bench B_rpc_bench [C] [DURATION] [ROUNDS]}
@@ -18,13 +21,14 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-run() {  # binary label
+run() {  # binary label extra-flags
   rm -f "$tmp/port"
-  "$1" server --port 0 --port-file "$tmp/port" --lifetime $((d + 30)) &
+  # shellcheck disable=SC2086  # the extra flags are words
+  "$1" server --port 0 --port-file "$tmp/port" --lifetime $((d + 30)) $3 &
   server_pid=$!
   for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
   line=$("$1" client --port "$(cat "$tmp/port")" --concurrency "$c" --payload 64 --warmup 1 --duration "$d" \
-    --server-pid "$server_pid")
+    --server-pid "$server_pid" $3)
   kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""
   [ -n "${OUT:-}" ] && echo "$line" | sed "s/^{/{\"label\":\"$2\",/" >> "$OUT"
   python3 -c '
@@ -37,6 +41,6 @@ print("%2s C=%d calls_per_s=%.0f client_cpu_ns_per_call=%.0f server_cpu_ns_per_c
 ' "$2" "$line"
 }
 for _ in $(seq "$rounds"); do
-  run "$a" A
-  run "$b" B
+  run "$a" A "${A_FLAGS:-}"
+  run "$b" B "${B_FLAGS:-}"
 done

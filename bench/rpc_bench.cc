@@ -99,11 +99,12 @@ void write_port_file(const std::string& path, int port) {
 }
 
 int server(const Flags& flags) {
-  flags.check_known({"port", "port-file", "lifetime", "threads", "host", "heartbeat-ms"});
+  flags.check_known({"port", "port-file", "lifetime", "threads", "host", "heartbeat-ms", "no-metrics"});
   const auto ep = endpoint_of(flags.str("host", "127.0.0.1"), flags.integer("port", 0, 0, 65535));
   const auto threads = static_cast<int>(flags.integer("threads", 1, 1, 64));
   rpc::ServerOptions options;
   options.heartbeat = std::chrono::milliseconds(flags.integer("heartbeat-ms", 15000, 1, 3'600'000));
+  options.metrics = !flags.has("no-metrics");
   exit_after(flags.seconds("lifetime", 0));
   wb::raise_open_file_limit();  // conn_scale checks the result in /proc/PID/limits
 
@@ -134,6 +135,7 @@ struct EchoRun {
   double warmup_s = 1;
   double duration_s = 10;
   long long deadline_ms = kDeadline.count();
+  bool metrics = true;  ///< ClientOptions::metrics (--no-metrics: off)
   pid_t server_pid = 0;
   wb::LatencyHistogram hist;  ///< latencies (ns) of successful calls completed inside the window
   std::uint64_t errors = 0;   ///< failed calls over the whole run (warm-up and drain included)
@@ -166,6 +168,7 @@ struct EchoRun {
         .num("deadline_ms", deadline_ms)
         .num("client_cpu_ns_per_call", per_call_ns(client_cpu_s), 0)
         .num("server_cpu_ns_per_call", per_call_ns(server_cpu_s), 0)
+        .str("metrics", metrics ? "on" : "off")
         .print();
   }
 };
@@ -233,7 +236,8 @@ class LoadClient {
 };
 
 int client(const Flags& flags) {
-  flags.check_known({"port", "concurrency", "payload", "warmup", "duration", "server-pid", "no-deadline", "host"});
+  flags.check_known(
+      {"port", "concurrency", "payload", "warmup", "duration", "server-pid", "no-deadline", "host", "no-metrics"});
   EchoRun run;
   run.concurrency = static_cast<int>(flags.integer("concurrency", 16, 1, 65536));
   run.payload = static_cast<int>(flags.integer("payload", 64, 8, 16 << 20));
@@ -250,7 +254,9 @@ int client(const Flags& flags) {
 
   asio::io_context io(1);
   wheelrpc::timer::HashedWheelTimer timer;  // outlives the client
-  rpc::Client client(io.get_executor(), timer, {ep});
+  rpc::ClientOptions client_options;
+  client_options.metrics = run.metrics = !flags.has("no-metrics");
+  rpc::Client client(io.get_executor(), timer, {ep}, client_options);
 
   const std::int64_t t0 = wb::now_ns();
   const std::int64_t t_measure = t0 + static_cast<std::int64_t>(run.warmup_s * 1e9);
@@ -291,9 +297,9 @@ int usage(const char* problem) {
   if (problem && *problem) std::fprintf(stderr, "rpc_bench: %s\n", problem);
   std::fprintf(stderr,
                "usage: rpc_bench server [--port 0] [--port-file PATH] [--lifetime SECONDS] [--threads N]\n"
-               "                        [--heartbeat-ms 15000]\n"
+               "                        [--heartbeat-ms 15000] [--no-metrics]\n"
                "       rpc_bench client --port N [--concurrency 16] [--payload 64] [--warmup 1] [--duration 10]\n"
-               "                        [--server-pid PID] [--no-deadline] [--host 127.0.0.1]\n"
+               "                        [--server-pid PID] [--no-deadline] [--host 127.0.0.1] [--no-metrics]\n"
                "       rpc_bench conn_scale [--connections 1000] [--heartbeat-ms 1000] [--duration-s 20]\n"
                "                        [--batch 200] [--ready-timeout-s 120] [--port N [--server-pid PID]]\n"
                "                        [--host 127.0.0.1]\n");
@@ -305,8 +311,8 @@ int usage(const char* problem) {
 int main(int argc, char** argv) {
   const std::string_view mode = argc > 1 ? argv[1] : "";
   try {
-    if (mode == "server") return server(Flags(argc, argv, {}));
-    if (mode == "client") return client(Flags(argc, argv, {"no-deadline"}));
+    if (mode == "server") return server(Flags(argc, argv, {"no-metrics"}));
+    if (mode == "client") return client(Flags(argc, argv, {"no-deadline", "no-metrics"}));
     if (mode == "conn_scale") return wb::conn_scale(Flags(argc, argv, {}));
   } catch (const UsageError& e) {
     return usage(e.what());

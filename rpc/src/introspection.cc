@@ -48,7 +48,6 @@ std::string_view timeout_phase_name(TimeoutPhase phase) noexcept {
     case TimeoutPhase::waiting_to_send: return "waiting to be sent";
     case TimeoutPhase::sent_waiting: return "sent, waiting for the reply";
     case TimeoutPhase::server: return "server timed out";
-    case TimeoutPhase::server_queue: return "server queue";
     case TimeoutPhase::in_handler: return "in the handler";
   }
   return "unknown";

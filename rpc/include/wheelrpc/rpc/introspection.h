@@ -87,8 +87,8 @@ enum class TimeoutPhase : std::uint8_t {
   waiting_to_send,    ///< client: not sent: waiting for a connection, or between attempts
   sent_waiting,       ///< client: sent, waiting for the reply
   server,             ///< client: the server answered server_timeout
-  server_queue,       ///< server: the request waited before its handler ran
-  in_handler,         ///< server: the handler did not reply in time
+  in_handler,         ///< server: the handler did not reply in time (handlers run as requests are read:
+                      ///< the server keeps no queue a request could wait in)
 };
 std::string_view timeout_phase_name(TimeoutPhase phase) noexcept;
 
