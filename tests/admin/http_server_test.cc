@@ -209,6 +209,21 @@ TEST_F(HttpServerTest, PostBodyIsEchoedByTheHandler) {
   EXPECT_EQ(r.header("Content-Type"), "text/plain");
 }
 
+TEST_F(HttpServerTest, ExpectContinueGets100BeforeTheBodyIsSent) {
+  start();
+  TimedClient c;
+  connect(c);
+  std::string buf;
+  ASSERT_FALSE(c.write("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"));
+  const Response go = read_response(c, buf);
+  EXPECT_EQ(go.status, 100);
+  EXPECT_EQ(go.head, "HTTP/1.1 100 Continue");
+  ASSERT_FALSE(c.write("12345"));
+  const Response r = read_response(c, buf);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "12345");
+}
+
 TEST_F(HttpServerTest, ChunkedBodyIsDechunked) {
   start();
   TimedClient c;
