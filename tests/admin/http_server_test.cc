@@ -258,6 +258,38 @@ TEST_F(HttpServerTest, AsyncReplyFromAnotherThreadIsWritten) {
   for (auto& t : repliers) t.join();
 }
 
+TEST_F(HttpServerTest, ConcurrentClientsWithSyncAndAsyncRepliesAreAllAnsweredInOrder) {
+  start();
+  std::mutex mu;
+  std::vector<std::thread> repliers;
+  server_->add("GET", "/later", [&](HttpRequest& req, Reply reply) {
+    std::lock_guard l(mu);
+    repliers.emplace_back([reply = std::move(reply), q = req.query] { reply(HttpResponse::text(200, q)); });
+  });
+  constexpr int kClients = 8, kRequests = 20;
+  std::atomic<int> ok{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.emplace_back([&, i] {
+      TimedClient c;
+      if (c.connect(ep_, kWait)) return;
+      std::string buf;
+      for (int k = 0; k < kRequests; ++k) {
+        const std::string q = std::to_string(i) + "-" + std::to_string(k);
+        const bool async = k % 2 == 1;
+        if (c.write(get(async ? "/later?" + q : "/hello?name=" + q))) return;
+        const Response r = read_response(c, buf);
+        if (r.status == 200 && r.body == (async ? q + "\n" : "hello " + q)) ++ok;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(ok.load(), kClients * kRequests);
+  EXPECT_EQ(server_->stats().requests, static_cast<std::uint64_t>(kClients * kRequests));
+  std::lock_guard l(mu);
+  for (auto& t : repliers) t.join();
+}
+
 TEST_F(HttpServerTest, UnknownPathIs404) {
   start();
   TimedClient c;
