@@ -31,6 +31,10 @@ struct ParseResult {
   unsigned http_status = 0;
   /// On `error`: a short text for the answer and the log.
   std::string reason;
+  /// On `need_more`: the header is complete, asks `Expect: 100-continue`
+  /// (HTTP/1.1) and the body is still to come; the caller answers `100
+  /// Continue` first. Reported once per request.
+  bool expect_continue = false;
   /// On `complete`: the request.
   HttpRequest request;
 };

@@ -9,6 +9,7 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/http/write.hpp>
 
 #include "http_server_core.h"
@@ -139,7 +140,11 @@ void HttpSession::process_buffer() {
   in_.erase(0, r.consumed);
   switch (r.status) {
     case ParseStatus::need_more:
-      do_read();
+      if (r.expect_continue) {
+        write_continue();
+      } else {
+        do_read();
+      }
       return;
     case ParseStatus::error:
       core_->count_bad_request();
@@ -162,6 +167,22 @@ void HttpSession::do_read() {
   socket_.async_read_some(asio::buffer(read_buf_), [self = shared_from_this()](const error_code& ec, std::size_t n) {
     self->on_read(ec, n);
   });
+}
+
+void HttpSession::write_continue() {
+  assert(on_strand());
+  static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+  writing_continue_ = true;
+  asio::async_write(socket_, asio::buffer(kContinue.data(), kContinue.size()),
+                    [self = shared_from_this()](const error_code& ec, std::size_t) {
+                      self->writing_continue_ = false;
+                      if (self->phase_ == Phase::closed) return;
+                      if (ec) {
+                        self->close();
+                        return;
+                      }
+                      self->do_read();
+                    });
 }
 
 void HttpSession::on_read(const error_code& ec, std::size_t n) {
@@ -308,6 +329,11 @@ void HttpSession::on_timeout(std::uint64_t seq) {
       return;
     case TimerKind::request:
       if (phase_ != Phase::reading) return;
+      if (writing_continue_) {  // not a second write at once: the client does not read anyway
+        core_->count_timeout();
+        close();
+        return;
+      }
       core_->count_timeout();
       logger()->info("conn={} peer={} admin HTTP request incomplete after {} ms, answered 408", id_, peer_,
                      core_->options().request_timeout.count());

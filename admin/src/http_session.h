@@ -56,6 +56,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   bool on_strand() const;
   void process_buffer();
   void do_read();
+  void write_continue();
   void on_read(const boost::system::error_code& ec, std::size_t n);
   void handle(HttpRequest req);
   void write_response(HttpResponse res);
@@ -76,6 +77,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::string in_;  // received, not yet consumed by the parser
   RequestParser parser_;
   bool reading_ = false;          // an async_read_some is outstanding
+  bool writing_continue_ = false; // "100 Continue" is being written
   bool request_started_ = false;  // bytes of the next request have arrived
   std::chrono::milliseconds idle_limit_;  // request_timeout for a new connection, then idle_timeout
   std::size_t lingered_ = 0;      // bytes discarded while lingering

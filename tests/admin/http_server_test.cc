@@ -1,7 +1,7 @@
 // The admin HTTP layer: routing, keep-alive, the limits (connections, header
 // and body sizes, slow requests), async and failing handlers, stop() with a
-// reply still pending, and the parser the sessions and the fuzz target share.
-// Every network wait is bounded; hostile clients are raw sockets.
+// reply still pending. Every network wait is bounded; hostile clients are raw
+// sockets. (The parser on its own: http_request_parser_test.cc.)
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,7 +22,6 @@
 
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 
-#include "http_request_parser.h"
 #include "http_server.h"
 #include "support/timed_client.h"
 #include "support/wait.h"
@@ -209,6 +208,21 @@ TEST_F(HttpServerTest, PostBodyIsEchoedByTheHandler) {
   EXPECT_EQ(r.header("Content-Type"), "text/plain");
 }
 
+TEST_F(HttpServerTest, ExpectContinueGets100BeforeTheBodyIsSent) {
+  start();
+  TimedClient c;
+  connect(c);
+  std::string buf;
+  ASSERT_FALSE(c.write("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n"));
+  const Response go = read_response(c, buf);
+  EXPECT_EQ(go.status, 100);
+  EXPECT_EQ(go.head, "HTTP/1.1 100 Continue");
+  ASSERT_FALSE(c.write("12345"));
+  const Response r = read_response(c, buf);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "12345");
+}
+
 TEST_F(HttpServerTest, ChunkedBodyIsDechunked) {
   start();
   TimedClient c;
@@ -240,6 +254,38 @@ TEST_F(HttpServerTest, AsyncReplyFromAnotherThreadIsWritten) {
   EXPECT_EQ(read_response(c, buf).body, "late 1\n");
   ASSERT_FALSE(c.write(get("/slow?2")));
   EXPECT_EQ(read_response(c, buf).body, "late 2\n");
+  std::lock_guard l(mu);
+  for (auto& t : repliers) t.join();
+}
+
+TEST_F(HttpServerTest, ConcurrentClientsWithSyncAndAsyncRepliesAreAllAnsweredInOrder) {
+  start();
+  std::mutex mu;
+  std::vector<std::thread> repliers;
+  server_->add("GET", "/later", [&](HttpRequest& req, Reply reply) {
+    std::lock_guard l(mu);
+    repliers.emplace_back([reply = std::move(reply), q = req.query] { reply(HttpResponse::text(200, q)); });
+  });
+  constexpr int kClients = 8, kRequests = 20;
+  std::atomic<int> ok{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.emplace_back([&, i] {
+      TimedClient c;
+      if (c.connect(ep_, kWait)) return;
+      std::string buf;
+      for (int k = 0; k < kRequests; ++k) {
+        const std::string q = std::to_string(i) + "-" + std::to_string(k);
+        const bool async = k % 2 == 1;
+        if (c.write(get(async ? "/later?" + q : "/hello?name=" + q))) return;
+        const Response r = read_response(c, buf);
+        if (r.status == 200 && r.body == (async ? q + "\n" : "hello " + q)) ++ok;
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(ok.load(), kClients * kRequests);
+  EXPECT_EQ(server_->stats().requests, static_cast<std::uint64_t>(kClients * kRequests));
   std::lock_guard l(mu);
   for (auto& t : repliers) t.join();
 }
@@ -559,74 +605,6 @@ TEST_F(HttpServerTest, ListenAfterStopAndTwiceFail) {
   if (!c.connect(ep_, kWait)) {
     EXPECT_TRUE(closed_by_server(c, buf));
   }
-}
-
-// The parser on its own (what the fuzz target drives).
-
-TEST(HttpRequestParser, ParsesARequestWithQueryHeadersAndBody) {
-  const auto r = parse_http_request("PATCH /a/b?x=1&y HTTP/1.1\r\nHost: h\r\nX-Thing: V\r\nContent-Length: 3\r\n\r\nabcGET",
-                                    HttpServerOptions{});
-  ASSERT_EQ(r.status, ParseStatus::complete);
-  EXPECT_EQ(r.request.method, "PATCH");
-  EXPECT_EQ(r.request.path, "/a/b");
-  EXPECT_EQ(r.request.query, "x=1&y");
-  EXPECT_EQ(r.request.query_param("x"), "1");
-  EXPECT_EQ(r.request.query_param("y"), "");
-  EXPECT_EQ(r.request.query_param("z"), "");
-  EXPECT_EQ(r.request.header("x-thing"), "V");
-  EXPECT_EQ(r.request.header("absent"), "");
-  EXPECT_EQ(r.request.body, "abc");
-  EXPECT_TRUE(r.request.keep_alive);
-  EXPECT_EQ(r.consumed, std::string_view("PATCH /a/b?x=1&y HTTP/1.1\r\nHost: h\r\nX-Thing: V\r\nContent-Length: 3\r\n\r\nabc").size());
-}
-
-TEST(HttpRequestParser, ResumesAtEverySplitPoint) {
-  const std::string req = "POST /e HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n";
-  for (std::size_t split = 0; split <= req.size(); ++split) {
-    const auto r = parse_http_request(req, HttpServerOptions{}, split);
-    ASSERT_EQ(r.status, ParseStatus::complete) << split;
-    EXPECT_EQ(r.request.body, "abc") << split;
-    EXPECT_EQ(r.consumed, req.size()) << split;
-  }
-}
-
-TEST(HttpRequestParser, TheHeaderLimitCountsFromTheRequestLineWhereverTheBytesSplit) {
-  HttpServerOptions o;
-  o.max_header_bytes = 100;
-  const std::string start = "GET /a-rather-long-request-target-to-count HTTP/1.1\r\nX: ";
-  const std::string fits = start + std::string(o.max_header_bytes - start.size() - 4, 'v') + "\r\n\r\n";
-  ASSERT_EQ(fits.size(), o.max_header_bytes);
-  const std::string over = start + std::string(o.max_header_bytes - start.size() - 3, 'v') + "\r\n\r\n";
-  for (std::size_t split = 0; split <= over.size(); ++split) {
-    EXPECT_EQ(parse_http_request(fits, o, split).status, ParseStatus::complete) << split;
-    const auto r = parse_http_request(over, o, split);
-    EXPECT_EQ(r.status, ParseStatus::error) << split;
-    EXPECT_EQ(r.http_status, 431u) << split;
-  }
-}
-
-TEST(HttpRequestParser, ReportsNeedMoreAndTheStatusOfEachRefusal) {
-  HttpServerOptions o;
-  o.max_header_bytes = 64;
-  o.max_body_bytes = 4;
-  EXPECT_EQ(parse_http_request("GET / HTTP/1.1\r\nHost:", o).status, ParseStatus::need_more);
-  EXPECT_EQ(parse_http_request("", o).status, ParseStatus::need_more);
-  EXPECT_EQ(parse_http_request("\x01\x02 / HTTP/1.1\r\n\r\n", o).http_status, 400u);
-  EXPECT_EQ(parse_http_request("GET / HTTP/1.1\r\nX: " + std::string(100, 'a') + "\r\n\r\n", o).http_status, 431u);
-  EXPECT_EQ(parse_http_request("POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\n", o).http_status, 413u);
-  EXPECT_EQ(parse_http_request("GET / HTTP/2.0\r\n\r\n", o).http_status, 400u);
-  const auto bad = parse_http_request("GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n", o);
-  EXPECT_EQ(bad.status, ParseStatus::error);
-  EXPECT_EQ(bad.http_status, 400u);
-  EXPECT_FALSE(bad.reason.empty());
-}
-
-TEST(HttpRequestParser, AnErrorIsStickyUntilReset) {
-  RequestParser p(HttpServerOptions{});
-  EXPECT_EQ(p.feed("BAD\x01 / HTTP/1.1\r\n\r\n").status, ParseStatus::error);
-  EXPECT_EQ(p.feed("GET / HTTP/1.1\r\n\r\n").status, ParseStatus::error);
-  p.reset();
-  EXPECT_EQ(p.feed("GET / HTTP/1.1\r\n\r\n").status, ParseStatus::complete);
 }
 
 }  // namespace

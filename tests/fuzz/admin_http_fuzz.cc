@@ -3,7 +3,8 @@
 // receives them: in pieces of 1..64 bytes (chosen by the input's size), fed
 // again from the first unconsumed byte, requests back to back. Beyond "no
 // crash, no sanitizer report" it checks:
-//   - consumed never exceeds what was offered;
+//   - consumed never exceeds what was offered; "100 Continue" is asked for
+//     only while the body is still to come;
 //   - a refusal is 400, 413 or 431 with a reason, and is sticky;
 //   - a request has a token method, a path without '?', lower-case header
 //     names, a body within the limit, version 1.0 or 1.1;
@@ -113,6 +114,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     const ParseResult r = parser.feed(in);
     FUZZ_CHECK(r.consumed <= in.size());
+    FUZZ_CHECK(!r.expect_continue || r.status == ParseStatus::need_more);
     in.erase(0, r.consumed);
     if (r.status == ParseStatus::complete) {
       check_request(r.request, o);
