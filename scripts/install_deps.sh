@@ -10,7 +10,9 @@ PKGS=(g++ cmake ninja-build pkg-config libboost1.81-dev libspdlog-dev libfmt-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       libboost-json1.81-dev libboost-program-options1.81-dev
       etcd-server etcd-client curl  # etcd 3.4 (/usr/bin/etcd, etcdctl) for the registry tests; curl: scripts/etcd.sh
-      prometheus python3-matplotlib)  # promtool: the admin tests check the /metrics exposition with it; python3-matplotlib: bench/plot.py
+      prometheus            # promtool: the admin tests check the /metrics exposition with it
+      chromium              # headless: the admin pages' browser tests
+      python3-matplotlib)   # bench/plot.py (and its test)
 if [ "${1:-}" = fuzz ]; then PKGS+=(clang libclang-rt-14-dev); fi
 
 missing=()

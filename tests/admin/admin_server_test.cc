@@ -251,6 +251,25 @@ TEST(AdminServer, JsonViewsShowMethodsConnectionsAndTimeouts) {
   EXPECT_EQ(fx.get("/nothing-here").status, 404);
 }
 
+TEST(AdminServer, HostileRequestsGetAClearStatusAndTheServerGoesOn) {
+  AdminFixture fx;
+  const auto ep = fx.admin->local_endpoint();
+  // A gateway body over the limit: refused from its Content-Length, before the body.
+  auto big = http_exchange(ep, "POST /rpc/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n");
+  EXPECT_EQ(big.status, 413) << big.headers;
+  // Garbage on the port.
+  auto garbage = http_exchange(ep, std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 not http\r\n\r\n", 30));
+  EXPECT_EQ(garbage.status, 400) << garbage.headers;
+  // A wrong verb on a known path, an unknown path, a method name with spaces.
+  EXPECT_EQ(http_exchange(ep, http_request_text("DELETE", "/metrics")).status, 405);
+  EXPECT_EQ(fx.get("/metrics/../../etc/passwd").status, 404);
+  EXPECT_EQ(fx.post("/rpc/no%20such", "").status, 404);
+  // Everything still works, and no call was made by any of that.
+  EXPECT_EQ(fx.get("/health").status, 200);
+  EXPECT_EQ(fx.post("/rpc/echo", "still here").body, "still here");
+  EXPECT_EQ(fx.server.stats().requests, 2u);  // the 404 gateway call and the echo
+}
+
 TEST(AdminServer, RefusesANonLoopbackAddressUnlessAllowed) {
   wheelrpc::timer::HashedWheelTimer timer;
   asio::io_context io;

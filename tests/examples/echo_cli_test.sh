@@ -281,6 +281,15 @@ grep -q '^latency histogram (ms):' "$tmp/hist.out" ||
 [ "$(tail -n 1 "$tmp/hist.out" | cut -c1-23)" = "latency histogram (ms):" ] ||
   fail "the latency histogram is not the last line: $(cat "$tmp/hist.out")"
 
+# ---- --admin-port: the client serves its admin pages while it runs -------------------
+set +e
+timeout 30 "$client_bin" --server "$endpoint" --calls 20 --admin-port 0 >"$tmp/admin.out" 2>&1
+rc=$?
+set -e
+[ "$rc" -eq 0 ] || fail "echo_client --admin-port 0 exited $rc: $(cat "$tmp/admin.out")"
+grep -qE '^admin on http://127\.0\.0\.1:[0-9]+$' "$tmp/admin.out" ||
+  fail "echo_client --admin-port 0 printed no 'admin on http://127.0.0.1:PORT' line: $(cat "$tmp/admin.out")"
+
 # ---- two servers: least_active, a retry, hedging --------------------------------
 "$server_bin" --port 0 >"$tmp/server2.out" 2>"$tmp/server2.err" &
 server2_pid=$!

@@ -73,6 +73,29 @@ TEST(Announce, AServerIsAnnouncedOnceListeningAndWithdrawnOnStop) {
   EXPECT_EQ(announcer->events().size(), 2u) << "withdrawn once";
 }
 
+TEST(Announce, OfflineWithdrawsTheServerAndOnlineAnnouncesItAgain) {
+  wheelrpc::timer::HashedWheelTimer timer;
+  wheelrpc::test::IoThreads io;
+  auto announcer = std::make_shared<FakeAnnouncer>();
+  wheelrpc::rpc::ServerOptions so;
+  so.announcer = announcer;
+  wheelrpc::rpc::Server server(io.io.get_executor(), timer, so);
+  ASSERT_FALSE(server.listen(wheelrpc::test::loopback0()));
+  const std::string announced = "announce " + std::to_string(server.local_endpoint().port());
+  EXPECT_TRUE(server.state().ready());
+  server.set_online(false);
+  EXPECT_EQ(announcer->events(), (std::vector<std::string>{announced, "withdraw"}));
+  EXPECT_FALSE(server.state().ready());
+  EXPECT_FALSE(server.state().announced);
+  server.set_online(false);  // idempotent
+  EXPECT_EQ(announcer->events().size(), 2u);
+  server.set_online(true);
+  EXPECT_EQ(announcer->events(), (std::vector<std::string>{announced, "withdraw", announced}));
+  EXPECT_TRUE(wait_until([&] { return server.state().ready(); }));
+  server.stop();
+  EXPECT_EQ(announcer->events().back(), "withdraw");
+}
+
 TEST(Announce, ListenFailsWithTheAnnouncersReasonAndStopsListening) {
   wheelrpc::timer::HashedWheelTimer timer;
   wheelrpc::test::IoThreads io;

@@ -21,8 +21,8 @@
 /// them from elsewhere must be a decision (AdminOptions::allow_remote).
 ///
 /// @par Thread Safety
-/// Distinct objects: safe. Shared objects: `add_server`, `add_client` and
-/// `add_timer` before `listen`; then `listen`, `local_endpoint` and `stop`
+/// Distinct objects: safe. Shared objects: `add_server` and `add_client`
+/// before `listen`; then `listen`, `local_endpoint` and `stop`
 /// from any thread. What it shows (the Server, Clients and timer) must
 /// outlive `stop()` (the destructor's at the latest). Requests are served on
 /// strands of the executor given; the timer's worker only posts there.
