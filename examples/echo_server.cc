@@ -54,6 +54,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "support/admin_registry.h"
 #include "support/flags.h"
 #include "support/logging.h"
 #include "support/run_main.h"
@@ -323,6 +324,7 @@ int run(const Config& cfg) {
     ao.process_name = "echo_server";
     admin.emplace(io.get_executor(), timer, ao);
     admin->add_server(server);
+    if (registry) wheelrpc::examples::show_registry(*admin, registry);
     if (const error_code ec = admin->listen(static_cast<unsigned short>(cfg.admin_port))) {
       std::fprintf(stderr, "echo_server: cannot serve the admin port %d: %s\n", cfg.admin_port, ec.message().c_str());
       admin->stop();

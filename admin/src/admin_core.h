@@ -31,6 +31,10 @@ class AdminCore : public std::enable_shared_from_this<AdminCore> {
 
   void add_server(rpc::Server& server) { server_ = &server; }
   void add_client(std::string name, rpc::Client& client);
+  void add_section(std::string title, std::function<AdminServer::Values()> values) {
+    sections_.emplace_back(std::move(title), std::move(values));
+  }
+  void add_metrics(std::function<void(TextExposition&)> write) { metrics_.push_back(std::move(write)); }
   boost::system::error_code listen(unsigned short port);
   boost::asio::ip::tcp::endpoint local_endpoint() const { return http_->local_endpoint(); }
   void stop();
@@ -65,6 +69,8 @@ class AdminCore : public std::enable_shared_from_this<AdminCore> {
   std::unique_ptr<detail::HttpServer> http_;
   rpc::Server* server_ = nullptr;
   std::vector<NamedClient> clients_;
+  std::vector<std::pair<std::string, std::function<AdminServer::Values()>>> sections_;
+  std::vector<std::function<void(TextExposition&)>> metrics_;
 
   mutable std::mutex mu_;
   bool stopped_ = false;

@@ -187,6 +187,7 @@ std::string AdminCore::metrics_text() const {
   out.begin("wheelrpc_timer_lateness_seconds", MetricType::histogram,
             "How late timer tasks started after their tick-rounded deadline (sum from bucket midpoints).");
   out.histogram({}, lateness);
+  for (const auto& write : metrics_) write(out);
   return std::move(out).str();
 }
 

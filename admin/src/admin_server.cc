@@ -289,6 +289,10 @@ AdminServer::AdminServer(asio::any_io_executor ex, timer::HashedWheelTimer& time
 AdminServer::~AdminServer() { stop(); }
 void AdminServer::add_server(rpc::Server& server) { core_->add_server(server); }
 void AdminServer::add_client(std::string name, rpc::Client& client) { core_->add_client(std::move(name), client); }
+void AdminServer::add_section(std::string title, std::function<Values()> values) {
+  core_->add_section(std::move(title), std::move(values));
+}
+void AdminServer::add_metrics(std::function<void(TextExposition&)> write) { core_->add_metrics(std::move(write)); }
 error_code AdminServer::listen(unsigned short port) { return core_->listen(port); }
 asio::ip::tcp::endpoint AdminServer::local_endpoint() const { return core_->local_endpoint(); }
 void AdminServer::stop() { core_->stop(); }

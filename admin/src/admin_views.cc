@@ -126,6 +126,13 @@ json::object AdminCore::status_json() const {
     clients.push_back(std::move(j));
   }
   o["clients"] = std::move(clients);
+  json::array sections;
+  for (const auto& [title, values] : sections_) {
+    json::array rows;
+    for (auto& [name, value] : values()) rows.push_back(json::object{{"name", name}, {"value", value}});
+    sections.push_back(json::object{{"title", title}, {"values", std::move(rows)}});
+  }
+  o["sections"] = std::move(sections);
 
   const auto t = timer_.stats();
   json::object timer;

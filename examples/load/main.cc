@@ -69,6 +69,7 @@
 
 #include "load/config.h"
 #include "load/load.h"
+#include "support/admin_registry.h"
 #include "support/logging.h"
 #include "support/run_main.h"
 
@@ -109,6 +110,7 @@ int run(const Config& cfg) {
     ao.process_name = "echo_client";
     admin.emplace(io.get_executor(), timer, ao);
     admin->add_client("echo_client", client);
+    if (registry) wheelrpc::examples::show_registry(*admin, registry);
     if (const auto ec = admin->listen(static_cast<unsigned short>(cfg.admin_port))) {
       std::fprintf(stderr, "echo_client: cannot serve the admin port %d: %s\n", cfg.admin_port, ec.message().c_str());
       return 1;

@@ -18,6 +18,7 @@
 #include <boost/json/parse.hpp>
 
 #include <wheelrpc/admin/admin_server.h>
+#include <wheelrpc/admin/exposition.h>
 #include <wheelrpc/fault/fault_proxy.h>
 
 #include "support/raw_http.h"
@@ -268,6 +269,34 @@ TEST(AdminServer, HostileRequestsGetAClearStatusAndTheServerGoesOn) {
   EXPECT_EQ(fx.get("/health").status, 200);
   EXPECT_EQ(fx.post("/rpc/echo", "still here").body, "still here");
   EXPECT_EQ(fx.server.stats().requests, 2u);  // the 404 gateway call and the echo
+}
+
+TEST(AdminServer, ApplicationSectionsAndMetricsAreShown) {
+  wheelrpc::timer::HashedWheelTimer timer;
+  wheelrpc::test::IoThreads threads(1);
+  wheelrpc::admin::AdminServer admin(threads.io.get_executor(), timer);
+  std::atomic<int> reads{0};
+  admin.add_section("Registry", [&] {
+    ++reads;
+    return wheelrpc::admin::AdminServer::Values{{"lease", "7b"}, {"registrations in force", "1"}};
+  });
+  admin.add_metrics([](wheelrpc::admin::TextExposition& out) {
+    out.begin("app_widgets_total", wheelrpc::admin::MetricType::counter, "Widgets made.");
+    out.sample({}, 3);
+  });
+  ASSERT_FALSE(admin.listen(0));
+  const auto status = json::parse(http_exchange(admin.local_endpoint(), http_request_text("GET", "/status.json")).body);
+  const auto& section = status.at("sections").at(0);
+  EXPECT_EQ(section.at("title"), "Registry");
+  EXPECT_EQ(section.at("values").at(0).at("name"), "lease");
+  EXPECT_EQ(section.at("values").at(0).at("value"), "7b");
+  EXPECT_EQ(reads.load(), 1);
+  EXPECT_EQ(status.at("server"), nullptr);
+  const auto metrics = http_exchange(admin.local_endpoint(), http_request_text("GET", "/metrics")).body;
+  EXPECT_NE(metrics.find("# TYPE app_widgets_total counter\napp_widgets_total 3\n"), std::string::npos) << metrics;
+  // Without a server, health is the process's own: up while it answers.
+  EXPECT_EQ(http_exchange(admin.local_endpoint(), http_request_text("GET", "/health")).status, 200);
+  admin.stop();
 }
 
 TEST(AdminServer, RefusesANonLoopbackAddressUnlessAllowed) {

@@ -21,16 +21,19 @@
 /// them from elsewhere must be a decision (AdminOptions::allow_remote).
 ///
 /// @par Thread Safety
-/// Distinct objects: safe. Shared objects: `add_server` and `add_client`
-/// before `listen`; then `listen`, `local_endpoint` and `stop`
+/// Distinct objects: safe. Shared objects: `add_server`, `add_client`,
+/// `add_section` and `add_metrics` before `listen`; then `listen`, `local_endpoint` and `stop`
 /// from any thread. What it shows (the Server, Clients and timer) must
 /// outlive `stop()` (the destructor's at the latest). Requests are served on
 /// strands of the executor given; the timer's worker only posts there.
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -47,6 +50,7 @@ class Server;
 namespace wheelrpc::admin {
 
 class AdminCore;
+class TextExposition;
 
 struct AdminOptions {
   /// Address to bind. Default 127.0.0.1. Anything but a loopback address is
@@ -85,6 +89,17 @@ class AdminServer {
   /// Shows `client` under `name` (unique; the `client` label of nothing, the
   /// pages' heading): its methods, connections, timeouts and counters.
   void add_client(std::string name, rpc::Client& client);
+
+  /// What a section shows: name and value pairs, in order.
+  using Values = std::vector<std::pair<std::string, std::string>>;
+  /// Adds a section to /status (and `sections` in /status.json) titled
+  /// `title`, filled by `values` at each refresh (any thread; keep it quick
+  /// and non-blocking): e.g. a registry's lease and registration counts.
+  void add_section(std::string title, std::function<Values()> values);
+  /// Adds the application's own families to /metrics: `write` is called at
+  /// each scrape, after wheelrpc's families, to `begin` families and add
+  /// samples (any thread; the names must not repeat wheelrpc's).
+  void add_metrics(std::function<void(TextExposition&)> write);
 
   /// Binds (port 0: any free port) and starts serving. Errors: the bind's,
   /// or invalid_argument for a remote address without allow_remote, or an
