@@ -1,4 +1,6 @@
-# Embeds admin/src/pages/*.html into a C++ source as raw string literals.
+# Embeds admin/src/pages/*.html into a C++ source as raw string literals,
+# each with common.js (the pages' shared script) put where its script says
+# `// @include common.js` (that line must be there, once).
 #
 #   cmake -DPAGES_DIR=<dir> -DTEMPLATE=<pages.cc.in> -DOUTPUT=<pages.cc> -P pages_embed.cmake
 #
@@ -17,9 +19,16 @@ foreach(var PAGES_DIR TEMPLATE OUTPUT)
 endforeach()
 
 set(DELIMITER "wheelrpc_page")
+file(READ "${PAGES_DIR}/common.js" common_js)
+set(INCLUDE_MARK "// @include common.js\n")
 foreach(page status connections timeouts)
   set(path "${PAGES_DIR}/${page}.html")
   file(READ "${path}" html)
+  string(FIND "${html}" "${INCLUDE_MARK}" mark)
+  if(mark EQUAL -1)
+    message(FATAL_ERROR "${path} lacks the line '// @include common.js'")
+  endif()
+  string(REPLACE "${INCLUDE_MARK}" "${common_js}" html "${html}")
   string(FIND "${html}" ")${DELIMITER}\"" at)
   if(NOT at EQUAL -1)
     message(FATAL_ERROR "${path} contains the raw string delimiter ')${DELIMITER}\"'")

@@ -78,7 +78,9 @@ def make_handler(pages_dir, fixtures_dir):
                 self.send_header("Content-Length", "0")
                 self.end_headers()
             elif name in PAGES:
-                body = (pages_dir / f"{name}.html").read_bytes()
+                # As admin/src/pages_embed.cmake does: the shared script in place.
+                body = (pages_dir / f"{name}.html").read_bytes().replace(
+                    b"// @include common.js\n", (pages_dir / "common.js").read_bytes(), 1)
                 self._send(200, "text/html; charset=utf-8", body)
             elif name.endswith(".json") and name[:-5] in PAGES:
                 body = (fixtures_dir / name).read_bytes()

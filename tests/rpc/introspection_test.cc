@@ -28,17 +28,11 @@ using wheelrpc::test::RpcFixture;
 
 namespace {
 
-struct Outcome {
-  error_code ec;
-  Response response;
-};
+using wheelrpc::test::Outcome;
 
 Outcome call(wheelrpc::rpc::Client& client, std::string method, std::string payload, CallOptions o = {}) {
-  std::promise<Outcome> p;
-  auto f = p.get_future();
-  client.async_call(std::move(method), std::move(payload), std::move(o),
-                    [&p](error_code ec, Response r) { p.set_value({ec, std::move(r)}); });
-  if (f.wait_for(20s) != std::future_status::ready) return {make_error_code(errc::server_error), {{}, {}, "no completion within 20 s"}};
+  auto f = wheelrpc::test::start(client, std::move(method), std::move(payload), std::move(o));
+  if (f.wait_for(20s) != std::future_status::ready) return {make_error_code(errc::server_error), {{}, {}, "no completion within 20 s"}, {}};
   return f.get();
 }
 

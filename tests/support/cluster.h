@@ -231,29 +231,6 @@ struct Cluster {
   }
 };
 
-/// A call's outcome, and how long it took on the clock it was started with.
-struct Outcome {
-  boost::system::error_code ec;
-  rpc::Response response;
-  std::chrono::nanoseconds took{};
-};
-
-/// Starts a call; the future holds its outcome (a second completion would
-/// throw std::future_error: exactly once). `took` is read on `clock`
-/// (nullptr: the steady clock) when the handler runs: on a manual clock that
-/// is exact while the test does not advance it before the call completes.
-inline std::future<Outcome> start(rpc::Client& client, std::string method, std::string payload, rpc::CallOptions o,
-                                  const timer::Clock* clock = nullptr) {
-  auto p = std::make_shared<std::promise<Outcome>>();
-  auto f = p->get_future();
-  auto now = [clock] { return clock ? clock->now() : std::chrono::steady_clock::now(); };
-  const auto t0 = now();
-  client.async_call(std::move(method), std::move(payload), std::move(o),
-                    [p, t0, now](boost::system::error_code ec, rpc::Response r) {
-                      p->set_value(Outcome{ec, std::move(r), now() - t0});
-                    });
-  return f;
-}
 
 /// Starts a call on the cluster's client, timed on the client's clock.
 inline std::future<Outcome> start(Cluster& c, std::string method, std::string payload, rpc::CallOptions o) {

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,6 +50,30 @@ inline void register_test_methods(rpc::Server& server, boost::asio::io_context& 
     auto t = std::make_shared<boost::asio::steady_timer>(io, ms);
     t->async_wait([t, r = std::move(r)](const boost::system::error_code&) mutable { r.reply("slept"); });
   });
+}
+
+/// A call's outcome, and how long it took on the clock it was started with.
+struct Outcome {
+  boost::system::error_code ec;
+  rpc::Response response;
+  std::chrono::nanoseconds took{};
+};
+
+/// Starts a call; the future holds its outcome (a second completion would
+/// throw std::future_error: exactly once). `took` is read on `clock`
+/// (nullptr: the steady clock) when the handler runs: on a manual clock that
+/// is exact while the test does not advance it before the call completes.
+inline std::future<Outcome> start(rpc::Client& client, std::string method, std::string payload, rpc::CallOptions o,
+                                  const timer::Clock* clock = nullptr) {
+  auto p = std::make_shared<std::promise<Outcome>>();
+  auto f = p->get_future();
+  auto now = [clock] { return clock ? clock->now() : std::chrono::steady_clock::now(); };
+  const auto t0 = now();
+  client.async_call(std::move(method), std::move(payload), std::move(o),
+                    [p, t0, now](boost::system::error_code ec, rpc::Response r) {
+                      p->set_value(Outcome{ec, std::move(r), now() - t0});
+                    });
+  return f;
 }
 
 inline boost::asio::ip::tcp::endpoint loopback0() {
