@@ -137,7 +137,8 @@ TEST(Introspection, ClientAndServerCountCallsByMethodAndOutcome) {
 
   // The server answers the sleep's deadline itself (the budget travels).
   ASSERT_TRUE(wheelrpc::test::wait_until([&] {
-    auto* s = find(fx.server.method_stats(), "sleep");
+    const auto all = fx.server.method_stats();
+    const auto* s = find(all, "sleep");
     return s && s->deadline_exceeded == 1;
   }, 10s));
   const auto server = fx.server.method_stats();
