@@ -181,6 +181,10 @@ void ClientCore::on_hello(ClientConnection& conn, const transport::Frame& frame)
                     heartbeat.count());
   }
   connects_.fetch_add(1, std::memory_order_relaxed);
+  dispatch_waiting();
+}
+
+void ClientCore::dispatch_waiting() {
   // Send every call that waited for a connection.
   std::vector<CallPtr> batch;
   {

@@ -305,10 +305,6 @@ std::optional<std::size_t> ClientCore::pick(CallLock& lock, const Call& call, co
 void ClientCore::dispatch(CallLock& lock, Call& call, Completion& done) {
   assert(lock.owns_lock() && call.mu.held());
   call.phase = Phase::idle;
-  const auto any_ready = [](const ProviderSet& set) {
-    return std::any_of(set.conns.begin(), set.conns.end(),
-                       [](const auto& c) { return c->ready.load(std::memory_order_acquire); });
-  };
   // A provider seen ready may go down before the attempt is sent, and one may
   // become ready while this call decides to wait: a few rounds settle both.
   constexpr int kRounds = 4;
@@ -350,6 +346,11 @@ void ClientCore::dispatch(CallLock& lock, Call& call, Completion& done) {
     }
   }
   if (call.wait_for_ready) wake_all(now());  // the others did, above
+}
+
+bool ClientCore::any_ready(const ProviderSet& set) noexcept {
+  return std::any_of(set.conns.begin(), set.conns.end(),
+                     [](const auto& c) { return c->ready.load(std::memory_order_acquire); });
 }
 
 bool ClientCore::nothing_to_wait_for(const ProviderSet& set) noexcept {

@@ -176,10 +176,15 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// after a failed connect attempt, or the set is known and empty, or the
   /// source failed before reporting any.
   static bool nothing_to_wait_for(const ProviderSet& set) noexcept;
+  /// A provider of `set` is ready (lock-free).
+  static bool any_ready(const ProviderSet& set) noexcept;
   /// Fails the attempt of a call that does not wait for ready when there is
   /// nothing to wait for (unavailable, naming the connect errors or why there
   /// is no provider).
   void fail_unavailable(CallLock& lock, Call& call, const ProviderSet& set, Completion& done);
+  /// Dispatches the calls waiting for a ready connection (one became ready,
+  /// or a new set holds a ready one). Takes books_mu_, then each call's lock.
+  void dispatch_waiting();
   /// After a connect attempt failed or the set changed: if there is now
   /// nothing to wait for, fails the attempts of the waiting calls that do not
   /// wait for ready.

@@ -88,7 +88,14 @@ void ClientCore::on_source_report(error_code ec, std::vector<tcp::endpoint> endp
     }
   }
   close_retired(to_close);
-  if (check_waiting) fail_fast_waiting();
+  if (!check_waiting) return;
+  // A new set may hold a provider that is ready already (kept, or back
+  // before its channel closed): no HELLO will come to send the calls that
+  // waited while the set had none ready. The set is published before the
+  // drain takes books_mu_, so a call that starts waiting after the drain
+  // saw this set (dispatch reads it under books_mu_) and did not wait.
+  if (any_ready(*current_set())) dispatch_waiting();
+  fail_fast_waiting();
 }
 
 void ClientCore::remember_left(const ClientConnection& conn) {

@@ -305,6 +305,31 @@ TEST(ProviderSet, CloseStopsTheSource) {
   EXPECT_TRUE(s.c.client->providers().empty());
 }
 
+TEST(ProviderSet, ACallWaitingForASetWithNoReadyProviderGoesWhenAReadyOneComesBack) {
+  // p0 leaves while a call is in flight on it (so its channel stays open,
+  // ready, draining); the set is then p1 alone, which is down, so a new call
+  // waits. When p0 comes back it is ready at once, with no HELLO exchange to
+  // wake the waiting call: the new set must.
+  SourcedCluster s({Mode::delay, Mode::reply});
+  s.c.providers[0]->delay = 1500ms;
+  s.c.providers[1]->proxy->down();
+  s.source->report({s.ep(0)});
+  auto x = start(s.c, "work", "", wheelrpc::test::opts(20s));
+  ASSERT_TRUE(wait_until([&] { return s.c.providers[0]->server.stats().in_flight == 1; }));
+  s.source->report({s.ep(1)});
+  CallOptions o = wheelrpc::test::opts(20s);
+  o.wait_for_ready = true;
+  auto y = start(s.c, "work", "", o);
+  ASSERT_TRUE(wait_until([&] { return s.c.client->stats().connect_failures >= 1; }));
+  EXPECT_FALSE(wheelrpc::test::done(y)) << "p1 is down: the call waits";
+  s.source->report({s.ep(0)});
+  const auto out_y = wheelrpc::test::wait(y);
+  ASSERT_FALSE(out_y.ec) << out_y.response.error_message;
+  EXPECT_EQ(out_y.response.payload, "p0");
+  EXPECT_LT(out_y.took, 15s) << "it went when p0 came back, not at its deadline";
+  EXPECT_FALSE(wheelrpc::test::wait(x).ec);
+}
+
 TEST(ProviderSet, EveryCallCompletesOnceWhileTheSetChurns) {
   SourcedCluster s({Mode::delay, Mode::delay, Mode::delay});
   for (auto& p : s.c.providers) p->delay = 2ms;
