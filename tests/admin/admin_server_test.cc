@@ -259,7 +259,8 @@ TEST(AdminServer, HostileRequestsGetAClearStatusAndTheServerGoesOn) {
   auto big = http_exchange(ep, "POST /rpc/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n");
   EXPECT_EQ(big.status, 413) << big.headers;
   // Garbage on the port.
-  auto garbage = http_exchange(ep, std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 not http\r\n\r\n", 30));
+  const std::string tls_hello("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11);  // a TLS ClientHello's start
+  auto garbage = http_exchange(ep, tls_hello + " not http\r\n\r\n");
   EXPECT_EQ(garbage.status, 400) << garbage.headers;
   // A wrong verb on a known path, an unknown path, a method name with spaces.
   EXPECT_EQ(http_exchange(ep, http_request_text("DELETE", "/metrics")).status, 405);
