@@ -1,5 +1,7 @@
 // announcer(): a Server's registration, with Dubbo's `check`.
 
+#include <atomic>
+#include <memory>
 #include <mutex>
 
 #include <boost/asio/error.hpp>
@@ -47,15 +49,20 @@ class RegistryAnnouncer final : public rpc::ServiceAnnouncer {
       return;
     }
     const std::string what = "registration of '" + inst.service + "' at " + inst.endpoint;
+    // What the registry says of the registration, for in_force(), then the user's listener.
+    auto on_state = [in_force = in_force_, user = options_.on_state](error_code ec, const std::string& why) {
+      in_force->store(!ec);
+      if (user) user(ec, why);
+    };
     if (!options_.check) {
-      registry_->register_instance(inst, options_.on_state);
+      registry_->register_instance(inst, on_state);
       done({}, {});
       return;
     }
     auto pending = std::make_shared<PendingAnnounce>();
     pending->done = std::move(done);
-    registry_->register_instance(inst, [pending, on_state = options_.on_state](error_code ec, const std::string& why) {
-      if (on_state) on_state(ec, why);
+    registry_->register_instance(inst, [pending, on_state](error_code ec, const std::string& why) {
+      on_state(ec, why);
       Done d;
       {
         std::lock_guard l(pending->mu);
@@ -92,6 +99,8 @@ class RegistryAnnouncer final : public rpc::ServiceAnnouncer {
     }
   }
 
+  bool in_force() const noexcept override { return in_force_->load(); }
+
   void withdraw(Done done) override {
     ServiceInstance inst;
     {
@@ -103,6 +112,7 @@ class RegistryAnnouncer final : public rpc::ServiceAnnouncer {
       announced_ = false;
       inst = instance_;
     }
+    in_force_->store(false);
     const std::string what = "unregister of '" + inst.service + "' at " + inst.endpoint;
     registry_->unregister_instance(inst.service, inst.endpoint, [done = std::move(done), what](error_code ec) {
       if (!ec) return done({}, {});
@@ -117,6 +127,9 @@ class RegistryAnnouncer final : public rpc::ServiceAnnouncer {
   ServiceInstance instance_;  // guarded by mu_
   bool announced_ = false;    // guarded by mu_
   const AnnounceOptions options_;
+  // The registry confirmed the registration (and did not report it lost
+  // since). Shared with the listeners, which may outlive the announcer.
+  std::shared_ptr<std::atomic<bool>> in_force_ = std::make_shared<std::atomic<bool>>(false);
 };
 
 }  // namespace

@@ -132,8 +132,10 @@ TEST_F(RegistryBindingTest, WithCheckTheAnnounceCompletesOnceRegistered) {
     EXPECT_FALSE(done->ec) << done->message;
   }
   EXPECT_TRUE(has_keys(1));
+  EXPECT_TRUE(a->in_force());
   auto withdrawn = std::make_shared<DoneLog>();
   a->withdraw(DoneLog::done(withdrawn));
+  EXPECT_FALSE(a->in_force());
   ASSERT_TRUE(wait_until([&] { return withdrawn->count() == 1; }, 20s));
   EXPECT_FALSE(withdrawn->ec) << withdrawn->message;
   EXPECT_TRUE(has_keys(0));
@@ -149,9 +151,12 @@ TEST_F(RegistryBindingTest, WithoutCheckTheAnnounceSucceedsAtOnceAndRegistersLat
   a->announce({ip::make_address("::"), 7001}, DoneLog::done(done));
   EXPECT_EQ(done->count(), 1);  // inline, before any etcd answer
   EXPECT_FALSE(done->ec);
+  EXPECT_FALSE(a->in_force()) << "accepted is not registered: a server is not ready yet";
   ASSERT_TRUE(wait_until([&] { return states->failures() >= 1; }, 20s));
+  EXPECT_FALSE(a->in_force());
   ASSERT_TRUE(etcd_->restart(0)) << etcd_->error();
   ASSERT_TRUE(wait_until([&] { return states->registered(); }, 20s));
+  EXPECT_TRUE(a->in_force());
   auto k = read_keys(*direct_, "/wheelrpc/echo/providers/");
   ASSERT_TRUE(k);
   ASSERT_EQ(k->size(), 1u);

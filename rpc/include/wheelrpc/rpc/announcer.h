@@ -30,6 +30,11 @@ class ServiceAnnouncer {
   /// Called first by a graceful shutdown (and, without waiting, by stop()).
   /// `done` must run by the announcer's own deadline.
   virtual void withdraw(Done done) = 0;
+  /// Whether the announcement is in force now: for an announcer that
+  /// accepts at once and retries in the background, whether the registry
+  /// confirmed it (and has not lost it since). Server::state() (and the
+  /// admin server's /ready) report ready only then. Default: true. Any thread.
+  virtual bool in_force() const noexcept { return true; }
 };
 
 }  // namespace wheelrpc::rpc

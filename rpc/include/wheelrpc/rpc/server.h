@@ -103,6 +103,10 @@ struct ServerStats {
   std::uint64_t in_flight = 0;          ///< requests not yet answered on the open connections (now)
   std::uint64_t refused_shutting_down = 0;  ///< requests refused by a graceful shutdown
   std::uint64_t refused_offline = 0;        ///< requests refused while offline (set_online(false))
+  std::uint64_t refused_overloaded = 0;     ///< requests refused at their method's max_concurrency
+  std::uint64_t refused_connections = 0;    ///< connections closed at once over ServerOptions::max_connections
+  std::uint64_t slow_reader_closes = 0;     ///< connections closed because replies queued past
+                                            ///< ChannelOptions::max_write_queue_bytes (the client reads none)
 };
 
 /// Where a server is in its life, for health checks.
@@ -110,7 +114,8 @@ struct ServerState {
   bool listening = false;  ///< listen() succeeded and stop() was not called
   bool online = true;      ///< not taken offline (set_online(false))
   bool draining = false;   ///< a graceful shutdown began (withdraw, grace or drain)
-  bool announced = false;  ///< announced to ServerOptions::announcer and not withdrawn
+  bool announced = false;  ///< announced to ServerOptions::announcer, not withdrawn, and in force
+                           ///< (ServiceAnnouncer::in_force: e.g. confirmed by the registry)
   /// Ready for traffic: listening, and announced when there is an announcer.
   bool ready() const noexcept { return listening && !draining && online && (announced || !has_announcer); }
   /// Serving: listening, online and not draining (what /health reports).
@@ -136,8 +141,9 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  /// Registers `handler` for `method` (replacing an earlier one).
-  void handle(std::string method, Handler handler);
+  /// Registers `handler` for `method` (replacing an earlier one), with its
+  /// limits (MethodOptions::max_concurrency).
+  void handle(std::string method, Handler handler, MethodOptions options = {});
 
   /// Binds and listens (port 0 picks a free port), then accepts connections.
   /// With ServerOptions::announcer, then announces the bound address and
