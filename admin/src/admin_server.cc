@@ -65,6 +65,7 @@ unsigned gateway_status(const error_code& ec) {
     case rpc::CallCode::unavailable:
     case rpc::CallCode::too_many_pending:
     case rpc::CallCode::cancelled: return 503;
+    case rpc::CallCode::resource_exhausted: return 429;
     case rpc::CallCode::method_not_found: return 404;
     case rpc::CallCode::bad_request: return 400;
     default: return 500;

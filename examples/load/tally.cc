@@ -6,6 +6,7 @@
 #include <boost/asio/error.hpp>
 
 #include <wheelrpc/rpc/errc.h>
+#include <wheelrpc/rpc/introspection.h>
 
 namespace wheelrpc::examples::load {
 
@@ -30,20 +31,8 @@ std::string digits_folded(std::string_view s) {
 }  // namespace
 
 std::string error_name(const boost::system::error_code& ec) {
-  if (ec.category() == rpc::rpc_category()) {
-    switch (static_cast<rpc::errc>(ec.value())) {
-      case rpc::errc::timeout: return "timeout";
-      case rpc::errc::server_timeout: return "server_timeout";
-      case rpc::errc::connection_lost: return "connection_lost";
-      case rpc::errc::unavailable: return "unavailable";
-      case rpc::errc::method_not_found: return "method_not_found";
-      case rpc::errc::bad_request: return "bad_request";
-      case rpc::errc::server_error: return "server_error";
-      case rpc::errc::cancelled: return "cancelled";
-      case rpc::errc::too_many_pending: return "too_many_pending";
-    }
-  }
-  if (ec == boost::asio::error::operation_aborted) return "aborted";
+  // The errc names (and "aborted"), as the metrics count them.
+  if (const auto code = rpc::call_code(ec); code != rpc::CallCode::other) return std::string(rpc::call_code_name(code));
   return std::string(ec.category().name()) + ":" + std::to_string(ec.value());
 }
 

@@ -23,6 +23,7 @@ class RpcCategory final : public boost::system::error_category {
       case errc::server_error: return "server error";
       case errc::cancelled: return "call cancelled: the client was closed";
       case errc::too_many_pending: return "too many calls pending";
+      case errc::resource_exhausted: return "resource exhausted: the server refused the call for lack of capacity";
     }
     return "unknown wheelrpc.rpc error " + std::to_string(ev);
   }
@@ -42,7 +43,7 @@ boost::system::error_code status_error(Status status) noexcept {
     case Status::server_timeout: return make_error_code(errc::server_timeout);
     case Status::method_not_found: return make_error_code(errc::method_not_found);
     case Status::bad_request: return make_error_code(errc::bad_request);
-    case Status::overloaded: return make_error_code(errc::too_many_pending);
+    case Status::overloaded: return make_error_code(errc::resource_exhausted);
     case Status::shutting_down: return make_error_code(errc::unavailable);
     case Status::server_error: break;
   }
@@ -55,6 +56,7 @@ Status error_status(errc e) noexcept {
     case errc::method_not_found: return Status::method_not_found;
     case errc::bad_request: return Status::bad_request;
     case errc::too_many_pending: return Status::overloaded;
+    case errc::resource_exhausted: return Status::overloaded;
     case errc::unavailable: return Status::shutting_down;
     default: return Status::server_error;
   }

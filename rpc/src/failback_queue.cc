@@ -17,7 +17,8 @@ FailbackQueue::FailbackQueue(asio::any_io_executor ex, timer::Timer& timer, Fail
 
 bool FailbackQueue::fixable(error_code ec) noexcept {
   return ec == errc::unavailable || ec == errc::connection_lost || ec == errc::timeout ||
-         ec == errc::server_timeout || ec == errc::too_many_pending;
+         ec == errc::server_timeout || ec == errc::too_many_pending ||
+         ec == errc::resource_exhausted;
 }
 
 void FailbackQueue::on_result(Delivery delivery, error_code ec, const std::string& message) {

@@ -21,6 +21,7 @@ std::string_view call_code_name(CallCode code) noexcept {
     case CallCode::server_error: return "server_error";
     case CallCode::cancelled: return "cancelled";
     case CallCode::too_many_pending: return "too_many_pending";
+    case CallCode::resource_exhausted: return "resource_exhausted";
     case CallCode::aborted: return "aborted";
     case CallCode::other: break;
   }
@@ -31,8 +32,8 @@ CallCode call_code(const boost::system::error_code& ec) noexcept {
   if (!ec) return CallCode::ok;
   if (ec.category() == rpc_category()) {
     const int v = ec.value();
-    if (v >= static_cast<int>(errc::timeout) && v <= static_cast<int>(errc::too_many_pending)) {
-      return static_cast<CallCode>(v);  // errc values 1..9 are CallCode's 1..9, in order
+    if (v >= static_cast<int>(errc::timeout) && v <= static_cast<int>(errc::resource_exhausted)) {
+      return static_cast<CallCode>(v);  // errc values 1..10 are CallCode's 1..10, in order
     }
   }
   if (ec == boost::asio::error::operation_aborted) return CallCode::aborted;
@@ -40,7 +41,7 @@ CallCode call_code(const boost::system::error_code& ec) noexcept {
 }
 
 static_assert(static_cast<int>(CallCode::timeout) == static_cast<int>(errc::timeout));
-static_assert(static_cast<int>(CallCode::too_many_pending) == static_cast<int>(errc::too_many_pending));
+static_assert(static_cast<int>(CallCode::resource_exhausted) == static_cast<int>(errc::resource_exhausted));
 
 std::string_view timeout_phase_name(TimeoutPhase phase) noexcept {
   switch (phase) {

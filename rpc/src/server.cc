@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <wheelrpc/rpc/deadline.h>
+#include <wheelrpc/transport/connector.h>
 #include <wheelrpc/transport/errc.h>
 
 #include "control_frames.h"
@@ -89,9 +90,26 @@ ServerCore::ServerCore(boost::asio::any_io_executor ex, timer::Timer& timer, Ser
   if (options_.metrics) unknown_cells_ = &methods_.get("(unknown)");
 }
 
-void ServerCore::handle(std::string method, Server::Handler handler) {
+void ServerCore::handle(std::string method, Server::Handler handler, MethodOptions options) {
   MethodCells* cells = options_.metrics ? &methods_.get(method) : nullptr;
-  handlers_[std::move(method)] = Method{std::move(handler), cells};
+  Method m{std::move(handler), cells, options.max_concurrency, nullptr};
+  if (m.max_concurrency > 0) m.running = std::make_unique<std::atomic<std::size_t>>(0);
+  handlers_[std::move(method)] = std::move(m);
+}
+
+bool ServerCore::admit(const Method& method, ReplySlot& slot) {
+  if (!method.running) return true;
+  if (method.running->fetch_add(1) < method.max_concurrency) {
+    slot.running = method.running.get();  // given back when the slot goes: the handler let go of it
+    return true;
+  }
+  method.running->fetch_sub(1);
+  refused_overloaded_.fetch_add(1, std::memory_order_relaxed);
+  finish(slot, Status::overloaded,
+         fmt::format("'{}' is at its limit of {} calls at once (max_concurrency): not processed", slot.method,
+                     method.max_concurrency),
+         {}, false);
+  return false;
 }
 
 error_code ServerCore::listen(const asio::ip::tcp::endpoint& endpoint, std::string& message) {
@@ -172,6 +190,28 @@ asio::ip::tcp::endpoint ServerCore::local_endpoint() const {
 }
 
 void ServerCore::on_accept(asio::ip::tcp::socket socket) {
+  if (options_.max_connections > 0) {
+    bool over = false;
+    {
+      std::lock_guard lock(mu_);
+      over = channels_.size() >= options_.max_connections;
+    }
+    if (over) {
+      refused_connections_.fetch_add(1, std::memory_order_relaxed);
+      const auto now_ns = std::chrono::steady_clock::now().time_since_epoch().count();
+      auto last = last_refusal_log_.load(std::memory_order_relaxed);
+      if (now_ns - last >= 1'000'000'000 && last_refusal_log_.compare_exchange_strong(last, now_ns)) {
+        error_code ignored;
+        const auto peer = socket.remote_endpoint(ignored);
+        logger()->warn("connection from {} refused: {} connections open (ServerOptions::max_connections); "
+                       "{} refused so far",
+                       transport::endpoint_text(peer), options_.max_connections, refused_connections_.load());
+      }
+      error_code ignored;
+      socket.close(ignored);  // accepted and closed at once: the peer sees end of stream, never a hang
+      return;
+    }
+  }
   auto handler = std::make_shared<ServerConnection>(shared_from_this());
   auto channel = transport::Channel::create(std::move(socket), handler, options_.channel);
   handler->set_channel(channel);
@@ -295,6 +335,7 @@ void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame
     finish(*slot, Status::method_not_found, "no method '" + frame.method + "'", {}, false);
     return;
   }
+  if (!admit(it->second, *slot)) return;
   if (frame.header.deadline_ms != 0) {
     const auto budget = std::chrono::milliseconds(frame.header.deadline_ms);
     slot->deadline = slot->received + budget;
@@ -332,7 +373,7 @@ CallCode status_code(Status status) noexcept {
     case Status::method_not_found: return CallCode::method_not_found;
     case Status::bad_request: return CallCode::bad_request;
     case Status::server_error: return CallCode::server_error;
-    case Status::overloaded: return CallCode::too_many_pending;
+    case Status::overloaded: return CallCode::resource_exhausted;
     case Status::shutting_down: return CallCode::unavailable;
   }
   return CallCode::other;
@@ -362,7 +403,10 @@ void ServerCore::invoke(std::string method, std::string payload, transport::Atta
   if (slot->cells) slot->cells->started();
   if (draining_.load() || !listening_.load()) {
     refused_shutting_down_.fetch_add(1, std::memory_order_relaxed);
-    finish(*slot, Status::shutting_down, "server shutting down: '" + method + "' not processed", {}, false);
+    finish(*slot, Status::shutting_down,
+           std::string(draining_.load() ? "server shutting down" : "server not listening") + ": '" + method +
+               "' not processed",
+           {}, false);
     return;
   }
   if (offline_.load(std::memory_order_relaxed)) {
@@ -375,6 +419,7 @@ void ServerCore::invoke(std::string method, std::string payload, transport::Atta
     finish(*slot, Status::method_not_found, "no method '" + method + "'", {}, false);
     return;
   }
+  if (!admit(it->second, *slot)) return;
   if (budget.count() > 0) {
     slot->deadline = slot->received + budget;
     std::error_code tec;
@@ -434,7 +479,16 @@ bool ServerCore::finish(ReplySlot& s, Status status, std::string payload,
   f.attachments = std::move(attachments);
   f.payload = std::move(payload);
   auto channel = slot->conn->channel.lock();
-  return channel && !channel->send(f);
+  if (!channel) return false;
+  const auto ec = channel->send(f);
+  if (ec == transport::errc::write_queue_full) {
+    // The client sends requests and reads no replies: closed, not allowed to grow memory.
+    slow_reader_closes_.fetch_add(1, std::memory_order_relaxed);
+    channel->close(ec, fmt::format("the client reads no replies: over {} bytes of replies queued "
+                                   "(ChannelOptions::max_write_queue_bytes)",
+                                   options_.channel.max_write_queue_bytes));
+  }
+  return !ec;
 }
 
 namespace {
@@ -643,6 +697,9 @@ ServerStats ServerCore::stats() const {
   s.in_flight = in_flight();
   s.refused_shutting_down = refused_shutting_down_.load(std::memory_order_relaxed);
   s.refused_offline = refused_offline_.load(std::memory_order_relaxed);
+  s.refused_overloaded = refused_overloaded_.load(std::memory_order_relaxed);
+  s.refused_connections = refused_connections_.load(std::memory_order_relaxed);
+  s.slow_reader_closes = slow_reader_closes_.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -700,7 +757,7 @@ ServerState ServerCore::state() const {
   s.listening = listening_.load();
   s.online = !offline_.load();
   s.draining = shutdown_started_.load();
-  s.announced = announced_.load();
+  s.announced = announced_.load() && options_.announcer && options_.announcer->in_force();
   s.has_announcer = options_.announcer != nullptr;
   return s;
 }
@@ -774,7 +831,9 @@ Server::Server(asio::any_io_executor ex, timer::Timer& timer, ServerOptions opti
 
 Server::~Server() { stop(); }
 
-void Server::handle(std::string method, Handler handler) { core_->handle(std::move(method), std::move(handler)); }
+void Server::handle(std::string method, Handler handler, MethodOptions options) {
+  core_->handle(std::move(method), std::move(handler), options);
+}
 error_code Server::listen(const asio::ip::tcp::endpoint& endpoint) {
   std::string message;
   return core_->listen(endpoint, message);

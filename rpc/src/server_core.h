@@ -90,6 +90,16 @@ using ConnContextPtr = boost::intrusive_ptr<ServerConnContext>;
 // timer's worker) or by a dropped Responder. Shared through ReplySlotPtr: the
 // Responder's reference, and the deadline task's while it may run.
 struct ReplySlot {
+  ReplySlot() = default;
+  ReplySlot(const ReplySlot&) = delete;
+  ReplySlot& operator=(const ReplySlot&) = delete;
+  // The handler is done with the request (its Responder is gone) and so is
+  // the deadline: the method may admit another call. `running` belongs to a
+  // handler entry of the server, which `conn` keeps alive.
+  ~ReplySlot() {
+    if (running) running->fetch_sub(1);
+  }
+
   std::atomic<int> refs{0};
   std::atomic<bool> done{false};
   ConnContextPtr conn;
@@ -100,6 +110,8 @@ struct ReplySlot {
   timer::Timeout timeout;
   std::string method;  // for logs
   MethodCells* cells = nullptr;  // null: ServerOptions::metrics off
+  std::atomic<std::size_t>* running = nullptr;  // its method's running count, under a concurrency limit
+                                                // (given back by the destructor)
   std::chrono::steady_clock::time_point received{};
   std::optional<TraceContext> trace;  // the request's traceparent, if valid
   // A call from inside the process (Server::async_invoke): completed here
@@ -119,7 +131,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
  public:
   ServerCore(boost::asio::any_io_executor ex, timer::Timer& timer, ServerOptions options);
 
-  void handle(std::string method, Server::Handler handler);
+  void handle(std::string method, Server::Handler handler, MethodOptions options);
   /// Runs `method`'s handler for a call from inside the process (the admin
   /// gateway): as a request read from a connection, with `budget` as its
   /// deadline (0: none); `done` runs once, on any thread.
@@ -189,7 +201,14 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   struct Method {
     Server::Handler handler;
     MethodCells* cells = nullptr;
+    std::size_t max_concurrency = 0;  // 0: no limit
+    // Calls running now, counted only under a limit (shared by the threads
+    // that run the method: the price of the limit).
+    std::unique_ptr<std::atomic<std::size_t>> running;
   };
+  /// Admits a request of `method` under its concurrency limit (counting it in
+  /// `slot`), or answers it overloaded; false if refused.
+  bool admit(const Method& method, ReplySlot& slot);
   void run_handler(const Method& method, Request req, ReplySlotPtr slot, std::uint64_t conn_id);
   void record_timeout(const ReplySlot& slot, std::chrono::steady_clock::time_point t);
 
@@ -228,7 +247,9 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   std::mutex shutdown_mu_;  // guards the two below
   boost::asio::any_completion_handler<Server::ShutdownSignature> shutdown_handler_;
   timer::Timeout drain_timeout_;
-  std::atomic<std::uint64_t> refused_shutting_down_{0}, refused_offline_{0};
+  std::atomic<std::uint64_t> refused_shutting_down_{0}, refused_offline_{0}, refused_overloaded_{0},
+      refused_connections_{0}, slow_reader_closes_{0};
+  std::atomic<std::int64_t> last_refusal_log_{0};  // steady ns: refusals are logged at most once a second
   std::atomic<std::uint64_t> accepted_{0}, requests_{0}, replies_{0}, errors_{0}, server_timeouts_{0},
       late_replies_{0}, method_not_found_{0}, protocol_errors_{0}, cancelled_{0};
 };

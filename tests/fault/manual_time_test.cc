@@ -83,7 +83,7 @@ TEST(ManualTime, ARetryIsNotSentBeforeItsBackoffHasPassed) {
 
   // The third refusal ends the call: no attempt left.
   auto out = wait(f);
-  EXPECT_EQ(out.ec, errc::too_many_pending) << out.response.error_message;
+  EXPECT_EQ(out.ec, errc::resource_exhausted) << out.response.error_message;
   EXPECT_TRUE(contains(out.response.error_message, "p0 is overloaded")) << out.response.error_message;
   EXPECT_TRUE(contains(out.response.error_message, "attempt 3 of 3")) << out.response.error_message;
   EXPECT_EQ(p0.requests(), 3);

@@ -47,7 +47,7 @@ enum class Mode { reply, hold, delay, overloaded };
 /// One provider: a Server behind a FaultProxy. "work" replies with the
 /// provider's name (at once, after `delay`, or never: `hold` keeps the
 /// Responder until the test ends), or refuses it unprocessed
-/// (`overloaded`: errc::too_many_pending); "budget" replies with the milliseconds
+/// (`overloaded`: errc::resource_exhausted); "budget" replies with the milliseconds
 /// left before the request's deadline as the server sees it. The server
 /// reads `clock` (nullptr: the steady clock), the one `timer` reads.
 struct Provider {

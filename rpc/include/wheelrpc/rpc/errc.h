@@ -17,7 +17,9 @@ enum class errc {
                      ///< client before sending anything (invalid CallOptions, a body over the limit)
   server_error,      ///< the handler failed (threw, or never replied)
   cancelled,         ///< the client was closed while the call was pending
-  too_many_pending,  ///< the client's limit on calls in flight was reached, or the server is overloaded
+  too_many_pending,  ///< the client's limit on calls in flight was reached
+  resource_exhausted,  ///< the server refused the call unprocessed for lack of capacity (a method at its
+                       ///< concurrency limit, Server::handle's MethodOptions): retried on another provider
 };
 
 /// The category whose name is "wheelrpc.rpc". Thread-safe.

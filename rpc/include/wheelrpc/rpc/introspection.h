@@ -19,7 +19,8 @@ namespace wheelrpc::rpc {
 
 /// The outcome a call is counted under: `ok`, an errc name (`timeout`,
 /// `server_timeout`, `connection_lost`, `unavailable`, `method_not_found`,
-/// `bad_request`, `server_error`, `cancelled`, `too_many_pending`), `aborted`
+/// `bad_request`, `server_error`, `cancelled`, `too_many_pending`,
+/// `resource_exhausted`), `aborted`
 /// (cancelled through the completion token's slot) or `other`.
 enum class CallCode : std::uint8_t {
   ok,
@@ -32,10 +33,11 @@ enum class CallCode : std::uint8_t {
   server_error,
   cancelled,
   too_many_pending,
+  resource_exhausted,
   aborted,
   other,
 };
-inline constexpr std::size_t kCallCodes = 12;
+inline constexpr std::size_t kCallCodes = 13;
 /// "ok", "timeout", ... (the metric label value).
 std::string_view call_code_name(CallCode code) noexcept;
 /// The code a completion's error counts under (empty: ok).

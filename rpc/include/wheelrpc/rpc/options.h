@@ -248,6 +248,21 @@ struct ServerOptions {
   /// Per-method metrics and recent timeouts, as ClientOptions::metrics.
   /// Default true.
   bool metrics = true;
+
+  /// Connections open at once. A connection beyond it is accepted and closed
+  /// at once (never left waiting in the backlog), with a warning logged (at
+  /// most one a second) and ServerStats::refused_connections counted. 0
+  /// (default) = no limit but the process's open-file limit.
+  std::size_t max_connections = 0;
+};
+
+/// Per method, given to Server::handle.
+struct MethodOptions {
+  /// Calls of the method running at once (Dubbo's `executes`): a request
+  /// beyond it is answered at once, unprocessed, with Status::overloaded
+  /// (the caller sees errc::resource_exhausted, which clients retry on
+  /// another provider). 0 (default) = no limit.
+  std::size_t max_concurrency = 0;
 };
 
 /// Checks a call's options: the problem ("CallOptions::retries must be 0 ..

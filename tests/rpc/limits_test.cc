@@ -1,0 +1,203 @@
+// Server limits against greedy and hostile clients: a method's concurrency
+// limit (resource_exhausted, retried elsewhere), the connection limit
+// (accepted and closed at once), and a client that sends requests but reads
+// no replies (closed once its queued replies pass the write queue bound).
+// Every time, a well-behaved client goes on being served.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <deque>
+#include <mutex>
+#include <string>
+
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+
+#include <wheelrpc/transport/frame.h>
+
+#include "support/rpc_fixture.h"
+#include "support/wait.h"
+
+using namespace std::chrono_literals;
+namespace asio = boost::asio;
+using boost::system::error_code;
+using wheelrpc::rpc::CallOptions;
+using wheelrpc::rpc::errc;
+using wheelrpc::rpc::Responder;
+using wheelrpc::test::RpcFixture;
+
+namespace {
+
+wheelrpc::test::Outcome call(wheelrpc::rpc::Client& client, std::string method, CallOptions o = {}) {
+  auto f = wheelrpc::test::start(client, std::move(method), "", std::move(o));
+  if (f.wait_for(30s) != std::future_status::ready) return {make_error_code(errc::server_error), {{}, {}, "no completion within 30 s"}, {}};
+  return f.get();
+}
+
+/// Responders held until released: calls that stay running as long as the test wants.
+struct Held {
+  std::mutex mu;
+  std::deque<Responder> held;
+  void add(Responder r) {
+    std::lock_guard lock(mu);
+    held.push_back(std::move(r));
+  }
+  std::size_t size() {
+    std::lock_guard lock(mu);
+    return held.size();
+  }
+  void release_all() {
+    std::deque<Responder> all;
+    {
+      std::lock_guard lock(mu);
+      all.swap(held);
+    }
+    for (auto& r : all) r.reply("done");
+  }
+};
+
+/// A raw connection that says HELLO and then does as the test says.
+class RawPeer {
+ public:
+  explicit RawPeer(const asio::ip::tcp::endpoint& ep) : socket_(io_) {
+    socket_.connect(ep);
+    timeval tv{10, 0};
+    setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  void send(const std::string& bytes) { asio::write(socket_, asio::buffer(bytes)); }
+  static std::string frame(std::uint8_t flags, std::uint64_t id, std::string method,
+                           wheelrpc::transport::Attachments attachments, std::string payload) {
+    wheelrpc::transport::Frame f;
+    f.header.flags = flags;
+    f.header.request_id = id;
+    f.method = std::move(method);
+    f.attachments = std::move(attachments);
+    f.payload = std::move(payload);
+    std::string out;
+    wheelrpc::transport::encode_frame(f, out);
+    return out;
+  }
+  void hello() {
+    using namespace wheelrpc::transport;
+    send(frame(kFlagEvent | kFlagRequest | kFlagTwoWay, 1, "hello", {{"version", "1"}, {"heartbeat_ms", "15000"}}, ""));
+    std::array<char, 512> buf{};
+    socket_.read_some(asio::buffer(buf));  // the HELLO reply
+  }
+  /// True when the server closed the connection (EOF or reset) within 10 s,
+  /// reading (and dropping) whatever comes first.
+  bool closed_by_server() {
+    std::array<char, 65536> buf{};
+    for (;;) {
+      error_code ec;
+      socket_.read_some(asio::buffer(buf), ec);
+      if (ec == asio::error::eof || ec == asio::error::connection_reset) return true;
+      if (ec) return false;
+    }
+  }
+  asio::ip::tcp::socket& socket() { return socket_; }
+
+ private:
+  asio::io_context io_;
+  asio::ip::tcp::socket socket_;
+};
+
+}  // namespace
+
+TEST(Limits, AMethodAtItsConcurrencyLimitRefusesAtOnceWithResourceExhausted) {
+  Held held;
+  wheelrpc::rpc::MethodOptions limited;
+  limited.max_concurrency = 2;
+  RpcFixture fx({}, {}, 2, [&](wheelrpc::rpc::Server& s) {
+    s.handle("hold", [&](wheelrpc::rpc::Request, Responder r) { held.add(std::move(r)); }, limited);
+  });
+  CallOptions o;
+  o.timeout = 20s;
+  o.retries = 0;
+  auto a = wheelrpc::test::start(*fx.client, "hold", "", o);
+  auto b = wheelrpc::test::start(*fx.client, "hold", "", o);
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return held.size() == 2; }));
+  const auto refused = call(*fx.client, "hold", o);
+  EXPECT_EQ(refused.ec, errc::resource_exhausted);
+  EXPECT_NE(refused.response.error_message.find("limit of 2 calls at once"), std::string::npos)
+      << refused.response.error_message;
+  EXPECT_EQ(fx.server.stats().refused_overloaded, 1u);
+  EXPECT_FALSE(call(*fx.client, "echo").ec) << "other methods are not limited";
+  held.release_all();
+  EXPECT_FALSE(a.get().ec);
+  EXPECT_FALSE(b.get().ec);
+  // The slots are back once the handlers let go of their requests.
+  auto c = wheelrpc::test::start(*fx.client, "hold", "", o);
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return held.size() == 1; }));
+  held.release_all();
+  EXPECT_FALSE(c.get().ec);
+}
+
+TEST(Limits, ResourceExhaustedIsRetriedOnAnotherProvider) {
+  Held held;
+  wheelrpc::test::IoThreads threads(2);
+  wheelrpc::timer::HashedWheelTimer timer;
+  wheelrpc::rpc::MethodOptions one;
+  one.max_concurrency = 1;
+  wheelrpc::rpc::Server busy(threads.io.get_executor(), timer), spare(threads.io.get_executor(), timer);
+  busy.handle("work", [&](wheelrpc::rpc::Request, Responder r) { held.add(std::move(r)); }, one);
+  spare.handle("work", [](wheelrpc::rpc::Request, Responder r) { r.reply("spare"); }, one);
+  ASSERT_FALSE(busy.listen(wheelrpc::test::loopback0()));
+  ASSERT_FALSE(spare.listen(wheelrpc::test::loopback0()));
+  wheelrpc::rpc::Client only_busy(threads.io.get_executor(), timer, {busy.local_endpoint()});
+  wheelrpc::rpc::Client both(threads.io.get_executor(), timer, {busy.local_endpoint(), spare.local_endpoint()});
+  CallOptions o;
+  o.timeout = 20s;
+  auto holding = wheelrpc::test::start(only_busy, "work", "", o);
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return held.size() == 1; }));
+  // Whichever provider the first attempt goes to, the call ends on the spare.
+  for (int i = 0; i < 4; ++i) {
+    const auto out = call(both, "work", o);
+    ASSERT_FALSE(out.ec) << out.response.error_message;
+    EXPECT_EQ(out.response.payload, "spare");
+  }
+  EXPECT_GE(busy.stats().refused_overloaded, 1u);
+  held.release_all();
+  EXPECT_FALSE(holding.get().ec);
+  only_busy.close();
+  both.close();
+  busy.stop();
+  spare.stop();
+  threads.stop();
+}
+
+TEST(Limits, ConnectionsOverTheLimitAreClosedAtOnceAndOthersAreServed) {
+  wheelrpc::rpc::ServerOptions so;
+  so.max_connections = 2;
+  RpcFixture fx(so);  // its client holds no connection until its first call
+  RawPeer first(fx.server.local_endpoint());
+  first.hello();
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return fx.server.stats().connections == 1; }));
+  ASSERT_FALSE(call(*fx.client, "echo").ec);  // the second connection
+  RawPeer third(fx.server.local_endpoint());  // accepted by the kernel, then closed by the server
+  EXPECT_TRUE(third.closed_by_server());
+  EXPECT_EQ(fx.server.stats().refused_connections, 1u);
+  EXPECT_FALSE(call(*fx.client, "echo").ec) << "the client within the limit is served on";
+  EXPECT_EQ(fx.server.stats().connections, 2u);
+}
+
+TEST(Limits, AClientThatReadsNoRepliesIsClosedOnceItsRepliesPassTheQueueBound) {
+  wheelrpc::rpc::ServerOptions so;
+  so.channel.max_write_queue_bytes = 1 << 20;  // 1 MiB of replies queued at most
+  RpcFixture fx(so);
+  RawPeer greedy(fx.server.local_endpoint());
+  greedy.hello();
+  // Tiny requests for 64 KiB replies, and never a read: after the socket
+  // buffers fill, the replies queue on the server until the bound.
+  const std::string payload(64 * 1024, 'x');
+  std::string burst;
+  for (std::uint64_t id = 2; id < 2 + 64; ++id) {
+    burst += RawPeer::frame(wheelrpc::transport::kFlagRequest | wheelrpc::transport::kFlagTwoWay, id, "echo", {},
+                            payload);
+  }
+  error_code ec;
+  for (int i = 0; i < 200 && !ec; ++i) asio::write(greedy.socket(), asio::buffer(burst), ec);  // up to 800 MiB asked
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return fx.server.stats().slow_reader_closes == 1; }, 30s))
+      << "replies queued: the server never closed the client that reads none";
+  EXPECT_TRUE(greedy.closed_by_server());
+  EXPECT_FALSE(call(*fx.client, "echo").ec) << "a well-behaved client is served on";
+}
