@@ -1,6 +1,7 @@
 # Embeds admin/src/pages/*.html into a C++ source as raw string literals,
 # each with common.js (the pages' shared script) put where its script says
-# `// @include common.js` (that line must be there, once).
+# `// @include common.js`, and common.css (their shared style) where its
+# style says `/* @include common.css */` (each line must be there, once).
 #
 #   cmake -DPAGES_DIR=<dir> -DTEMPLATE=<pages.cc.in> -DOUTPUT=<pages.cc> -P pages_embed.cmake
 #
@@ -20,7 +21,9 @@ endforeach()
 
 set(DELIMITER "wheelrpc_page")
 file(READ "${PAGES_DIR}/common.js" common_js)
+file(READ "${PAGES_DIR}/common.css" common_css)
 set(INCLUDE_MARK "// @include common.js\n")
+set(CSS_MARK "  /* @include common.css */\n")
 foreach(page status connections timeouts)
   set(path "${PAGES_DIR}/${page}.html")
   file(READ "${path}" html)
@@ -29,6 +32,11 @@ foreach(page status connections timeouts)
     message(FATAL_ERROR "${path} lacks the line '// @include common.js'")
   endif()
   string(REPLACE "${INCLUDE_MARK}" "${common_js}" html "${html}")
+  string(FIND "${html}" "${CSS_MARK}" css_mark)
+  if(css_mark EQUAL -1)
+    message(FATAL_ERROR "${path} lacks the line '  /* @include common.css */'")
+  endif()
+  string(REPLACE "${CSS_MARK}" "${common_css}" html "${html}")
   string(FIND "${html}" ")${DELIMITER}\"" at)
   if(NOT at EQUAL -1)
     message(FATAL_ERROR "${path} contains the raw string delimiter ')${DELIMITER}\"'")

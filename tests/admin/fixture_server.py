@@ -80,7 +80,8 @@ def make_handler(pages_dir, fixtures_dir):
             elif name in PAGES:
                 # As admin/src/pages_embed.cmake does: the shared script in place.
                 body = (pages_dir / f"{name}.html").read_bytes().replace(
-                    b"// @include common.js\n", (pages_dir / "common.js").read_bytes(), 1)
+                    b"// @include common.js\n", (pages_dir / "common.js").read_bytes(), 1).replace(
+                    b"  /* @include common.css */\n", (pages_dir / "common.css").read_bytes(), 1)
                 self._send(200, "text/html; charset=utf-8", body)
             elif name.endswith(".json") and name[:-5] in PAGES:
                 body = (fixtures_dir / name).read_bytes()

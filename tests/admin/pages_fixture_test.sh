@@ -18,8 +18,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # the only absolute URL allowed is the SVG namespace).
 pages_dir="$here/../../admin/src/pages"
 bad=$(grep -nHE '(src|href|action)="(https?:)?//|@import|url\(|innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(' \
-        "$pages_dir"/*.html "$pages_dir"/*.js || true)
-bad+=$(grep -nHoE 'https?://[^"'"'"' ]*' "$pages_dir"/*.html "$pages_dir"/*.js | grep -v 'http://www.w3.org/2000/svg$' || true)
+        "$pages_dir"/*.html "$pages_dir"/*.js "$pages_dir"/*.css || true)
+bad+=$(grep -nHoE 'https?://[^"'"'"' ]*' "$pages_dir"/*.html "$pages_dir"/*.js "$pages_dir"/*.css |
+       grep -v 'http://www.w3.org/2000/svg$' || true)
 if [ -n "$bad" ]; then
   echo "FAIL: the pages load something from elsewhere or write HTML from data:" >&2
   echo "$bad" >&2
