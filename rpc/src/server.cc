@@ -651,7 +651,7 @@ asio::any_completion_handler<Server::ShutdownSignature> ServerCore::take_shutdow
 }
 
 std::uint64_t ServerCore::in_flight() const {
-  std::int64_t n = 0;
+  std::int64_t n = local_context_->in_flight.load(std::memory_order_relaxed);  // in-process calls (the gateway)
   std::lock_guard lock(mu_);
   for (const auto& [id, c] : channels_) n += c.context ? c.context->in_flight.load(std::memory_order_relaxed) : 0;
   return static_cast<std::uint64_t>(std::max<std::int64_t>(n, 0));
@@ -662,6 +662,7 @@ void ServerCore::check_drained() {
   {
     std::lock_guard lock(mu_);
     if (stopped_) return;  // stop() came first: it completes the shutdown (aborted)
+    if (local_context_->in_flight.load() > 0) return;  // in-process calls (the gateway) run to their replies too
     for (const auto& [id, c] : channels_) {
       if (c.context && c.context->in_flight.load() > 0) return;
     }

@@ -279,6 +279,25 @@ TEST(Introspection, AsyncInvokeRunsAHandlerInProcessWithItsDeadline) {
   EXPECT_EQ(fx.server.async_invoke("echo", "f", 0ms, boost::asio::use_future).get().payload, "f");
 }
 
+TEST(Introspection, AGracefulShutdownWaitsForInProcessCalls) {
+  RpcFixture fx;
+  std::promise<void> invoked, shut;
+  std::atomic<bool> invoke_first{false};
+  fx.server.async_invoke("sleep", "300", 0ms, [&](error_code ec, Response r) {
+    EXPECT_FALSE(ec) << r.error_message;
+    invoke_first = true;
+    invoked.set_value();
+  });
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return fx.server.stats().in_flight == 1; }));
+  fx.server.async_shutdown(10s, [&](error_code ec) {
+    EXPECT_FALSE(ec) << ec.message();
+    EXPECT_TRUE(invoke_first.load()) << "the drain ended before the in-process call replied";
+    shut.set_value();
+  });
+  ASSERT_EQ(invoked.get_future().wait_for(20s), std::future_status::ready);
+  ASSERT_EQ(shut.get_future().wait_for(20s), std::future_status::ready);
+}
+
 TEST(Introspection, MetricsOffKeepsNoMethodCells) {
   wheelrpc::rpc::ServerOptions so;
   so.metrics = false;
