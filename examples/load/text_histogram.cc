@@ -46,9 +46,18 @@ std::string text_histogram(const support::LatencyHistogram& h, std::chrono::nano
       // ceil(8 n / fullest), in integers: any non-empty bucket shows.
       level = static_cast<std::size_t>((8 * counts[i] + fullest - 1) / fullest);
     }
+    // Appended piece by piece: GCC 12 at -O3 warns (-Wrestrict, a false
+    // positive) on "<" + std::string.
     out += ' ';
-    out += i == 0 ? "<" + label(kEdgesMs.front())
-                  : i == kBuckets - 1 ? ">" + label(kEdgesMs.back()) : label(kEdgesMs[i]);
+    if (i == 0) {
+      out += '<';
+      out += label(kEdgesMs.front());
+    } else if (i == kBuckets - 1) {
+      out += '>';
+      out += label(kEdgesMs.back());
+    } else {
+      out += label(kEdgesMs[i]);
+    }
     out += ' ';
     out += kBars[level];
   }
