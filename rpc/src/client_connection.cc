@@ -245,8 +245,9 @@ void ClientCore::on_closed(ClientConnection& conn, const error_code& ec, const s
     if (!was_ready) fail_fast_waiting();  // a failed handshake is a failed connect
   }
   const std::string what = "connection lost (" + reason + (ec ? ": " + ec.message() : "") + ")";
-  for (auto& [ptr, id] : lost) {
-    Call& call = *ptr;
+  for (auto& entry : lost) {
+    Call& call = *entry.first;
+    const std::uint64_t id = entry.second;  // not a structured binding: clang 14 cannot capture those
     Completion done;
     {
       CallLock lock(call.mu);

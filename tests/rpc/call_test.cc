@@ -65,7 +65,18 @@ TEST(Call, AttachmentsTravelToTheHandler) {
   fx.server.handle("attach", [](wheelrpc::rpc::Request req, wheelrpc::rpc::Responder r) {
     // The caller's attachments in order, then the traceparent every call carries.
     std::string all;
-    for (auto& [k, v] : req.attachments) all += k + "=" + (k == "traceparent" ? "<" + std::to_string(v.size()) + ">" : v) + ";";
+    for (auto& [k, v] : req.attachments) {
+      all += k;
+      all += '=';
+      if (k == "traceparent") {  // its length: the value is random
+        all += '<';
+        all += std::to_string(v.size());
+        all += '>';
+      } else {
+        all += v;
+      }
+      all += ';';
+    }
     r.reply(all, {{"reply-key", "reply-value"}});
   });
   CallOptions o;
