@@ -114,13 +114,16 @@ void EtcdRegistryImpl::on_keepalive(std::int64_t lease, error_code ec, const std
       lease_expired_reported_ = true;
       const std::string gone = fmt::format("lease {:x} expired while etcd was unreachable ({})", lease,
                                            why.empty() ? ec.message() : why);
+      // The count first: a listener told of the loss may read the stats at once.
+      std::vector<Registration*> lost;
       for (auto& [key, r] : regs_) {
         if (r.registered) {
           r.registered = false;
-          report(r, make_error_code(errc::unavailable), gone);
+          lost.push_back(&r);
         }
       }
       update_registered_now();
+      for (auto* r : lost) report(*r, make_error_code(errc::unavailable), gone);
     }
     schedule_keepalive(lease, delay);
     return;
@@ -151,13 +154,15 @@ void EtcdRegistryImpl::lease_lost(std::int64_t lease, const std::string& why) {
   update_stats([](RegistryStats& s) { ++s.lease_losses; });
   keepalive_.cancel();
   set_lease(0);
+  std::vector<Registration*> lost;  // the count first, as above
   for (auto& [key, r] : regs_) {
     if (r.registered) {
       r.registered = false;
-      report(r, make_error_code(errc::etcd_error), why);
+      lost.push_back(&r);
     }
   }
   update_registered_now();
+  for (auto* r : lost) report(*r, make_error_code(errc::etcd_error), why);
   ensure_lease();
 }
 
