@@ -144,11 +144,19 @@ TEST(Limits, ResourceExhaustedIsRetriedOnAnotherProvider) {
   ASSERT_FALSE(busy.listen(wheelrpc::test::loopback0()));
   ASSERT_FALSE(spare.listen(wheelrpc::test::loopback0()));
   wheelrpc::rpc::Client only_busy(threads.io.get_executor(), timer, {busy.local_endpoint()});
-  wheelrpc::rpc::Client both(threads.io.get_executor(), timer, {busy.local_endpoint(), spare.local_endpoint()});
+  wheelrpc::rpc::ClientOptions rr;
+  rr.load_balance = wheelrpc::rpc::LoadBalance::round_robin;
+  wheelrpc::rpc::Client both(threads.io.get_executor(), timer, {busy.local_endpoint(), spare.local_endpoint()}, rr);
   CallOptions o;
   o.timeout = 20s;
   auto holding = wheelrpc::test::start(only_busy, "work", "", o);
   ASSERT_TRUE(wheelrpc::test::wait_until([&] { return held.size() == 1; }));
+  // Both connections ready first, so round robin sends first attempts to each in turn.
+  both.connect();
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] {
+    const auto ps = both.providers();
+    return ps.size() == 2 && ps[0].ready && ps[1].ready;
+  }));
   // Whichever provider the first attempt goes to, the call ends on the spare.
   for (int i = 0; i < 4; ++i) {
     const auto out = call(both, "work", o);
