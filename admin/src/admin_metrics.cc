@@ -65,11 +65,11 @@ std::string AdminCore::metrics_text() const {
     out.sample({}, static_cast<double>(stats.connections));
   }
 
+  rpc::ClientStats sum;  // the clients' counters, summed
   if (!clients_.empty()) {
     std::vector<rpc::MethodStats> methods;  // summed across clients, in the order first seen
     std::map<std::string, std::size_t> index;
     std::map<std::string, std::array<std::uint64_t, 4>> providers;  // ok, failed, cancelled, connect attempts
-    rpc::ClientStats sum;
     for (const auto& nc : clients_) {
       for (auto& m : nc.client->method_stats()) {
         auto [it, fresh] = index.emplace(m.method, methods.size());
@@ -121,22 +121,17 @@ std::string AdminCore::metrics_text() const {
     out.begin("wheelrpc_reconnect_attempts_total", MetricType::counter,
               "Connect attempts to each provider (the first one included).");
     for (const auto& [peer, row] : providers) out.sample({{"provider", peer}}, static_cast<double>(row[3]));
-
-    out.begin("wheelrpc_heartbeats_sent_total", MetricType::counter, "Heartbeats sent on idle connections, by side.");
-    out.sample({{"side", "client"}}, static_cast<double>(sum.heartbeats_sent));
-    if (server_) out.sample({{"side", "server"}}, static_cast<double>(server_->stats().heartbeats_sent));
-    out.begin("wheelrpc_idle_closes_total", MetricType::counter,
-              "Connections closed for reading nothing within their idle timeout, by side.");
-    out.sample({{"side", "client"}}, static_cast<double>(sum.idle_closes));
-    if (server_) out.sample({{"side", "server"}}, static_cast<double>(server_->stats().idle_closes));
-  } else if (server_) {
-    const auto s = server_->stats();
-    out.begin("wheelrpc_heartbeats_sent_total", MetricType::counter, "Heartbeats sent on idle connections, by side.");
-    out.sample({{"side", "server"}}, static_cast<double>(s.heartbeats_sent));
-    out.begin("wheelrpc_idle_closes_total", MetricType::counter,
-              "Connections closed for reading nothing within their idle timeout, by side.");
-    out.sample({{"side", "server"}}, static_cast<double>(s.idle_closes));
   }
+
+  // Channel tasks, by side (each side present only when shown).
+  const auto server_stats = server_ ? server_->stats() : rpc::ServerStats{};
+  out.begin("wheelrpc_heartbeats_sent_total", MetricType::counter, "Heartbeats sent on idle connections, by side.");
+  if (!clients_.empty()) out.sample({{"side", "client"}}, static_cast<double>(sum.heartbeats_sent));
+  if (server_) out.sample({{"side", "server"}}, static_cast<double>(server_stats.heartbeats_sent));
+  out.begin("wheelrpc_idle_closes_total", MetricType::counter,
+            "Connections closed for reading nothing within their idle timeout, by side.");
+  if (!clients_.empty()) out.sample({{"side", "client"}}, static_cast<double>(sum.idle_closes));
+  if (server_) out.sample({{"side", "server"}}, static_cast<double>(server_stats.idle_closes));
 
   // Connections by side and state, every state present.
   constexpr rpc::ConnectionInfo::State kStates[] = {

@@ -1,5 +1,8 @@
 #include "method_metrics.h"
 
+#include <wheelrpc/timer/clock.h>
+#include <wheelrpc/transport/channel.h>
+
 #include <algorithm>
 #include <bit>
 
@@ -162,6 +165,30 @@ std::vector<TimeoutRecord> TimeoutLog::snapshot() const {
     out.push_back(ring_[idx]);
   }
   return out;
+}
+
+namespace {
+std::chrono::milliseconds age_ms(std::chrono::steady_clock::time_point then, std::chrono::steady_clock::time_point now) {
+  return std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(now - then));
+}
+}  // namespace
+
+void fill_channel_info(ConnectionInfo& info, const transport::Channel& ch) {
+  const auto steady = std::chrono::steady_clock::now();
+  info.local = ch.local();
+  info.remote = ch.remote();
+  info.age = age_ms(ch.created(), steady);
+  const auto traffic = ch.traffic();
+  info.bytes_in = traffic.bytes_in;
+  info.bytes_out = traffic.bytes_out;
+  info.frames_in = traffic.frames_in;
+  info.frames_out = traffic.frames_out;
+  info.heartbeats_sent = traffic.heartbeats_sent;
+  // The channel stamps reads and writes with the timer's fast clock, a
+  // steady clock with the same epoch.
+  const auto fast = timer::fast_steady_now();
+  info.last_read_age = age_ms(ch.last_read(), fast);
+  info.last_write_age = age_ms(ch.last_write(), fast);
 }
 
 }  // namespace wheelrpc::rpc::detail

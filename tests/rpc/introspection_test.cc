@@ -31,9 +31,7 @@ namespace {
 using wheelrpc::test::Outcome;
 
 Outcome call(wheelrpc::rpc::Client& client, std::string method, std::string payload, CallOptions o = {}) {
-  auto f = wheelrpc::test::start(client, std::move(method), std::move(payload), std::move(o));
-  if (f.wait_for(20s) != std::future_status::ready) return {make_error_code(errc::server_error), {{}, {}, "no completion within 20 s"}, {}};
-  return f.get();
+  return wheelrpc::test::call_and_wait(client, std::move(method), std::move(payload), std::move(o));
 }
 
 const MethodStats* find(const std::vector<MethodStats>& all, const std::string& method) {

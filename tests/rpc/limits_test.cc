@@ -29,9 +29,7 @@ using wheelrpc::test::RpcFixture;
 namespace {
 
 wheelrpc::test::Outcome call(wheelrpc::rpc::Client& client, std::string method, CallOptions o = {}) {
-  auto f = wheelrpc::test::start(client, std::move(method), "", std::move(o));
-  if (f.wait_for(30s) != std::future_status::ready) return {make_error_code(errc::server_error), {{}, {}, "no completion within 30 s"}, {}};
-  return f.get();
+  return wheelrpc::test::call_and_wait(client, std::move(method), "", std::move(o));
 }
 
 /// Responders held until released: calls that stay running as long as the test wants.

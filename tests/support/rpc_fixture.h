@@ -76,6 +76,17 @@ inline std::future<Outcome> start(rpc::Client& client, std::string method, std::
   return f;
 }
 
+/// Starts a call and waits for it (at most `limit`; past it, a server_error
+/// outcome that says so).
+inline Outcome call_and_wait(rpc::Client& client, std::string method, std::string payload = {},
+                             rpc::CallOptions o = {}, std::chrono::seconds limit = std::chrono::seconds(30)) {
+  auto f = start(client, std::move(method), std::move(payload), std::move(o));
+  if (f.wait_for(limit) != std::future_status::ready) {
+    return {make_error_code(rpc::errc::server_error), {{}, {}, "no completion within the test's limit"}, {}};
+  }
+  return f.get();
+}
+
 inline boost::asio::ip::tcp::endpoint loopback0() {
   return {boost::asio::ip::make_address("127.0.0.1"), 0};
 }
