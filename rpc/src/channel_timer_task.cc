@@ -170,8 +170,11 @@ TimePoint HeartbeatTimerTask::next_check(const WatchedChannel& w, TimePoint now)
 }
 
 TimePoint CloseTimerTask::next_check(const WatchedChannel& w, TimePoint now) const {
-  if (!w.channel || !w.channel->is_open() || w.idle_timeout.count() <= 0) return kNoDue;
-  const auto due = std::min(w.channel->last_read(), w.channel->last_write()) + w.idle_timeout;
+  if (!w.channel || !w.channel->is_open()) return kNoDue;
+  auto due = w.close_at;
+  if (w.idle_timeout.count() > 0) {
+    due = std::min(due, std::min(w.channel->last_read(), w.channel->last_write()) + w.idle_timeout);
+  }
   return due > now ? due : kNoDue;  // closing now: the tick looks again
 }
 
@@ -182,7 +185,15 @@ TimePoint ReconnectTimerTask::next_check(const WatchedChannel& w, TimePoint now)
 }
 
 void CloseTimerTask::do_task(const WatchedChannel& w, std::chrono::steady_clock::time_point now) {
-  if (!w.channel || !w.channel->is_open() || w.idle_timeout.count() <= 0) return;
+  if (!w.channel || !w.channel->is_open()) return;
+  if (now >= w.close_at) {
+    closed_.fetch_add(1, std::memory_order_relaxed);
+    w.channel->close(transport::make_error_code(transport::errc::idle_timeout),
+                     fmt::format("drain deadline reached ({} ms ago)",
+                                 std::chrono::duration_cast<std::chrono::milliseconds>(now - w.close_at).count()));
+    return;
+  }
+  if (w.idle_timeout.count() <= 0) return;
   const auto read_idle = now - w.channel->last_read();
   const auto write_idle = now - w.channel->last_write();
   if (read_idle <= w.idle_timeout && write_idle <= w.idle_timeout) return;

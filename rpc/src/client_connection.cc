@@ -60,7 +60,11 @@ std::optional<std::vector<WatchedChannel>> ClientConnection::watched() {
   auto core = core_.lock();
   if (!core) return std::nullopt;
   std::vector<WatchedChannel> out;
-  if (!wanted.load(std::memory_order_acquire)) return out;
+  // A provider that left is not reconnected, but while its channel drains it
+  // heartbeats as before: calls still in flight on it need the peer to keep
+  // it open (no idle close) and a dead peer found (the read idle timeout).
+  const bool draining = retired.load(std::memory_order_acquire);
+  if (!wanted.load(std::memory_order_acquire) && !draining) return out;
   WatchedChannel w;
   const State s = state_mirror.load(std::memory_order_acquire);
   if (s == State::ready || s == State::handshaking) {
@@ -70,7 +74,7 @@ std::optional<std::vector<WatchedChannel>> ClientConnection::watched() {
     w.heartbeat = std::chrono::milliseconds(s == State::ready ? heartbeat_ms.load(std::memory_order_relaxed) : 0);
     w.idle_timeout = std::chrono::milliseconds(idle_timeout_ms.load(std::memory_order_relaxed));
   }
-  if (s == State::idle) {
+  if (s == State::idle && !draining) {
     w.reconnect = [weak = std::weak_ptr<ClientCore>(core), self = shared_from_this()](TimePoint) {
       if (auto c = weak.lock()) {
         asio::post(c->executor(), [c, self] { c->maybe_reconnect(*self, c->now()); });

@@ -225,7 +225,7 @@ void ClientCore::retire(const std::shared_ptr<ClientConnection>& c, ToClose& to_
   {
     std::lock_guard conn_lock(c->mu);
     c->retired.store(true, std::memory_order_seq_cst);
-    c->wanted.store(false, std::memory_order_release);  // no heartbeat, no reconnect from now on
+    c->wanted.store(false, std::memory_order_release);  // no reconnect from now on (heartbeats while it drains)
     if (c->channel) {
       keep = true;  // it drains: closed when its last attempt ends, or after the grace
       if (c->active.load(std::memory_order_seq_cst) == 0) close_now = c->channel;
@@ -235,16 +235,18 @@ void ClientCore::retire(const std::shared_ptr<ClientConnection>& c, ToClose& to_
   }
   if (keep) {
     retiring_[c->endpoint()] = c;
-    // Its CloseTimerTask: closes the channel after `removal_grace` without a
-    // write (no attempt goes to it any more, no heartbeat either).
+    // Its CloseTimerTask: closes the channel `removal_grace` from now. Until
+    // then it keeps its heartbeats (ClientConnection::watched), so neither
+    // side takes a connection that still carries calls for an idle one.
     const auto grace = options_.removal_grace;
+    const auto close_at = timer::fast_steady_now() + grace;
     c->close_task = std::make_shared<CloseTimerTask>(
-        [weak = std::weak_ptr<ClientConnection>(c), grace]() -> std::optional<std::vector<WatchedChannel>> {
+        [weak = std::weak_ptr<ClientConnection>(c), close_at]() -> std::optional<std::vector<WatchedChannel>> {
           auto conn = weak.lock();
           if (!conn || !conn->retired.load(std::memory_order_acquire)) return std::nullopt;
           WatchedChannel w;
           w.channel = conn->watched_channel.load();
-          w.idle_timeout = grace;
+          w.close_at = close_at;
           return std::vector<WatchedChannel>{std::move(w)};
         },
         grace);

@@ -180,7 +180,7 @@ std::optional<std::vector<WatchedChannel>> ServerCore::watched() {
     if (!ch) continue;
     std::chrono::milliseconds agreed(c.heartbeat_ms->load(std::memory_order_relaxed));
     if (agreed.count() == 0) agreed = options_.heartbeat;  // before HELLO (hello_timeout applies too)
-    out.push_back({std::move(ch), agreed, close_timeout_for(agreed), {}});
+    out.push_back({std::move(ch), agreed, close_timeout_for(agreed), {}, std::chrono::steady_clock::time_point::max()});
   }
   return out;
 }

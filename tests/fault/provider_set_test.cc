@@ -183,6 +183,40 @@ TEST(ProviderSet, CallsInFlightOnARemovedProviderFinishThenItsChannelCloses) {
   ASSERT_TRUE(wait_until([&] { return s.c.client->providers().back().active == 0; }));
 }
 
+TEST(ProviderSet, ADrainingConnectionKeepsItsHeartbeatsSoNeitherSideClosesItAsIdle) {
+  // The servers idle-close a connection that sends nothing for three
+  // heartbeats (300 ms here); the call below is held far longer than that.
+  SourcedCluster s({Mode::hold, Mode::reply});
+  s.source->report({s.ep(0)});
+  s.c.connect_all();
+  CallOptions o = wheelrpc::test::opts(20s);
+  o.retries = 2;
+  auto f = start(s.c, "work", "", o);
+  ASSERT_TRUE(wait_until([&] { return s.c.providers[0]->held_count() == 1; }));
+  s.source->report({s.ep(1)});
+  auto heartbeats_to_p0 = [&]() -> std::uint64_t {
+    for (const auto& row : s.c.client->connections()) {
+      if (row.remote == s.peer(0)) return row.heartbeats_sent;
+    }
+    return 0;
+  };
+  const auto before = heartbeats_to_p0();
+  ASSERT_TRUE(wait_until([&] { return heartbeats_to_p0() >= before + 5; }, 15s))
+      << "a provider that left still heartbeats while a call drains on it";
+  EXPECT_EQ(s.c.providers[0]->server.stats().idle_closes, 0u);
+  EXPECT_EQ(s.c.providers[0]->server.stats().connections, 1u);
+  {
+    std::lock_guard lock(s.c.providers[0]->mu);
+    s.c.providers[0]->held.front().reply("p0");
+  }
+  auto out = wheelrpc::test::wait(f);
+  ASSERT_FALSE(out.ec) << out.response.error_message;
+  EXPECT_EQ(out.response.payload, "p0") << "finished where it was sent";
+  EXPECT_EQ(s.c.client->stats().retries, 0u);
+  // Drained: closed at once, not after the grace.
+  ASSERT_TRUE(wait_until([&] { return s.c.providers[0]->server.stats().connections == 0; }, 5s));
+}
+
 TEST(ProviderSet, ARemovedProvidersCallsBeyondTheGraceAreRetriedElsewhere) {
   auto co = wheelrpc::test::client_options();
   co.removal_grace = 200ms;
@@ -194,8 +228,8 @@ TEST(ProviderSet, ARemovedProvidersCallsBeyondTheGraceAreRetriedElsewhere) {
   auto f = start(s.c, "work", "", o);
   ASSERT_TRUE(wait_until([&] { return s.c.providers[0]->held_count() == 1; }));
   s.source->report({s.ep(1)});
-  // The CloseTimerTask closes p0's channel 200 ms after its last write; the
-  // call, lost with it, is retried on p1.
+  // The CloseTimerTask closes p0's channel 200 ms after it left the set
+  // (heartbeats or not); the call, lost with it, is retried on p1.
   auto out = wheelrpc::test::wait(f);
   ASSERT_FALSE(out.ec) << out.response.error_message;
   EXPECT_EQ(out.response.payload, "p1");

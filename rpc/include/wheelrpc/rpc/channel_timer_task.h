@@ -34,6 +34,10 @@ struct WatchedChannel {
   /// connection's backoff. Called where the task's check runs (possibly the
   /// timer's worker): it must only decide and post. Empty elsewhere.
   std::function<void(std::chrono::steady_clock::time_point now)> reconnect;
+  /// CloseTimerTask: closes the channel at this time (steady clock) whatever
+  /// its traffic: a drain's end (a provider that left the set gets
+  /// `removal_grace`, heartbeats and all). max() = no such deadline.
+  std::chrono::steady_clock::time_point close_at = std::chrono::steady_clock::time_point::max();
 };
 
 /// Returns the channels to check, each time the task runs; std::nullopt once
@@ -153,7 +157,8 @@ class HeartbeatTimerTask final : public AbstractTimerTask {
 };
 
 /// Closes every channel that has read nothing or written nothing for longer
-/// than its idle timeout (a server's idle connections).
+/// than its idle timeout (a server's idle connections), or whose `close_at`
+/// has come (a client's draining connection to a provider that left).
 class CloseTimerTask final : public AbstractTimerTask {
  public:
   CloseTimerTask(ChannelProvider provider, std::chrono::milliseconds tick,
