@@ -198,8 +198,9 @@ struct ClientOptions {
 
   /// A provider that leaves the set gets no new attempts; its calls in flight
   /// run on, and its channel is closed once they are done, or by its
-  /// CloseTimerTask after this long without a write (then the calls still on
-  /// it fail with connection_lost and are retried elsewhere). Default 10 s; > 0.
+  /// CloseTimerTask this long after it left (then the calls still on it
+  /// fail with connection_lost and are retried elsewhere). Until then it
+  /// heartbeats as before, so a slow call is not taken for an idle connection. Default 10 s; > 0.
   std::chrono::milliseconds removal_grace{10000};
 
   /// Per-method metrics (Client::method_stats(): calls by outcome, latency
