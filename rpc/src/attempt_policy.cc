@@ -135,6 +135,12 @@ Outcome deadline_outcome(const DeadlineFacts& f) {
     out.ec = f.last_ec;
     out.message = f.last_error + attempt_note(f.attempts, f.max_attempts, false) +
                   "; no provider was ready for another attempt before the deadline";
+  } else if (f.every_ready_at_limit != 0) {
+    out.message = describe(fmt::format("timeout (not sent: every ready provider has {} attempts in flight, "
+                                       "max_active_per_provider)",
+                                       f.every_ready_at_limit),
+                           f.elapsed, f.method, f.peer) +
+                  inherited;
   } else {
     out.message = describe("timeout (not sent: no connection ready)", f.elapsed, f.method, f.peer) + inherited;
   }

@@ -116,6 +116,9 @@ struct DeadlineFacts {
   std::chrono::milliseconds elapsed{0};
   std::string_view method;
   std::string_view peer;  ///< of the latest attempt, else every provider
+  /// Not sent because every ready provider had this many attempts in flight
+  /// (ClientOptions::max_active_per_provider); 0: not so.
+  std::size_t every_ready_at_limit = 0;
 };
 
 struct Outcome {

@@ -69,10 +69,17 @@ class ClientConnection final : public transport::ChannelHandler,
   const boost::asio::ip::tcp::endpoint& endpoint() const noexcept { return endpoint_; }
   const std::string& peer() const noexcept { return peer_; }
 
-  /// What load balancing sees (lock-free).
-  ProviderSnapshot snapshot() const noexcept {
-    return {ready.load(std::memory_order_acquire), active.load(std::memory_order_relaxed),
+  /// What load balancing sees (lock-free): a provider with `max_active`
+  /// attempts in flight (0: no limit) is not eligible, as if not ready.
+  ProviderSnapshot snapshot(std::size_t max_active) const noexcept {
+    const auto n = active.load(std::memory_order_relaxed);
+    return {ready.load(std::memory_order_acquire) && (max_active == 0 || n < max_active), n,
             failures.load(std::memory_order_relaxed)};
+  }
+  /// Ready and below `max_active` attempts in flight (0: no limit).
+  bool has_slot(std::size_t max_active) const noexcept {
+    return ready.load(std::memory_order_acquire) &&
+           (max_active == 0 || active.load(std::memory_order_relaxed) < max_active);
   }
   /// Idle after a failed connect attempt, waiting out its backoff (lock-free).
   bool in_backoff() const noexcept {

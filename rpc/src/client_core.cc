@@ -273,12 +273,13 @@ std::optional<std::size_t> ClientCore::pick(CallLock& lock, const Call& call, co
   assert(lock.owns_lock() && call.mu.held());
   (void)lock;
   const auto& conns = set.conns;
+  const std::size_t cap = options_.max_active_per_provider;
   if (conns.size() == 1 && call.live.empty()) {  // one provider, no attempt in flight: nothing to balance
-    return conns[0]->ready.load(std::memory_order_acquire) ? std::optional<std::size_t>(0) : std::nullopt;
+    return conns[0]->has_slot(cap) ? std::optional<std::size_t>(0) : std::nullopt;
   }
   boost::container::small_vector<ProviderSnapshot, 8> snapshots;
   snapshots.reserve(conns.size());
-  for (const auto& conn : conns) snapshots.push_back(conn->snapshot());
+  for (const auto& conn : conns) snapshots.push_back(conn->snapshot(cap));
   // The call knows its providers by identity; the policy by index in this set.
   const auto index_of = [&](const ClientConnection* c) -> std::optional<std::size_t> {
     for (std::size_t i = 0; i < conns.size(); ++i) {
@@ -333,7 +334,7 @@ void ClientCore::dispatch(CallLock& lock, Call& call, Completion& done) {
     // fail fast (fail_fast_waiting). Providers that keep flapping between
     // ready and not get a few rounds, then the call waits like any other.
     const auto now_set = current_set();
-    if (!any_ready(*now_set) || round == kRounds - 1) {
+    if (!any_slot(*now_set) || round == kRounds - 1) {
       if (!call.wait_for_ready && nothing_to_wait_for(*now_set)) {
         books.unlock();
         fail_unavailable(lock, call, *now_set, done);
@@ -348,9 +349,9 @@ void ClientCore::dispatch(CallLock& lock, Call& call, Completion& done) {
   if (call.wait_for_ready) wake_all(now());  // the others did, above
 }
 
-bool ClientCore::any_ready(const ProviderSet& set) noexcept {
-  return std::any_of(set.conns.begin(), set.conns.end(),
-                     [](const auto& c) { return c->ready.load(std::memory_order_acquire); });
+bool ClientCore::any_slot(const ProviderSet& set) const noexcept {
+  const std::size_t cap = options_.max_active_per_provider;
+  return std::any_of(set.conns.begin(), set.conns.end(), [cap](const auto& c) { return c->has_slot(cap); });
 }
 
 bool ClientCore::nothing_to_wait_for(const ProviderSet& set) noexcept {
@@ -420,6 +421,9 @@ bool ClientCore::send_attempt(CallLock& lock, Call& call, const std::shared_ptr<
         conn.state != ClientConnection::State::ready || !conn.channel) {
       return false;
     }
+    // Two calls may have picked its last slot at once: one gets it.
+    const std::size_t cap = options_.max_active_per_provider;
+    if (cap != 0 && conn.active.load(std::memory_order_relaxed) >= cap) return false;
     channel = conn.channel;
     a.id = conn.table.insert(CallPtr(&call));
     // Counted before the lock drops: a retire (under this lock) that sees
@@ -843,6 +847,11 @@ void ClientCore::on_deadline(const CallPtr& ptr) {
     const auto set = current_set();
     f.peer = call.latest ? std::string_view(call.latest->peer()) : std::string_view(set->peers);
     for (const auto& a : call.live) a.conn->failures.fetch_add(1, std::memory_order_relaxed);
+    if (!f.sent && options_.max_active_per_provider != 0 && !any_slot(*set) &&
+        std::any_of(set->conns.begin(), set->conns.end(),
+                    [](const auto& c) { return c->ready.load(std::memory_order_acquire); })) {
+      f.every_ready_at_limit = options_.max_active_per_provider;
+    }
     if (!f.sent) {
       f.every_provider_failed = !set->conns.empty();
       for (const auto& c : set->conns) {

@@ -177,7 +177,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// source failed before reporting any.
   static bool nothing_to_wait_for(const ProviderSet& set) noexcept;
   /// A provider of `set` is ready (lock-free).
-  static bool any_ready(const ProviderSet& set) noexcept;
+  /// A provider is ready with a slot free under max_active_per_provider.
+  bool any_slot(const ProviderSet& set) const noexcept;
   /// Fails the attempt of a call that does not wait for ready when there is
   /// nothing to wait for (unavailable, naming the connect errors or why there
   /// is no provider).

@@ -94,7 +94,7 @@ void ClientCore::on_source_report(error_code ec, std::vector<tcp::endpoint> endp
   // waited while the set had none ready. The set is published before the
   // drain takes books_mu_, so a call that starts waiting after the drain
   // saw this set (dispatch reads it under books_mu_) and did not wait.
-  if (any_ready(*current_set())) dispatch_waiting();
+  if (any_slot(*current_set())) dispatch_waiting();
   fail_fast_waiting();
 }
 
@@ -291,6 +291,14 @@ void ClientCore::forget_retired(ClientConnection& conn) {
 }
 
 void ClientCore::attempt_ended(ClientConnection& conn, std::uint64_t before) {
+  // A slot freed on a provider at its max_active_per_provider: calls waiting
+  // for one go now. Posted: the caller may hold a call's lock. A call that
+  // decides to wait (under books_mu_) after this decrement sees the slot;
+  // one that decided before is in the list the posted drain takes.
+  const std::size_t cap = options_.max_active_per_provider;
+  if (cap != 0 && before == cap && conn.ready.load(std::memory_order_acquire)) {
+    asio::post(ex_, [self = shared_from_this()] { self->dispatch_waiting(); });
+  }
   // Pairs with retire(): it marks the provider retired, then reads `active`;
   // here `active` drops, then `retired` is read. One of the two sees the other.
   if (before == 1 && conn.retired.load(std::memory_order_seq_cst)) {

@@ -68,6 +68,9 @@ void validate(const ClientOptions& o) {
     throw std::invalid_argument("ClientOptions::retry.budget_window must be between 1 and 600 s");
   }
   if (o.failback.interval.count() <= 0) throw std::invalid_argument("ClientOptions::failback.interval must be > 0");
+  if (o.max_active_per_provider > o.max_pending_calls) {
+    throw std::invalid_argument("ClientOptions::max_active_per_provider must be at most max_pending_calls");
+  }
   if (o.removal_grace.count() <= 0 || o.removal_grace > kLongest) {
     throw std::invalid_argument("ClientOptions::removal_grace must be > 0 and at most 0xffffffff ms");
   }

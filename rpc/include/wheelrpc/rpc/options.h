@@ -170,6 +170,14 @@ struct ClientOptions {
   /// once with errc::too_many_pending. Default 65536.
   std::size_t max_pending_calls = 65536;
 
+  /// Most attempts in flight on one provider at once (Dubbo's `actives`). A
+  /// provider at its limit gets no new attempt: load balancing picks among
+  /// the others, and when every ready provider is at its limit the attempt
+  /// waits for a slot (as for a ready connection) until the call's deadline,
+  /// then fails with errc::timeout ("not sent: every ready provider has N
+  /// attempts in flight"). 0 (default) = no limit.
+  std::size_t max_active_per_provider = 0;
+
   /// Socket-level limits (largest body accepted, write queue bound, buffers).
   transport::ChannelOptions channel;
 
