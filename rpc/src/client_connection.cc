@@ -166,7 +166,8 @@ void ClientCore::on_connected(ClientConnection& conn, error_code ec, asio::ip::t
   conn_lock.unlock();
   if (task) task->check_within(options_.connect_timeout);  // a HELLO that never comes
   channel->start();
-  channel->send(make_hello(next_event_id_.fetch_add(1, std::memory_order_relaxed), options_.heartbeat, true));
+  channel->send(make_hello(next_event_id_.fetch_add(1, std::memory_order_relaxed), options_.heartbeat, true,
+                           options_.channel.max_body));
 }
 
 void ClientCore::on_hello(ClientConnection& conn, const transport::Frame& frame) {
@@ -175,6 +176,7 @@ void ClientCore::on_hello(ClientConnection& conn, const transport::Frame& frame)
     if (conn.closed || conn.state != State::handshaking) return;
     const auto heartbeat = std::max(hello_heartbeat(frame).value_or(options_.heartbeat), options_.heartbeat);
     conn.heartbeat_ms.store(heartbeat.count(), std::memory_order_relaxed);
+    conn.peer_max_body.store(hello_max_body(frame), std::memory_order_relaxed);
     conn.idle_timeout_ms.store(idle_timeout_for(heartbeat).count(), std::memory_order_relaxed);
     conn.failing.store(false, std::memory_order_release);
     conn.set_state(State::ready);

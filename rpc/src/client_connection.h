@@ -107,6 +107,7 @@ class ClientConnection final : public transport::ChannelHandler,
   std::atomic<std::uint64_t> cancelled{0};  // of which abandoned in flight
   std::atomic<std::uint64_t> connect_attempts{0};
   std::atomic<std::int64_t> heartbeat_ms{0};   // agreed in the HELLO exchange
+  std::atomic<std::uint32_t> peer_max_body{transport::kDefaultMaxBody};  // the server's, from its HELLO
   std::atomic<std::int64_t> idle_timeout_ms{0};  // the reconnect task's limit (handshake: connect_timeout)
   SharedPtrCell<transport::Channel> watched_channel;
 

@@ -455,8 +455,14 @@ bool ClientCore::send_attempt(CallLock& lock, Call& call, const std::shared_ptr<
   f.method = call.method;
   f.attachments = std::move(call.attachments);
   f.payload = std::move(call.payload);
-  const std::size_t body = transport::encoded_size(f) - transport::kHeaderSize;
-  const bool too_big = body > options_.channel.max_body;  // the peer would close the connection on it
+  // Over our own limit, or the server's (from its HELLO): the server would
+  // close the connection on it, failing every call there.
+  const std::uint32_t server_limit = conn.peer_max_body.load(std::memory_order_relaxed);
+  const std::uint32_t limit = std::min(options_.channel.max_body, server_limit);
+  const std::size_t body = f.payload.size() > limit / 2 || !f.attachments.empty()
+                               ? transport::encoded_size(f) - transport::kHeaderSize
+                               : 0;  // the common case: far below either limit
+  const bool too_big = body > limit;
   const error_code ec = too_big ? error_code{} : channel->send(f);
   call.payload = std::move(f.payload);
   call.attachments = std::move(f.attachments);
@@ -465,8 +471,12 @@ bool ClientCore::send_attempt(CallLock& lock, Call& call, const std::shared_ptr<
   drop_attempt(lock, call, call.live.size() - 1, true);
   if (too_big) {
     complete(lock, call, errc::bad_request,
-             Response{{}, {}, describe(call, fmt::format("request body of {} bytes exceeds the limit of {} bytes, "
-                                                         "not sent", body, options_.channel.max_body))},
+             Response{{}, {}, describe(call, fmt::format("request body of {} bytes exceeds {} of {} bytes, not sent",
+                                                         body,
+                                                         limit < options_.channel.max_body
+                                                             ? "the server's limit (max_body from its HELLO)"
+                                                             : "the limit (ChannelOptions::max_body)",
+                                                         limit))},
              Origin::other, done);
   } else {
     const bool full = ec == transport::errc::write_queue_full;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <wheelrpc/transport/frame.h>
 
@@ -14,14 +15,19 @@ namespace wheelrpc::rpc::detail {
 inline constexpr const char* kHelloMethod = "hello";
 inline constexpr const char* kVersionKey = "version";
 inline constexpr const char* kHeartbeatKey = "heartbeat_ms";
+/// The largest body the sender accepts (its ChannelOptions::max_body): each
+/// side learns the other's limit before it sends anything over it.
+inline constexpr const char* kMaxBodyKey = "max_body";
 
-inline transport::Frame make_hello(std::uint64_t id, std::chrono::milliseconds heartbeat, bool request) {
+inline transport::Frame make_hello(std::uint64_t id, std::chrono::milliseconds heartbeat, bool request,
+                                   std::uint32_t max_body) {
   transport::Frame f;
   f.header.flags = transport::kFlagEvent | (request ? transport::kFlagRequest | transport::kFlagTwoWay : 0);
   f.header.request_id = id;
   if (request) f.method = kHelloMethod;
   f.attachments = {{kVersionKey, std::to_string(transport::kProtocolVersion)},
-                   {kHeartbeatKey, std::to_string(heartbeat.count())}};
+                   {kHeartbeatKey, std::to_string(heartbeat.count())},
+                   {kMaxBodyKey, std::to_string(max_body)}};
   return f;
 }
 
@@ -59,18 +65,33 @@ inline bool is_cancel(const transport::Frame& f) {
   return f.header.is_event() && f.header.is_request() && !f.header.is_two_way() && f.method == kCancelMethod;
 }
 
-/// The heartbeat_ms attachment of a HELLO, if present and valid.
-inline std::optional<std::chrono::milliseconds> hello_heartbeat(const transport::Frame& f) {
+/// A decimal attachment of a HELLO of at most 10 digits, if present and valid.
+inline std::optional<std::uint64_t> hello_number(const transport::Frame& f, std::string_view key) {
   for (const auto& [k, v] : f.attachments) {
-    if (k != kHeartbeatKey || v.empty() || v.size() > 10) continue;
-    std::uint64_t ms = 0;
+    if (k != key || v.empty() || v.size() > 10) continue;
+    std::uint64_t n = 0;
     for (char c : v) {
       if (c < '0' || c > '9') return std::nullopt;
-      ms = ms * 10 + static_cast<std::uint64_t>(c - '0');
+      n = n * 10 + static_cast<std::uint64_t>(c - '0');
     }
-    return std::chrono::milliseconds(static_cast<std::int64_t>(ms));
+    return n;
   }
   return std::nullopt;
+}
+
+/// The heartbeat_ms attachment of a HELLO, if present and valid.
+inline std::optional<std::chrono::milliseconds> hello_heartbeat(const transport::Frame& f) {
+  const auto ms = hello_number(f, kHeartbeatKey);
+  if (!ms) return std::nullopt;
+  return std::chrono::milliseconds(static_cast<std::int64_t>(*ms));
+}
+
+/// The peer's body limit from its HELLO; a peer that does not say (or says
+/// something out of range) is held to the protocol's default, 8 MiB.
+inline std::uint32_t hello_max_body(const transport::Frame& f) {
+  const auto n = hello_number(f, kMaxBodyKey);
+  if (!n || *n == 0 || *n > 0xffffffffu) return transport::kDefaultMaxBody;
+  return static_cast<std::uint32_t>(*n);
 }
 
 }  // namespace wheelrpc::rpc::detail

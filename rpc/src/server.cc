@@ -53,7 +53,8 @@ class ServerConnection final : public transport::ChannelHandler {
       const auto theirs = hello_heartbeat(frame).value_or(context_->core->options().heartbeat);
       const auto agreed = std::max(theirs, context_->core->options().heartbeat);
       heartbeat_ms_->store(agreed.count(), std::memory_order_relaxed);
-      channel.send(make_hello(frame.header.request_id, agreed, false));
+      context_->peer_max_body.store(hello_max_body(frame), std::memory_order_relaxed);
+      channel.send(make_hello(frame.header.request_id, agreed, false, context_->core->options().channel.max_body));
       return;
     }
     if (frame.header.is_event()) {
@@ -480,6 +481,21 @@ bool ServerCore::finish(ReplySlot& s, Status status, std::string payload,
   f.payload = std::move(payload);
   auto channel = slot->conn->channel.lock();
   if (!channel) return false;
+  // A reply the client could not take (over the limit its HELLO gave) would
+  // make it close the connection and fail every call on it: this call alone
+  // fails instead.
+  const std::uint32_t limit = slot->conn->peer_max_body.load(std::memory_order_relaxed);
+  if (f.payload.size() > limit / 2 || !f.attachments.empty()) {
+    const std::size_t body = transport::encoded_size(f) - transport::kHeaderSize;
+    if (body > limit) {
+      oversize_replies_.fetch_add(1, std::memory_order_relaxed);
+      f.header.status = static_cast<std::uint8_t>(Status::server_error);
+      f.attachments.clear();
+      f.payload = fmt::format("reply of {} bytes to '{}' exceeds the client's limit of {} bytes (max_body)", body,
+                              slot->method, limit);
+      logger()->warn("conn={} {}", channel->id(), f.payload);
+    }
+  }
   const auto ec = channel->send(f);
   if (ec == transport::errc::write_queue_full) {
     // The client sends requests and reads no replies: closed, not allowed to grow memory.
@@ -693,6 +709,7 @@ ServerStats ServerCore::stats() const {
   s.server_timeouts = server_timeouts_.load(std::memory_order_relaxed);
   s.late_replies = late_replies_.load(std::memory_order_relaxed);
   s.cancelled = cancelled_.load(std::memory_order_relaxed);
+  s.oversize_replies = oversize_replies_.load(std::memory_order_relaxed);
   s.method_not_found = method_not_found_.load(std::memory_order_relaxed);
   s.protocol_errors = protocol_errors_.load(std::memory_order_relaxed);
   s.in_flight = in_flight();

@@ -77,6 +77,7 @@ struct ServerConnContext {
   std::weak_ptr<transport::Channel> channel;  // the channel owns the connection: weak here
   CancelSet cancels;
   std::atomic<std::int64_t> in_flight{0};  // its requests not yet answered
+  std::atomic<std::uint32_t> peer_max_body{transport::kDefaultMaxBody};  // the client's, from its HELLO
 
   friend void intrusive_ptr_add_ref(ServerConnContext* c) noexcept { c->refs.fetch_add(1, std::memory_order_relaxed); }
   friend void intrusive_ptr_release(ServerConnContext* c) noexcept {
@@ -251,7 +252,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
       refused_connections_{0}, slow_reader_closes_{0};
   std::atomic<std::int64_t> last_refusal_log_{0};  // steady ns: refusals are logged at most once a second
   std::atomic<std::uint64_t> accepted_{0}, requests_{0}, replies_{0}, errors_{0}, server_timeouts_{0},
-      late_replies_{0}, method_not_found_{0}, protocol_errors_{0}, cancelled_{0};
+      late_replies_{0}, method_not_found_{0}, protocol_errors_{0}, cancelled_{0}, oversize_replies_{0};
 };
 
 }  // namespace wheelrpc::rpc::detail

@@ -125,16 +125,41 @@ TEST(Call, PayloadOverTheLimitIsRejectedWithoutSending) {
   EXPECT_FALSE(call(*fx.client, "echo", "after").ec) << "the connection is unharmed";
 }
 
-TEST(Call, ServerRejectsAnOversizeFrameAndKeepsServingOthers) {
-  // A client allowed to send more than the server accepts: the server closes
-  // that connection (before allocating) and the call fails cleanly.
+TEST(Call, AClientLearnsTheServersBodyLimitInHelloAndSendsNothingOverIt) {
+  // A client allowed to send more than the server accepts: the server's
+  // HELLO told it the server's limit, so the call fails at once, unsent, and
+  // the connection (which the server would close on such a frame) lives on.
   wheelrpc::rpc::ServerOptions so;
   so.channel.max_body = 1u << 16;
   RpcFixture fx(so);
+  ASSERT_FALSE(call(*fx.client, "echo", "hello first").ec);
   auto out = call(*fx.client, "echo", std::string(1u << 17, 'x'));
-  EXPECT_EQ(out.ec, errc::connection_lost) << out.response.error_message;
+  EXPECT_EQ(out.ec, errc::bad_request) << out.response.error_message;
+  EXPECT_NE(out.response.error_message.find("exceeds the server's limit (max_body from its HELLO) of 65536 bytes"),
+            std::string::npos)
+      << out.response.error_message;
   auto again = call(*fx.client, "echo", "small");
   EXPECT_FALSE(again.ec) << again.response.error_message;
+  EXPECT_EQ(fx.server.stats().accepted, 1u) << "the same connection";
+  EXPECT_EQ(fx.server.stats().protocol_errors, 0u);
+  EXPECT_EQ(fx.client->stats().connects, 1u);
+}
+
+TEST(Call, AReplyOverTheClientsBodyLimitFailsThatCallAloneWithServerError) {
+  wheelrpc::rpc::ClientOptions co;
+  co.channel.max_body = 1u << 16;
+  RpcFixture fx({}, co, 2, [](wheelrpc::rpc::Server& s) {
+    s.handle("big", [](wheelrpc::rpc::Request, wheelrpc::rpc::Responder r) { r.reply(std::string(1u << 17, 'y')); });
+  });
+  auto out = call(*fx.client, "big", "");
+  EXPECT_EQ(out.ec, errc::server_error) << out.response.error_message;
+  EXPECT_NE(out.response.error_message.find("reply of 131075 bytes to 'big' exceeds the client's limit of 65536 bytes"),
+            std::string::npos)
+      << out.response.error_message;
+  EXPECT_EQ(fx.server.stats().oversize_replies, 1u);
+  auto again = call(*fx.client, "echo", "small");
+  EXPECT_FALSE(again.ec) << again.response.error_message;
+  EXPECT_EQ(fx.client->stats().connects, 1u) << "the connection was not closed";
 }
 
 TEST(Call, ConcurrentCallsFromManyThreads) {

@@ -107,6 +107,8 @@ struct ServerStats {
   std::uint64_t refused_connections = 0;    ///< connections closed at once over ServerOptions::max_connections
   std::uint64_t slow_reader_closes = 0;     ///< connections closed because replies queued past
                                             ///< ChannelOptions::max_write_queue_bytes (the client reads none)
+  std::uint64_t oversize_replies = 0;       ///< replies over the client's body limit (from its HELLO),
+                                            ///< answered server_error instead
 };
 
 /// Where a server is in its life, for health checks.
