@@ -172,7 +172,7 @@ TimePoint HeartbeatTimerTask::next_check(const WatchedChannel& w, TimePoint now)
 TimePoint CloseTimerTask::next_check(const WatchedChannel& w, TimePoint now) const {
   if (!w.channel || !w.channel->is_open()) return kNoDue;
   auto due = w.close_at;
-  if (w.idle_timeout.count() > 0) {
+  if (w.idle_timeout.count() > 0 && !w.channel->reading_paused()) {
     due = std::min(due, std::min(w.channel->last_read(), w.channel->last_write()) + w.idle_timeout);
   }
   return due > now ? due : kNoDue;  // closing now: the tick looks again
@@ -194,6 +194,10 @@ void CloseTimerTask::do_task(const WatchedChannel& w, std::chrono::steady_clock:
     return;
   }
   if (w.idle_timeout.count() <= 0) return;
+  // A channel that stopped reading (back-pressure) is busy, not idle: its
+  // requests in flight are as many as it may have, and its peer's heartbeats
+  // wait unread (so none is answered).
+  if (w.channel->reading_paused()) return;
   const auto read_idle = now - w.channel->last_read();
   const auto write_idle = now - w.channel->last_write();
   if (read_idle <= w.idle_timeout && write_idle <= w.idle_timeout) return;

@@ -66,7 +66,19 @@ class ServerConnection final : public transport::ChannelHandler {
       return;  // heartbeat replies (event responses) only refresh last-read
     }
     if (!frame.header.is_request()) return;  // the client never sends responses
-    context_->core->on_request(channel, frame, context_);
+    // The request may close the channel (a reply over the write queue
+    // bound), and the close may destroy this handler: only `context` is used
+    // after it.
+    const ConnContextPtr context = context_;
+    context->core->on_request(channel, frame, context);
+    // At the connection's limit: read nothing more until a reply goes out
+    // (finish() resumes; posted, so a resume racing with this lands after it).
+    const std::size_t cap = context->core->options().max_requests_per_connection;
+    if (cap != 0 && context->in_flight.load(std::memory_order_acquire) >= static_cast<std::int64_t>(cap) &&
+        channel.is_open()) {
+      context->core->count_read_pause();
+      channel.pause_reading();
+    }
   }
 
   void on_close(transport::Channel& channel, const error_code&, const std::string&) override {
@@ -443,8 +455,15 @@ bool ServerCore::finish(ReplySlot& s, Status status, std::string payload,
     ServerCore& core;
     ServerConnContext& conn;
     ~Uncount() {
-      if (conn.in_flight.fetch_sub(1) == 1 && core.draining_.load()) {
+      const auto before = conn.in_flight.fetch_sub(1);
+      if (before == 1 && core.draining_.load()) {
         asio::post(core.ex_, [self = core.shared_from_this()] { self->check_drained(); });
+      }
+      // Below the connection's limit again: it reads on (see ServerConnection::on_frame).
+      const std::size_t cap = core.options_.max_requests_per_connection;
+      if (cap != 0 && before == static_cast<std::int64_t>(cap)) {
+        auto ch = conn.channel.lock();
+        if (ch) ch->resume_reading();
       }
     }
   } uncount{*this, *slot->conn};
@@ -710,6 +729,7 @@ ServerStats ServerCore::stats() const {
   s.late_replies = late_replies_.load(std::memory_order_relaxed);
   s.cancelled = cancelled_.load(std::memory_order_relaxed);
   s.oversize_replies = oversize_replies_.load(std::memory_order_relaxed);
+  s.read_pauses = read_pauses_.load(std::memory_order_relaxed);
   s.method_not_found = method_not_found_.load(std::memory_order_relaxed);
   s.protocol_errors = protocol_errors_.load(std::memory_order_relaxed);
   s.in_flight = in_flight();

@@ -176,6 +176,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   void on_connection_closed(std::uint64_t id);
   std::chrono::milliseconds close_timeout_for(std::chrono::milliseconds agreed) const;
   void count_protocol_error() { protocol_errors_.fetch_add(1, std::memory_order_relaxed); }
+  void count_read_pause() { read_pauses_.fetch_add(1, std::memory_order_relaxed); }
   const ServerOptions& options() const noexcept { return options_; }
 
   /// Completes a slot: sends the reply unless it was completed already.
@@ -252,7 +253,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
       refused_connections_{0}, slow_reader_closes_{0};
   std::atomic<std::int64_t> last_refusal_log_{0};  // steady ns: refusals are logged at most once a second
   std::atomic<std::uint64_t> accepted_{0}, requests_{0}, replies_{0}, errors_{0}, server_timeouts_{0},
-      late_replies_{0}, method_not_found_{0}, protocol_errors_{0}, cancelled_{0}, oversize_replies_{0};
+      late_replies_{0}, method_not_found_{0}, protocol_errors_{0}, cancelled_{0}, oversize_replies_{0}, read_pauses_{0};
 };
 
 }  // namespace wheelrpc::rpc::detail

@@ -75,9 +75,10 @@ class RawPeer {
     wheelrpc::transport::encode_frame(f, out);
     return out;
   }
-  void hello() {
+  void hello(std::string heartbeat_ms = "15000") {
     using namespace wheelrpc::transport;
-    send(frame(kFlagEvent | kFlagRequest | kFlagTwoWay, 1, "hello", {{"version", "1"}, {"heartbeat_ms", "15000"}}, ""));
+    send(frame(kFlagEvent | kFlagRequest | kFlagTwoWay, 1, "hello", {{"version", "1"}, {"heartbeat_ms", heartbeat_ms}},
+               ""));
     std::array<char, 512> buf{};
     socket_.read_some(asio::buffer(buf));  // the HELLO reply
   }
@@ -92,11 +93,34 @@ class RawPeer {
       if (ec) return false;
     }
   }
+  /// Reads until `n` responses (not events) have come, within the socket's
+  /// 10 s read timeout; returns how many came.
+  int read_responses(int n) {
+    std::array<std::uint8_t, 65536> buf{};
+    int got = 0;
+    while (got < n) {
+      error_code ec;
+      const auto k = socket_.read_some(asio::buffer(buf), ec);
+      if (ec) break;
+      pending_.append(reinterpret_cast<const char*>(buf.data()), k);
+      for (;;) {
+        wheelrpc::transport::Frame f;
+        std::size_t used = 0;
+        const auto r = decoder_.decode(reinterpret_cast<const std::uint8_t*>(pending_.data()), pending_.size(), f, used);
+        if (r != wheelrpc::transport::FrameDecoder::Result::frame) break;
+        pending_.erase(0, used);
+        if (!f.header.is_event()) ++got;
+      }
+    }
+    return got;
+  }
   asio::ip::tcp::socket& socket() { return socket_; }
 
  private:
   asio::io_context io_;
   asio::ip::tcp::socket socket_;
+  std::string pending_;
+  wheelrpc::transport::FrameDecoder decoder_;
 };
 
 }  // namespace
@@ -206,4 +230,66 @@ TEST(Limits, AClientThatReadsNoRepliesIsClosedOnceItsRepliesPassTheQueueBound) {
       << "replies queued: the server never closed the client that reads none";
   EXPECT_TRUE(greedy.closed_by_server());
   EXPECT_FALSE(call(*fx.client, "echo").ec) << "a well-behaved client is served on";
+}
+
+TEST(Limits, AConnectionAtItsRequestLimitIsNotReadUntilAReplyGoesOut) {
+  Held held;
+  wheelrpc::rpc::ServerOptions so;
+  so.max_requests_per_connection = 3;
+  RpcFixture fx(so, {}, 2, [&](wheelrpc::rpc::Server& s) {
+    s.handle("hold", [&](wheelrpc::rpc::Request, Responder r) { held.add(std::move(r)); });
+  });
+  RawPeer greedy(fx.server.local_endpoint());
+  greedy.hello();
+  std::string burst;
+  for (std::uint64_t id = 2; id < 2 + 10; ++id) {
+    burst += RawPeer::frame(wheelrpc::transport::kFlagRequest | wheelrpc::transport::kFlagTwoWay, id, "hold", {}, "");
+  }
+  greedy.send(burst);  // ten requests in one write: the server reads them in one go
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return fx.server.stats().read_pauses >= 1; }));
+  EXPECT_EQ(held.size(), 3u);
+  EXPECT_EQ(fx.server.stats().requests, 3u) << "the rest wait unread";
+  EXPECT_FALSE(call(*fx.client, "echo").ec) << "another connection is served meanwhile";
+  // Each reply lets one more request in, never more than three at once.
+  for (int answered = 0; answered < 10; ++answered) {
+    ASSERT_TRUE(wheelrpc::test::wait_until([&] { return held.size() == std::min<std::size_t>(3, 10 - answered); }))
+        << answered << " answered";
+    EXPECT_EQ(fx.server.stats().requests, std::min<std::uint64_t>(10, 3 + answered) + 1)  // + the echo
+        << answered << " answered";
+    std::deque<Responder> one;
+    {
+      std::lock_guard lock(held.mu);
+      one.push_back(std::move(held.held.front()));
+      held.held.pop_front();
+    }
+    one.front().reply("done");
+  }
+  EXPECT_EQ(greedy.read_responses(10), 10);
+  EXPECT_GE(fx.server.stats().read_pauses, 7u);
+}
+
+TEST(Limits, AConnectionPausedAtItsRequestLimitIsNotClosedAsIdle) {
+  Held held;
+  wheelrpc::rpc::ServerOptions so;
+  so.max_requests_per_connection = 1;
+  so.heartbeat = 100ms;  // idle connections closed after 300 ms
+  RpcFixture fx(so, {}, 2, [&](wheelrpc::rpc::Server& s) {
+    s.handle("hold", [&](wheelrpc::rpc::Request, Responder r) { held.add(std::move(r)); });
+  });
+  RawPeer busy(fx.server.local_endpoint());
+  busy.hello("100");
+  busy.send(RawPeer::frame(wheelrpc::transport::kFlagRequest | wheelrpc::transport::kFlagTwoWay, 2, "hold", {}, "") +
+            RawPeer::frame(wheelrpc::transport::kFlagRequest | wheelrpc::transport::kFlagTwoWay, 3, "hold", {}, ""));
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return fx.server.stats().read_pauses == 1 && held.size() == 1; }));
+  // A connection made later, and idle: once the CloseTimerTask closes it,
+  // it has looked past the paused one's idle time too.
+  RawPeer idle(fx.server.local_endpoint());
+  idle.hello("100");
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return fx.server.stats().idle_closes >= 1; }, 30s));
+  EXPECT_TRUE(idle.closed_by_server());
+  EXPECT_EQ(fx.server.stats().idle_closes, 1u) << "the paused connection is busy, not idle";
+  held.release_all();
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return held.size() == 1; })) << "the second request is read";
+  held.release_all();
+  EXPECT_EQ(busy.read_responses(2), 2);
 }

@@ -225,25 +225,7 @@ void Channel::on_read(const error_code& ec, std::size_t n) {
   reads_stat_.store(reads_stat_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   bytes_in_.store(bytes_in_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   read_end_ += n;
-  while (is_open()) {
-    std::size_t consumed = 0;
-    const auto r = decoder_.decode(read_data() + read_begin_, read_end_ - read_begin_, frame_, consumed);
-    if (r == FrameDecoder::Result::need_more) break;
-    if (r == FrameDecoder::Result::error) {
-      g_counters.bad_input.fetch_add(1, std::memory_order_relaxed);
-      do_close(decoder_.error(), "bad input: " + decoder_.error_message());
-      break;
-    }
-    read_begin_ += consumed;
-    frames_in_.store(frames_in_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    if (handler_) handler_->on_frame(*this, frame_);
-    // The frame is reused; a large payload the handler left in it is not kept.
-    if (frame_.payload.capacity() > max_kept_read_) std::string().swap(frame_.payload);
-  }
-  if (!is_open()) {  // closed by the handler or for bad input
-    release_read_buffer();
-    return;
-  }
+  if (!deliver_frames()) return;
   // A full buffer says more bytes are waiting, unless a frame too large for
   // it explains why it is full (a HELLO over the inline bytes, a large frame:
   // their buffer is sized to them, the channel is not busy for that).
@@ -264,6 +246,59 @@ void Channel::on_read(const error_code& ec, std::size_t n) {
     }
   }
   if (quiet_ && !more_waiting && read_end_ == 0) trim_idle();
+  do_read();
+}
+
+bool Channel::deliver_frames() {
+  assert(strand_.running_in_this_thread());
+  while (is_open() && !paused_.load(std::memory_order_relaxed)) {
+    std::size_t consumed = 0;
+    const auto r = decoder_.decode(read_data() + read_begin_, read_end_ - read_begin_, frame_, consumed);
+    if (r == FrameDecoder::Result::need_more) break;
+    if (r == FrameDecoder::Result::error) {
+      g_counters.bad_input.fetch_add(1, std::memory_order_relaxed);
+      do_close(decoder_.error(), "bad input: " + decoder_.error_message());
+      break;
+    }
+    read_begin_ += consumed;
+    frames_in_.store(frames_in_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (handler_) handler_->on_frame(*this, frame_);
+    // The frame is reused; a large payload the handler left in it is not kept.
+    if (frame_.payload.capacity() > max_kept_read_) std::string().swap(frame_.payload);
+  }
+  if (!is_open()) {  // closed by the handler or for bad input
+    release_read_buffer();
+    return false;
+  }
+  if (paused_.load(std::memory_order_relaxed)) {
+    // What is left in the buffer waits for the resume. No read is pending to
+    // keep the channel alive meanwhile: it keeps itself, until the resume or
+    // its close.
+    parked_ = true;
+    parked_self_ = shared_from_this();
+    return false;
+  }
+  return true;
+}
+
+void Channel::pause_reading() noexcept {
+  assert(strand_.running_in_this_thread());
+  paused_.store(true, std::memory_order_release);
+}
+
+void Channel::resume_reading() {
+  asio::post(strand_, [self = shared_from_this()] { self->on_resume(); });
+}
+
+void Channel::on_resume() {
+  assert(strand_.running_in_this_thread());
+  if (!paused_.exchange(false, std::memory_order_acq_rel)) return;
+  if (!parked_) return;  // paused and resumed within one delivery: the read goes on as usual
+  parked_ = false;
+  const auto keep = std::move(parked_self_);
+  if (!is_open()) return;
+  if (!deliver_frames()) return;
+  if (read_begin_ == read_end_) read_begin_ = read_end_ = 0;
   do_read();
 }
 
@@ -381,6 +416,7 @@ void Channel::close(error_code ec, std::string reason) {
 
 void Channel::do_close(const error_code& ec, const std::string& reason) {
   if (state_.exchange(ChannelState::closed, std::memory_order_acq_rel) == ChannelState::closed) return;
+  const auto parked = std::move(parked_self_);  // a paused channel no longer keeps itself (at the end of this)
   if (pending_close_) {  // closed before the flush: the limit's wait must not keep the channel
     if (pending_close_->limit) pending_close_->limit->cancel();
     pending_close_.reset();

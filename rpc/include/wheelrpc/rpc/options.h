@@ -263,6 +263,14 @@ struct ServerOptions {
   /// most one a second) and ServerStats::refused_connections counted. 0
   /// (default) = no limit but the process's open-file limit.
   std::size_t max_connections = 0;
+  /// Requests in flight (read and not yet answered) on one connection. At the
+  /// limit the server stops reading that connection until a reply goes out:
+  /// the client's further requests wait in TCP (back-pressure), not in a
+  /// queue of the server's. Heartbeats wait too: the server does not take
+  /// the connection for idle meanwhile, and a client whose calls there all
+  /// take longer than its idle timeout (3 heartbeats) may take it for dead.
+  /// 0 = no limit. Default 1024.
+  std::size_t max_requests_per_connection = 1024;
 };
 
 /// Per method, given to Server::handle.

@@ -109,6 +109,8 @@ struct ServerStats {
                                             ///< ChannelOptions::max_write_queue_bytes (the client reads none)
   std::uint64_t oversize_replies = 0;       ///< replies over the client's body limit (from its HELLO),
                                             ///< answered server_error instead
+  std::uint64_t read_pauses = 0;            ///< times a connection stopped being read at
+                                            ///< ServerOptions::max_requests_per_connection
 };
 
 /// Where a server is in its life, for health checks.

@@ -144,6 +144,17 @@ class Channel : public std::enable_shared_from_this<Channel> {
   ChannelBufferStats buffer_stats() const;
   /// Bytes and frames carried so far; any thread.
   ChannelTraffic traffic() const noexcept;
+  /// Stops reading the socket: frames already read stay buffered and are
+  /// delivered after resume_reading(); what the peer sends meanwhile backs up
+  /// in TCP (back-pressure, not an unbounded queue). Call from the handler
+  /// (the channel's strand); takes effect after the current frame. Idempotent.
+  void pause_reading() noexcept;
+  /// Reading goes on, buffered frames first. Any thread: always posted to the
+  /// strand (never run inline), so a resume that races with a pause from the
+  /// handler lands after it. A no-op when not paused.
+  void resume_reading();
+  /// True between pause_reading() and the resume; any thread.
+  bool reading_paused() const noexcept { return paused_.load(std::memory_order_acquire); }
   /// Counts a heartbeat sent on this channel (by whoever sends them); any thread.
   void note_heartbeat_sent() noexcept { heartbeats_sent_.fetch_add(1, std::memory_order_relaxed); }
   /// When the channel was created (connection made or accepted).
@@ -157,6 +168,11 @@ class Channel : public std::enable_shared_from_this<Channel> {
           ChannelOptions options);
   void do_read();
   void on_read(const boost::system::error_code& ec, std::size_t n);
+  /// Decodes and delivers the complete frames in the read buffer; false if
+  /// the channel closed or reading was paused meanwhile (no read follows).
+  bool deliver_frames();
+  /// resume_reading() on the strand.
+  void on_resume();
   /// Picks the buffer for the next read: inline, the kept one, or one grown
   /// (or shrunk) to what the partial frame and the channel's traffic need;
   /// moves the partial frame to its front.
@@ -179,6 +195,9 @@ class Channel : public std::enable_shared_from_this<Channel> {
   std::shared_ptr<ChannelHandler> handler_;  // strand only; reset after on_close
   std::string remote_, local_;
   std::atomic<ChannelState> state_{ChannelState::ready};
+  std::atomic<bool> paused_{false};  // pause_reading() (set on the strand)
+  bool parked_ = false;              // strand only: paused with no read pending
+  std::shared_ptr<Channel> parked_self_;  // strand only: while parked (no read holds the channel)
   std::atomic<Clock::rep> last_read_, last_write_;
 
   // Reading (strand only). [read_begin_, read_end_) of read_data() is a frame
