@@ -6,7 +6,8 @@
 //          without blocking a thread (one boost::asio::steady_timer per call).
 //
 //   echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H] [--idle-timeout-ms I]
-//               [--drain-timeout-ms D]
+//               [--drain-timeout-ms D] [--max-connections N] [--hello-timeout-ms T]
+//               [--max-requests-per-connection R] [--max-write-queue-bytes B]
 //               [--registry etcd://HOST:PORT[,...] --service NAME [--lease-ttl-s N]
 //                [--registry-check] [--unregister-grace-ms G]]
 //   echo_server --help
@@ -49,6 +50,8 @@
 #include <utility>
 #include <vector>
 
+#include <sys/resource.h>
+
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -62,6 +65,14 @@
 namespace {
 
 using wheelrpc::transport::endpoint_text;
+
+/// Raises the open-file soft limit to the hard limit: each connection is a file.
+void raise_open_file_limit() noexcept {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+  rl.rlim_cur = rl.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &rl);
+}
 
 using wheelrpc::examples::FlagParser;
 using wheelrpc::examples::parse_int;
@@ -84,6 +95,11 @@ struct Config {
   bool registry_check = false;
   std::chrono::milliseconds unregister_grace{2000};
   int admin_port = -1;  // -1: no admin server
+  // Limits against greedy and hostile clients (ServerOptions; docs/security.md).
+  std::size_t max_connections = 0;
+  std::chrono::milliseconds hello_timeout{10000};
+  std::size_t max_requests_per_connection = 1024;
+  std::size_t max_write_queue_bytes = std::size_t{64} << 20;
 };
 
 /// The usage text (--help).
@@ -92,6 +108,8 @@ constexpr const char* kUsage =
     "                   [--drain-timeout-ms D]\n"
     "                   [--registry etcd://HOST:PORT[,HOST:PORT...] --service NAME [--lease-ttl-s N]\n"
     "                    [--registry-check] [--unregister-grace-ms G]] [--admin-port A]\n"
+    "                   [--max-connections N] [--hello-timeout-ms T] [--max-requests-per-connection R]\n"
+    "                   [--max-write-queue-bytes B]\n"
     "  --port P          TCP port to listen on, 0..65535 (0 = pick a free one)\n"
     "  --host A          address to bind (IPv4/IPv6 literal or localhost; default 127.0.0.1)\n"
     "  --threads N       threads running the io_context, 1..256 (default 1)\n"
@@ -110,6 +128,14 @@ constexpr const char* kUsage =
     "  --admin-port A    serve the admin pages, /metrics, /health, QoS and the HTTP gateway\n"
     "                    on http://127.0.0.1:A (0 = pick a free port); prints\n"
     "                    \"admin on http://127.0.0.1:PORT\"\n"
+    "  --max-connections N  connections open at once; more are accepted and closed at\n"
+    "                    once, 0..1000000 (default 0 = no limit but the open-file limit)\n"
+    "  --hello-timeout-ms T  close a connection that sends no complete HELLO within T ms,\n"
+    "                    1..3600000 (default 10000)\n"
+    "  --max-requests-per-connection R  requests in flight per connection before the\n"
+    "                    server stops reading it, 0..1000000 (default 1024; 0 = no limit)\n"
+    "  --max-write-queue-bytes B  replies queued per connection before a client that\n"
+    "                    reads none is closed, 1024..17179869184 (default 67108864)\n"
     "  -h, --help        print this text and exit 0\n"
     "Flags take their value as --flag V or --flag=V.\n"
     "Methods: echo (returns the payload), sleep (payload = milliseconds; replies \"slept\").\n"
@@ -164,7 +190,15 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
       .add_switch("--registry-check", [&] { cfg.registry_check = true; })
       .add_number("--unregister-grace-ms", 0, 600'000,
                   [&](long long v) { cfg.unregister_grace = std::chrono::milliseconds(v); })
-      .add_number("--admin-port", 0, 65535, [&](long long v) { cfg.admin_port = static_cast<int>(v); });
+      .add_number("--admin-port", 0, 65535, [&](long long v) { cfg.admin_port = static_cast<int>(v); })
+      .add_number("--max-connections", 0, 1'000'000,
+                  [&](long long v) { cfg.max_connections = static_cast<std::size_t>(v); })
+      .add_number("--hello-timeout-ms", 1, 3'600'000,
+                  [&](long long v) { cfg.hello_timeout = std::chrono::milliseconds(v); })
+      .add_number("--max-requests-per-connection", 0, 1'000'000,
+                  [&](long long v) { cfg.max_requests_per_connection = static_cast<std::size_t>(v); })
+      .add_number("--max-write-queue-bytes", 1024, 17'179'869'184LL,
+                  [&](long long v) { cfg.max_write_queue_bytes = static_cast<std::size_t>(v); });
   if (const auto status = flags.parse(argc, argv)) return status;
   if (!cfg.port_given) return flags.usage_error("--port is required");
   if (!cfg.registry.empty() && cfg.service.empty()) return flags.usage_error("--registry needs --service");
@@ -247,6 +281,11 @@ int run(const Config& cfg) {
   options.heartbeat = cfg.heartbeat;
   options.close_timeout = cfg.idle_timeout;
   options.unregister_grace = cfg.unregister_grace;
+  options.max_connections = cfg.max_connections;
+  options.hello_timeout = cfg.hello_timeout;
+  options.max_requests_per_connection = cfg.max_requests_per_connection;
+  options.channel.max_write_queue_bytes = cfg.max_write_queue_bytes;
+  raise_open_file_limit();  // a server's connections are files
   std::shared_ptr<wheelrpc::registry::EtcdRegistry> registry;
   // Set before listen, which is what starts the registration.
   std::atomic<rpc::Server*> server_ptr{nullptr};

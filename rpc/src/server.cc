@@ -101,6 +101,7 @@ class ServerConnection final : public transport::ChannelHandler {
 ServerCore::ServerCore(boost::asio::any_io_executor ex, timer::Timer& timer, ServerOptions options)
     : ex_(std::move(ex)), timer_(timer), options_(std::move(options)), local_context_(new ServerConnContext) {
   if (options_.metrics) unknown_cells_ = &methods_.get("(unknown)");
+  if (options_.return_memory) memory_return_ = std::make_shared<MemoryReturn>(ex_, timer_, timer_work_);
 }
 
 void ServerCore::handle(std::string method, Server::Handler handler, MethodOptions options) {
@@ -260,6 +261,7 @@ void ServerCore::on_connection_closed(std::uint64_t id) {
     std::lock_guard lock(mu_);
     channels_.erase(id);
   }
+  if (memory_return_) memory_return_->note_close();
   // Its unanswered requests no longer hold a graceful shutdown.
   if (draining_.load()) asio::post(ex_, [self = shared_from_this()] { self->check_drained(); });
 }
@@ -730,6 +732,7 @@ ServerStats ServerCore::stats() const {
   s.cancelled = cancelled_.load(std::memory_order_relaxed);
   s.oversize_replies = oversize_replies_.load(std::memory_order_relaxed);
   s.read_pauses = read_pauses_.load(std::memory_order_relaxed);
+  s.memory_returns = memory_return_ ? memory_return_->returns() : 0;
   s.method_not_found = method_not_found_.load(std::memory_order_relaxed);
   s.protocol_errors = protocol_errors_.load(std::memory_order_relaxed);
   s.in_flight = in_flight();

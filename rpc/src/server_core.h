@@ -22,6 +22,7 @@
 
 #include <wheelrpc/rpc/trace.h>
 
+#include "memory_return.h"
 #include "method_metrics.h"
 #include "work_gate.h"
 
@@ -238,6 +239,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   std::shared_ptr<HeartbeatTimerTask> heartbeat_task_;
 
   WorkGate timer_work_;  // deadline and HELLO-timeout callbacks in progress
+  std::shared_ptr<MemoryReturn> memory_return_;  // gives back what closed connections freed (null: off)
 
   // Graceful shutdown. Each connection's context counts its requests not yet
   // answered (from receipt until the slot completes): no counter shared by

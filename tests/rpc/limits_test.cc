@@ -293,3 +293,33 @@ TEST(Limits, AConnectionPausedAtItsRequestLimitIsNotClosedAsIdle) {
   held.release_all();
   EXPECT_EQ(busy.read_responses(2), 2);
 }
+
+TEST(Limits, MemoryFreedByClosedConnectionsIsGivenBackOnceAfterAClose) {
+  RpcFixture fx;
+  ASSERT_FALSE(call(*fx.client, "echo").ec);
+  EXPECT_EQ(fx.server.stats().memory_returns, 0u) << "nothing closed yet";
+  {
+    RawPeer a(fx.server.local_endpoint()), b(fx.server.local_endpoint());
+    a.hello();
+    b.hello();
+  }  // both close: one trim, about a second later, covers the two
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return fx.server.stats().memory_returns == 1; }, 30s));
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return fx.server.stats().connections == 1; }));
+  EXPECT_EQ(fx.server.stats().memory_returns, 1u);
+}
+
+TEST(Limits, ReturnMemoryOffTrimsNothing) {
+  wheelrpc::rpc::ServerOptions off;
+  off.return_memory = false;
+  RpcFixture quiet(off), witness;
+  {
+    RawPeer a(quiet.server.local_endpoint()), b(witness.server.local_endpoint());
+    a.hello();
+    b.hello();
+  }
+  // The witness trims about a second after its close: by then the other
+  // would have too.
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return witness.server.stats().memory_returns == 1; }, 30s));
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return quiet.server.stats().connections == 0; }));
+  EXPECT_EQ(quiet.server.stats().memory_returns, 0u);
+}

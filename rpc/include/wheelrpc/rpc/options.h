@@ -271,6 +271,12 @@ struct ServerOptions {
   /// take longer than its idle timeout (3 heartbeats) may take it for dead.
   /// 0 = no limit. Default 1024.
   std::size_t max_requests_per_connection = 1024;
+  /// After connections close, give the memory they freed back to the
+  /// operating system (glibc's malloc_trim, on the server's executor, at most
+  /// once a second and only after a close): the allocator otherwise keeps
+  /// it, and a burst of abusive or idle connections would leave the process
+  /// that much larger for good. No effect with another C library. Default true.
+  bool return_memory = true;
 };
 
 /// Per method, given to Server::handle.

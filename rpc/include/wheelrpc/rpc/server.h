@@ -111,6 +111,7 @@ struct ServerStats {
                                             ///< answered server_error instead
   std::uint64_t read_pauses = 0;            ///< times a connection stopped being read at
                                             ///< ServerOptions::max_requests_per_connection
+  std::uint64_t memory_returns = 0;         ///< times freed memory was given back (ServerOptions::return_memory)
 };
 
 /// Where a server is in its life, for health checks.
