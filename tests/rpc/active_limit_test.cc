@@ -65,15 +65,32 @@ CallOptions long_call() {
   return o;
 }
 
+/// One HoldingServer and a client limited to `limit` attempts in flight on it.
+struct OneProvider {
+  explicit OneProvider(std::size_t limit)
+      : p(threads, timer, "p0"), client(threads.io.get_executor(), timer, {p.server.local_endpoint()}, options(limit)) {}
+  ~OneProvider() {
+    client.close();
+    p.server.stop();
+    threads.stop();
+  }
+  static wheelrpc::rpc::ClientOptions options(std::size_t limit) {
+    wheelrpc::rpc::ClientOptions co;
+    co.max_active_per_provider = limit;
+    return co;
+  }
+  wheelrpc::test::IoThreads threads{2};
+  wheelrpc::timer::HashedWheelTimer timer;
+  HoldingServer p;
+  wheelrpc::rpc::Client client;
+};
+
 }  // namespace
 
 TEST(ActiveLimit, ACallWaitsForASlotAndGoesWhenOneFrees) {
-  wheelrpc::test::IoThreads threads(2);
-  wheelrpc::timer::HashedWheelTimer timer;
-  HoldingServer p(threads, timer, "p0");
-  wheelrpc::rpc::ClientOptions co;
-  co.max_active_per_provider = 2;
-  wheelrpc::rpc::Client client(threads.io.get_executor(), timer, {p.server.local_endpoint()}, co);
+  OneProvider fx(2);
+  auto& p = fx.p;
+  auto& client = fx.client;
   auto a = wheelrpc::test::start(client, "hold", "", long_call());
   auto b = wheelrpc::test::start(client, "hold", "", long_call());
   ASSERT_TRUE(wheelrpc::test::wait_until([&] { return p.count() == 2; }));
@@ -90,9 +107,6 @@ TEST(ActiveLimit, ACallWaitsForASlotAndGoesWhenOneFrees) {
   p.release_all();
   EXPECT_FALSE(wait(b).ec);
   EXPECT_FALSE(wait(c).ec);
-  client.close();
-  p.server.stop();
-  threads.stop();
 }
 
 TEST(ActiveLimit, AProviderAtItsLimitIsSkippedByLoadBalancing) {
@@ -127,12 +141,9 @@ TEST(ActiveLimit, AProviderAtItsLimitIsSkippedByLoadBalancing) {
 }
 
 TEST(ActiveLimit, ACallThatFindsNoSlotBeforeItsDeadlineTimesOutNotSentAndSaysWhy) {
-  wheelrpc::test::IoThreads threads(2);
-  wheelrpc::timer::HashedWheelTimer timer;
-  HoldingServer p(threads, timer, "p0");
-  wheelrpc::rpc::ClientOptions co;
-  co.max_active_per_provider = 1;
-  wheelrpc::rpc::Client client(threads.io.get_executor(), timer, {p.server.local_endpoint()}, co);
+  OneProvider fx(1);
+  auto& p = fx.p;
+  auto& client = fx.client;
   auto held = wheelrpc::test::start(client, "hold", "", long_call());
   ASSERT_TRUE(wheelrpc::test::wait_until([&] { return p.count() == 1; }));
   CallOptions shortish = long_call();
@@ -148,18 +159,12 @@ TEST(ActiveLimit, ACallThatFindsNoSlotBeforeItsDeadlineTimesOutNotSentAndSaysWhy
   EXPECT_EQ(timeouts[0].phase, wheelrpc::rpc::TimeoutPhase::waiting_to_send);
   p.release_all();
   EXPECT_FALSE(wait(held).ec);
-  client.close();
-  p.server.stop();
-  threads.stop();
 }
 
 TEST(ActiveLimit, NeverMoreInFlightOnAProviderThanItsLimitUnderConcurrentCalls) {
-  wheelrpc::test::IoThreads threads(2);
-  wheelrpc::timer::HashedWheelTimer timer;
-  HoldingServer p(threads, timer, "p0");
-  wheelrpc::rpc::ClientOptions co;
-  co.max_active_per_provider = 3;
-  wheelrpc::rpc::Client client(threads.io.get_executor(), timer, {p.server.local_endpoint()}, co);
+  OneProvider fx(3);
+  auto& p = fx.p;
+  auto& client = fx.client;
   std::vector<std::future<wheelrpc::test::Outcome>> calls;
   for (int i = 0; i < 40; ++i) calls.push_back(wheelrpc::test::start(client, "hold", "", long_call()));
   // Released one at a time as they arrive: the server never holds more than three.
@@ -172,9 +177,6 @@ TEST(ActiveLimit, NeverMoreInFlightOnAProviderThanItsLimitUnderConcurrentCalls) 
   }
   for (auto& f : calls) EXPECT_FALSE(wait(f).ec);
   EXPECT_EQ(p.server.stats().requests, 40u);
-  client.close();
-  p.server.stop();
-  threads.stop();
 }
 
 TEST(ActiveLimit, ALimitAboveMaxPendingCallsIsRejected) {
