@@ -57,6 +57,7 @@ class Abuse : public ::testing::Test {
         },
         30s))
           << "RSS " << rss << " KiB, before the abuse " << rss_before_ << " KiB";
+      std::printf("server RSS: %ld KiB before the second round, %ld KiB after\n", rss_before_, rss);
     }
     long files = 0;
     EXPECT_TRUE(eventually(
