@@ -16,7 +16,8 @@ LimitState next_limit_state(const AutoLimitOptions& o, LimitState state, const L
   const double lo = static_cast<double>(std::max<std::size_t>(o.min_limit, 1));
   const double hi = std::max(lo, static_cast<double>(o.max_limit));
   if (state.no_load.count() == 0 || window.avg_latency.count() <= 0) return state;  // nothing to compare with
-  const double target = o.tolerance * static_cast<double>(state.no_load.count());
+  const double target = o.tolerance * static_cast<double>(state.no_load.count()) +
+                        static_cast<double>(std::max<std::int64_t>(o.latency_allowance.count(), 0));
   const double gradient = std::clamp(target / static_cast<double>(window.avg_latency.count()), 0.5, 1.0);
   const double limit = state.limit;
   if (gradient >= 1.0 && static_cast<double>(window.max_in_flight) * 2 < limit) {
@@ -38,7 +39,9 @@ void validate_concurrency_limit(const ConcurrencyLimit& limit) {
   if (o.max_limit < o.min_limit) fail("max_limit must be >= min_limit");
   if (o.initial_limit < o.min_limit || o.initial_limit > o.max_limit) fail("initial_limit must be in [min_limit, max_limit]");
   if (!(o.tolerance >= 1.0)) fail("tolerance must be >= 1");
-  if (o.window.count() < 0 || o.probe_interval.count() < 0) fail("window and probe_interval must be >= 0");
+  if (o.window.count() < 0 || o.probe_interval.count() < 0 || o.latency_allowance.count() < 0) {
+    fail("window, probe_interval and latency_allowance must be >= 0");
+  }
   if (o.max_samples == 0 || o.min_samples > o.max_samples) fail("samples must be 1 <= min_samples <= max_samples");
 }
 

@@ -37,7 +37,7 @@ struct LimitState {
 /// no-load latency is taken from this window alone (it may rise) instead of
 /// the least so far.
 ///
-///   gradient = clamp(tolerance * no_load / avg_latency, 0.5, 1)
+///   gradient = clamp((tolerance * no_load + latency_allowance) / avg_latency, 0.5, 1)
 ///   limit'   = limit * gradient + sqrt(limit)    (gradient < 1: shrinks)
 ///   limit'   = limit                             (gradient = 1 and at most half the limit
 ///                                                 was used: no evidence it could take more)

@@ -21,6 +21,13 @@ using wheelrpc::rpc::detail::next_limit_state;
 
 namespace {
 
+/// The gradient alone: no latency allowance (its default is 2 ms).
+AutoLimitOptions no_allowance() {
+  AutoLimitOptions o;
+  o.latency_allowance = std::chrono::nanoseconds(0);
+  return o;
+}
+
 struct GradientCase {
   std::string name;
   double limit;
@@ -39,7 +46,7 @@ LimitWindow window(std::chrono::nanoseconds avg, std::chrono::nanoseconds min_un
 }  // namespace
 
 TEST(ConcurrencyLimiterRule, FollowsTheGradientTable) {
-  AutoLimitOptions o;  // tolerance 2, bounds [2, 1000]
+  AutoLimitOptions o = no_allowance();  // tolerance 2, bounds [2, 1000]
   const std::vector<GradientCase> cases = {
       {"near no-load and busy: grows by sqrt(limit)", 16, 100us, window(120us, 100us, 16), false, 20, 100us},
       {"near no-load but never busy: stays", 16, 100us, window(120us, 100us, 7), false, 16, 100us},
@@ -65,13 +72,13 @@ TEST(ConcurrencyLimiterRule, FollowsTheGradientTable) {
 }
 
 TEST(ConcurrencyLimiterRule, ShrinksNoLowerThanMinLimit) {
-  AutoLimitOptions o;
+  AutoLimitOptions o = no_allowance();
   o.min_limit = 8;
   EXPECT_NEAR(next_limit_state(o, LimitState{8, 100us}, window(10ms, 100us, 8), false).limit, 8, 1e-9);
 }
 
 TEST(ConcurrencyLimiterRule, ATighterToleranceShrinksSooner) {
-  AutoLimitOptions o;
+  AutoLimitOptions o = no_allowance();
   o.tolerance = 1.0;
   const auto got = next_limit_state(o, LimitState{16, 100us}, window(200us, 100us, 16), false);
   EXPECT_NEAR(got.limit, 12, 1e-9);  // 16 * 0.5 + 4
@@ -133,7 +140,7 @@ struct SyntheticServer {
 }  // namespace
 
 TEST(ConcurrencyLimiter, ShrinksUnderASustainedBacklogToAFewTimesTheThreads) {
-  SyntheticServer s({}, 100us);
+  SyntheticServer s(no_allowance(), 100us);
   ASSERT_EQ(s.limiter.limit(), 16u);
   s.saturate(20'000);  // 2 s of windows of max_samples
   EXPECT_LE(s.limiter.limit(), 6u) << "latency kept near tolerance x no-load";
@@ -141,7 +148,7 @@ TEST(ConcurrencyLimiter, ShrinksUnderASustainedBacklogToAFewTimesTheThreads) {
 }
 
 TEST(ConcurrencyLimiter, GrowsWhenLatencyStaysAtNoLoadAndTheLimitIsUsed) {
-  AutoLimitOptions o;
+  AutoLimitOptions o = no_allowance();
   o.initial_limit = 4;
   ConcurrencyLimiter l(ConcurrencyLimit::automatic(o), {});
   std::chrono::steady_clock::time_point now{};
@@ -158,13 +165,13 @@ TEST(ConcurrencyLimiter, GrowsWhenLatencyStaysAtNoLoadAndTheLimitIsUsed) {
 }
 
 TEST(ConcurrencyLimiter, DoesNotGrowWhileTheLoadStaysFarBelowTheLimit) {
-  SyntheticServer s({}, 100us);
+  SyntheticServer s(no_allowance(), 100us);
   s.trickle(5'000, 100us);
   EXPECT_EQ(s.limiter.limit(), 16u);
 }
 
 TEST(ConcurrencyLimiter, RecoversWhenTheBacklogEnds) {
-  SyntheticServer s({}, 100us);
+  SyntheticServer s(no_allowance(), 100us);
   s.saturate(20'000);
   const auto shrunk = s.limiter.limit();
   // More handler capacity arrives (or the load's nature changes): latency
@@ -181,16 +188,32 @@ TEST(ConcurrencyLimiter, RecoversWhenTheBacklogEnds) {
 }
 
 TEST(ConcurrencyLimiter, SettlesNearTwiceTheHandlerThreadsUnderABacklog) {
-  SyntheticServer s({}, 100us, 8);
+  SyntheticServer s(no_allowance(), 100us, 8);
   s.saturate(50'000);
   EXPECT_GE(s.limiter.limit(), 16u) << "every handler thread kept busy";
   EXPECT_LE(s.limiter.limit(), 24u) << "about one wave queued";
 }
 
+TEST(ConcurrencyLimiterRule, TheAllowanceRaisesTheLatencyTarget) {
+  AutoLimitOptions o = no_allowance();
+  o.latency_allowance = 1ms;
+  // Target 2 x 100 us + 1 ms = 1.2 ms: 1 ms average is no congestion.
+  EXPECT_NEAR(next_limit_state(o, LimitState{16, 100us}, window(1ms, 100us, 16), false).limit, 20, 1e-9);
+  // 2.4 ms is: halved plus headroom.
+  EXPECT_NEAR(next_limit_state(o, LimitState{16, 100us}, window(2400us, 100us, 16), false).limit, 12, 1e-9);
+}
+
+TEST(ConcurrencyLimiter, WithTheDefaultAllowanceAFastMethodQueuesAboutTwoMilliseconds) {
+  SyntheticServer s({}, 100us);
+  s.saturate(50'000);
+  EXPECT_GE(s.limiter.limit(), 15u);
+  EXPECT_LE(s.limiter.limit(), 30u);
+}
+
 TEST(ConcurrencyLimiter, ReMeasuresTheNoLoadLatencySoItCanRise) {
   for (const bool remeasure : {true, false}) {
     SCOPED_TRACE(remeasure ? "re-measuring every second" : "never re-measuring");
-    AutoLimitOptions o;
+    AutoLimitOptions o = no_allowance();
     o.probe_interval = remeasure ? std::chrono::nanoseconds(1s) : std::chrono::nanoseconds(0);
     SyntheticServer s(o, 100us, 8);
     s.saturate(50'000);
@@ -209,7 +232,7 @@ TEST(ConcurrencyLimiter, ReMeasuresTheNoLoadLatencySoItCanRise) {
 }
 
 TEST(ConcurrencyLimiter, ShedRequestsPushTheLimitDownButSayNothingOfNoLoad) {
-  SyntheticServer s({}, 100us);
+  SyntheticServer s(no_allowance(), 100us);
   s.trickle(100, 100us);  // no-load 100 us
   // Requests that waited 50 ms and were shed unrun.
   for (int i = 0; i < 5'000; ++i) {

@@ -24,6 +24,13 @@ struct AutoLimitOptions {
   /// Default 2.0 (brpc's auto limiter uses 1 + alpha with alpha 0.3..1);
   /// >= 1.
   double tolerance = 2.0;
+  /// Queueing that never reads as congestion: the latency the limit aims
+  /// under is `tolerance * no_load + latency_allowance`. Without it, the
+  /// scheduling noise of a busy machine (a time slice is a few ms) would look
+  /// like a backlog to a fast method and hold its limit at a handful of
+  /// requests, refusing bursts it could serve well within any deadline.
+  /// Default 2 ms; >= 0.
+  std::chrono::nanoseconds latency_allowance = std::chrono::milliseconds(2);
   /// A window of samples ends once it is this long and holds `min_samples`,
   /// or at `max_samples`; then the limit is recomputed. Defaults 100 ms, 20,
   /// 500.
