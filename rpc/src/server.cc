@@ -286,8 +286,8 @@ void ServerCore::record_timeout(const ReplySlot& slot, std::chrono::steady_clock
   r.server_side = true;
   r.method = slot.method;
   if (auto ch = slot.conn->channel.lock()) r.provider = ch->remote();
-  r.phase = slot.queued_ns.load(std::memory_order_relaxed) < 0 && options_.handler_executor ? TimeoutPhase::queued
-                                                                                           : TimeoutPhase::in_handler;
+  const bool still_queued = options_.handler_executor && slot.queued_ns.load(std::memory_order_relaxed) < 0;
+  r.phase = still_queued ? TimeoutPhase::queued : TimeoutPhase::in_handler;
   r.code = CallCode::server_timeout;
   if (slot.deadline) {
     r.budget = std::chrono::duration_cast<std::chrono::microseconds>(*slot.deadline - slot.received);
