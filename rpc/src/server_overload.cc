@@ -16,19 +16,14 @@ const char* limit_kind(const ConcurrencyLimit& limit) {
 }
 }  // namespace
 
-std::chrono::steady_clock::time_point ServerCore::receipt_time(const transport::Channel& channel) const noexcept {
-  // The channel stamps each read with the timer's fast steady clock: a frame
-  // handled after others of the same read counts from when it arrived.
-  return options_.clock ? options_.clock->now() : channel.last_read();
-}
-
 void ServerCore::count_shed(const ReplySlot& slot) {
   shed_.fetch_add(1, std::memory_order_relaxed);
   if (slot.cells) slot.cells->shed();
 }
 
-bool ServerCore::shed_on_arrival(ReplySlot& slot) {
-  if (!options_.deadline_admission || !slot.deadline) return false;
+// A frame handled after others of the same read counts from when it arrived
+// (receipt_time): its budget may be spent by the handlers before it.
+bool ServerCore::shed_if_spent(ReplySlot& slot) {
   const auto t = now();
   if (t < *slot.deadline) return false;
   count_shed(slot);
@@ -40,8 +35,7 @@ bool ServerCore::shed_on_arrival(ReplySlot& slot) {
   return true;
 }
 
-bool ServerCore::admit_server(ReplySlot& slot) {
-  if (!limiter_.enabled()) return true;
+bool ServerCore::admit_under_limit(ReplySlot& slot) {
   if (limiter_.try_acquire()) {
     slot.limited = true;  // given back by finish()
     return true;
@@ -62,12 +56,7 @@ void ServerCore::release_limit(const ReplySlot& slot) {
   limiter_.release(latency, queued < 0 ? latency : std::chrono::nanoseconds(queued), queued >= 0, t);
 }
 
-void ServerCore::dispatch(const Method& method, Request req, ReplySlotPtr slot, std::uint64_t conn_id) {
-  if (!options_.handler_executor) {
-    slot->queued_ns.store(0, std::memory_order_relaxed);
-    run_handler(method, std::move(req), std::move(slot), conn_id);
-    return;
-  }
+void ServerCore::queue_handler(const Method& method, Request&& req, ReplySlotPtr&& slot, std::uint64_t conn_id) {
   // `method` lives in handlers_, fixed once listening; the slot's connection
   // context keeps this core alive until the job has run.
   queued_.fetch_add(1, std::memory_order_relaxed);
