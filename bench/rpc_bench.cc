@@ -6,8 +6,10 @@
 ///   rpc_bench client --port N [--concurrency 16] [--payload 64] [--warmup 1]
 ///                    [--duration 10] [--server-pid PID] [--no-deadline] [--host 127.0.0.1]
 ///   rpc_bench conn_scale [--connections N] [--heartbeat-ms H] [--duration-s S] ...
+///   rpc_bench overload [--load 1,2,4] [--no-limiter] [--no-admission] ...
 ///
-/// (conn_scale, what idle connections cost, is described in conn_scale.cc.)
+/// (conn_scale, what idle connections cost, is described in conn_scale.cc;
+/// overload, a server offered more than its capacity, in overload.cc.)
 ///
 /// Server: a wheelrpc::rpc::Server with one method, `echo`, on an io_context run
 /// by N threads (default 1), sharing one HashedWheelTimer, proposing heartbeats
@@ -55,6 +57,7 @@
 #include "bench_flags.h"
 #include "bench_util.h"
 #include "conn_scale.h"
+#include "overload.h"
 
 namespace {
 
@@ -302,7 +305,10 @@ int usage(const char* problem) {
                "                        [--server-pid PID] [--no-deadline] [--host 127.0.0.1] [--no-metrics]\n"
                "       rpc_bench conn_scale [--connections 1000] [--heartbeat-ms 1000] [--duration-s 20]\n"
                "                        [--batch 200] [--ready-timeout-s 120] [--port N [--server-pid PID]]\n"
-               "                        [--host 127.0.0.1]\n");
+               "                        [--host 127.0.0.1]\n"
+               "       rpc_bench overload [--load 1,2,4] [--no-limiter] [--no-admission] [--cost-us 100]\n"
+               "                        [--handler-threads 1] [--deadline-ms 100] [--warmup 1] [--duration 5]\n"
+               "                        [--capacity CALLS_PER_S]\n");
   return 2;
 }
 
@@ -314,6 +320,7 @@ int main(int argc, char** argv) {
     if (mode == "server") return server(Flags(argc, argv, {"no-metrics"}));
     if (mode == "client") return client(Flags(argc, argv, {"no-deadline", "no-metrics"}));
     if (mode == "conn_scale") return wb::conn_scale(Flags(argc, argv, {}));
+    if (mode == "overload") return wb::overload(Flags(argc, argv, {"no-limiter", "no-admission"}));
   } catch (const UsageError& e) {
     return usage(e.what());
   } catch (const std::exception& e) {

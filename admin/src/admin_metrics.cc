@@ -21,6 +21,7 @@ void merge(rpc::MethodStats& a, const rpc::MethodStats& b) {
   for (std::size_t i = 0; i < rpc::kCallCodes; ++i) a.handled[i] += b.handled[i];
   a.in_flight += b.in_flight;
   a.deadline_exceeded += b.deadline_exceeded;
+  a.shed += b.shed;
   for (std::size_t i = 0; i < a.latency.counts.size() && i < b.latency.counts.size(); ++i) {
     a.latency.counts[i] += b.latency.counts[i];
   }
@@ -61,6 +62,15 @@ std::string AdminCore::metrics_text() const {
     out.begin("wheelrpc_server_deadline_exceeded_total", MetricType::counter,
               "Requests answered server_timeout because the caller's deadline passed before the handler replied.");
     for (const auto& m : methods) out.sample({{"method", m.method}}, static_cast<double>(m.deadline_exceeded));
+    out.begin("wheelrpc_server_shed_total", MetricType::counter,
+              "Requests answered server_timeout without running the handler: their deadline passed before it "
+              "could start.");
+    for (const auto& m : methods) out.sample({{"method", m.method}}, static_cast<double>(m.shed));
+    out.begin("wheelrpc_server_queued", MetricType::gauge, "Requests waiting for the server's handler executor.");
+    out.sample({}, static_cast<double>(stats.queued));
+    out.begin("wheelrpc_server_concurrency_limit", MetricType::gauge,
+              "The server's concurrency limit now (0: none).");
+    out.sample({}, static_cast<double>(stats.concurrency_limit));
     out.begin("wheelrpc_server_connections", MetricType::gauge, "Connections the server has open.");
     out.sample({}, static_cast<double>(stats.connections));
   }

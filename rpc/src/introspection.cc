@@ -50,6 +50,7 @@ std::string_view timeout_phase_name(TimeoutPhase phase) noexcept {
     case TimeoutPhase::sent_waiting: return "sent, waiting for the reply";
     case TimeoutPhase::server: return "server timed out";
     case TimeoutPhase::in_handler: return "in the handler";
+    case TimeoutPhase::queued: return "queued for the handler";
   }
   return "unknown";
 }

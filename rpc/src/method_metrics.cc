@@ -90,6 +90,7 @@ MethodStats MethodCells::snapshot() const {
     for (std::size_t i = 0; i < kFine; ++i) out.latency_fine.counts[i] += s.fine[i].load(std::memory_order_relaxed);
     sum_ns += s.sum_ns.load(std::memory_order_relaxed);
     out.deadline_exceeded += s.deadline_exceeded.load(std::memory_order_relaxed);
+    out.shed += s.shed.load(std::memory_order_relaxed);
   }
   for (const Shard& s : shards_) started += s.started.load(std::memory_order_acquire);
   for (auto c : out.latency.counts) out.latency.count += c;

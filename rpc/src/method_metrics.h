@@ -39,6 +39,7 @@ class MethodCells {
   /// A call ended with `code` after `latency`.
   void completed(CallCode code, std::chrono::nanoseconds latency) noexcept;
   void deadline_exceeded() noexcept { shard().deadline_exceeded.fetch_add(1, std::memory_order_relaxed); }
+  void shed() noexcept { shard().shed.fetch_add(1, std::memory_order_relaxed); }
 
   MethodStats snapshot() const;
 
@@ -51,6 +52,7 @@ class MethodCells {
     std::atomic<std::uint64_t> handled[kCallCodes]{};
     std::atomic<std::uint64_t> started{0};
     std::atomic<std::uint64_t> deadline_exceeded{0};
+    std::atomic<std::uint64_t> shed{0};
     std::atomic<std::uint64_t> sum_ns{0};
     std::atomic<std::uint64_t> coarse[kCoarse]{};
     std::atomic<std::uint64_t> fine[kFine]{};

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "concurrency_limiter.h"
+
 namespace wheelrpc::rpc {
 
 const char* to_string(LoadBalance lb) noexcept {
@@ -83,6 +85,7 @@ void validate(const ServerOptions& o) {
   if (o.unregister_grace.count() < 0 || o.unregister_grace > kLongest) {
     throw std::invalid_argument("ServerOptions::unregister_grace must be 0 .. 0xffffffff ms");
   }
+  detail::validate_concurrency_limit(o.max_concurrency);
 }
 
 }  // namespace wheelrpc::rpc

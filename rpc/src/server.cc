@@ -99,7 +99,8 @@ class ServerConnection final : public transport::ChannelHandler {
 }  // namespace
 
 ServerCore::ServerCore(boost::asio::any_io_executor ex, timer::Timer& timer, ServerOptions options)
-    : ex_(std::move(ex)), timer_(timer), options_(std::move(options)), local_context_(new ServerConnContext) {
+    : ex_(std::move(ex)), timer_(timer), options_(std::move(options)),
+      limiter_(options_.max_concurrency, now()), local_context_(new ServerConnContext) {
   if (options_.metrics) unknown_cells_ = &methods_.get("(unknown)");
   if (options_.return_memory) memory_return_ = std::make_shared<MemoryReturn>(ex_, timer_, timer_work_);
 }
@@ -300,7 +301,8 @@ void ServerCore::record_timeout(const ReplySlot& slot, std::chrono::steady_clock
   r.server_side = true;
   r.method = slot.method;
   if (auto ch = slot.conn->channel.lock()) r.provider = ch->remote();
-  r.phase = TimeoutPhase::in_handler;
+  const bool still_queued = options_.handler_executor && slot.queued_ns.load(std::memory_order_relaxed) < 0;
+  r.phase = still_queued ? TimeoutPhase::queued : TimeoutPhase::in_handler;
   r.code = CallCode::server_timeout;
   if (slot.deadline) {
     r.budget = std::chrono::duration_cast<std::chrono::microseconds>(*slot.deadline - slot.received);
@@ -324,7 +326,7 @@ void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame
   slot->request_id = frame.header.request_id;
   slot->two_way = frame.header.is_two_way();
   slot->method = frame.method;
-  slot->received = now();
+  slot->received = receipt_time(channel);
   for (const auto& [key, value] : frame.attachments) {
     if (key == kTraceparentKey) {
       slot->trace = TraceContext::parse(value);
@@ -350,16 +352,16 @@ void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame
     finish(*slot, Status::method_not_found, "no method '" + frame.method + "'", {}, false);
     return;
   }
-  if (!admit(it->second, *slot)) return;
-  if (frame.header.deadline_ms != 0) {
+  if (frame.header.deadline_ms != 0) slot->deadline = slot->received + std::chrono::milliseconds(frame.header.deadline_ms);
+  if (shed_on_arrival(*slot) || !admit(it->second, *slot) || !admit_server(*slot)) return;
+  if (slot->deadline) {
     const auto budget = std::chrono::milliseconds(frame.header.deadline_ms);
-    slot->deadline = slot->received + budget;
     std::error_code tec;
     slot->timeout = timer_.new_timeout(SlotDeadlineTask{slot}, budget, tec);
   }
   Request req{std::move(frame.method), std::move(frame.payload), std::move(frame.attachments),
               slot->deadline, channel.remote()};
-  run_handler(it->second, std::move(req), std::move(slot), channel.id());
+  dispatch(it->second, std::move(req), std::move(slot), channel.id());
 }
 
 void ServerCore::run_handler(const Method& method, Request req, ReplySlotPtr slot, std::uint64_t conn_id) {
@@ -434,14 +436,14 @@ void ServerCore::invoke(std::string method, std::string payload, transport::Atta
     finish(*slot, Status::method_not_found, "no method '" + method + "'", {}, false);
     return;
   }
-  if (!admit(it->second, *slot)) return;
+  if (!admit(it->second, *slot) || !admit_server(*slot)) return;
   if (budget.count() > 0) {
     slot->deadline = slot->received + budget;
     std::error_code tec;
     slot->timeout = timer_.new_timeout(SlotDeadlineTask{slot}, budget, tec);
   }
   Request req{std::move(method), std::move(payload), std::move(attachments), slot->deadline, "local"};
-  run_handler(it->second, std::move(req), std::move(slot), 0);
+  dispatch(it->second, std::move(req), std::move(slot), 0);
 }
 
 bool ServerCore::finish(ReplySlot& s, Status status, std::string payload,
@@ -470,6 +472,7 @@ bool ServerCore::finish(ReplySlot& s, Status status, std::string payload,
     }
   } uncount{*this, *slot->conn};
   if (!from_timer) slot->timeout.cancel();  // the task's reference goes with it
+  if (slot->limited) release_limit(*slot);
   const bool client_cancelled = !slot->local && slot->conn->cancels.check(slot->request_id, /*forget=*/true);
   if (slot->cells) {
     const auto t = now();
@@ -741,6 +744,9 @@ ServerStats ServerCore::stats() const {
   s.refused_overloaded = refused_overloaded_.load(std::memory_order_relaxed);
   s.refused_connections = refused_connections_.load(std::memory_order_relaxed);
   s.slow_reader_closes = slow_reader_closes_.load(std::memory_order_relaxed);
+  s.shed = shed_.load(std::memory_order_relaxed);
+  s.queued = static_cast<std::uint64_t>(std::max<std::int64_t>(queued_.load(std::memory_order_relaxed), 0));
+  s.concurrency_limit = limiter_.limit();
   return s;
 }
 

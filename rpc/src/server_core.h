@@ -23,6 +23,7 @@
 #include <wheelrpc/rpc/trace.h>
 
 #include "memory_return.h"
+#include "concurrency_limiter.h"
 #include "method_metrics.h"
 #include "work_gate.h"
 
@@ -119,6 +120,11 @@ struct ReplySlot {
   // A call from inside the process (Server::async_invoke): completed here
   // instead of a reply on a channel.
   std::function<void(Status, std::string, transport::Attachments)> local;
+  // Overload control (server_overload.cc): counted by the server's
+  // concurrency limit (given back by finish()), and how long it waited for
+  // the handler executor (ns; -1 until its handler starts).
+  bool limited = false;
+  std::atomic<std::int64_t> queued_ns{-1};
 };
 
 using ReplySlotPtr = boost::intrusive_ptr<ReplySlot>;
@@ -213,6 +219,39 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   /// `slot`), or answers it overloaded; false if refused.
   bool admit(const Method& method, ReplySlot& slot);
   void run_handler(const Method& method, Request req, ReplySlotPtr slot, std::uint64_t conn_id);
+
+  // Overload control (server_overload.cc). The checks of the default path
+  // (no limit, handlers inline) are inline here: they cost it a branch each.
+  /// When the request's bytes were read (the channel's last read, stamped
+  /// with the timer's fast steady clock; with ServerOptions::clock: now).
+  std::chrono::steady_clock::time_point receipt_time(const transport::Channel& channel) const noexcept {
+    return options_.clock ? options_.clock->now() : channel.last_read();
+  }
+  /// Sheds a request whose deadline passed before it was handled
+  /// (deadline_admission); true if it did.
+  bool shed_on_arrival(ReplySlot& slot) { return options_.deadline_admission && slot.deadline && shed_if_spent(slot); }
+  bool shed_if_spent(ReplySlot& slot);
+  /// Admits a request under the server's concurrency limit, or answers it
+  /// overloaded; false if refused.
+  bool admit_server(ReplySlot& slot) { return !limiter_.enabled() || admit_under_limit(slot); }
+  bool admit_under_limit(ReplySlot& slot);
+  /// Runs the handler inline, or queues it on ServerOptions::handler_executor
+  /// (shedding it there if its deadline passes first).
+  void dispatch(const Method& method, Request&& req, ReplySlotPtr&& slot, std::uint64_t conn_id) {
+    if (options_.handler_executor) {
+      queue_handler(method, std::move(req), std::move(slot), conn_id);
+      return;
+    }
+    slot->queued_ns.store(0, std::memory_order_relaxed);
+    run_handler(method, std::move(req), std::move(slot), conn_id);
+  }
+  void queue_handler(const Method& method, Request&& req, ReplySlotPtr&& slot, std::uint64_t conn_id);
+  void count_shed(const ReplySlot& slot);
+  /// Gives back the slot's place under the concurrency limit, with its latency.
+  void release_limit(const ReplySlot& slot);
+  ConcurrencyLimiter limiter_;
+  std::atomic<std::uint64_t> shed_{0};
+  std::atomic<std::int64_t> queued_{0};  // posted to the handler executor, not yet started
   void record_timeout(const ReplySlot& slot, std::chrono::steady_clock::time_point t);
 
   MethodTable methods_;

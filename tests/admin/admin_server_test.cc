@@ -176,6 +176,9 @@ TEST(AdminServer, MetricsPassPromtoolAndCountWhatTheClientSaw) {
   EXPECT_EQ(m.at("wheelrpc_client_handled_total{method=\"echo\",code=\"server_error\"}"), 0);
   EXPECT_EQ(m.at("wheelrpc_server_handled_total{method=\"echo\",code=\"ok\"}"), 5);
   EXPECT_EQ(m.at("wheelrpc_server_handled_total{method=\"(unknown)\",code=\"method_not_found\"}"), 1);
+  EXPECT_EQ(m.at("wheelrpc_server_shed_total{method=\"echo\"}"), 0);
+  EXPECT_EQ(m.at("wheelrpc_server_queued"), 0);
+  EXPECT_EQ(m.at("wheelrpc_server_concurrency_limit"), 0);
   EXPECT_EQ(m.at("wheelrpc_client_handling_seconds_count{method=\"echo\"}"), 5);
   EXPECT_EQ(m.at("wheelrpc_client_handling_seconds_bucket{method=\"echo\",le=\"+Inf\"}"), 5);
   EXPECT_GE(m.at("wheelrpc_timer_scheduled_total"), 1);

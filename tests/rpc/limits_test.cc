@@ -15,6 +15,7 @@
 
 #include <wheelrpc/transport/frame.h>
 
+#include "support/held_responders.h"
 #include "support/rpc_fixture.h"
 #include "support/wait.h"
 
@@ -32,27 +33,7 @@ wheelrpc::test::Outcome call(wheelrpc::rpc::Client& client, std::string method, 
   return wheelrpc::test::call_and_wait(client, std::move(method), "", std::move(o));
 }
 
-/// Responders held until released: calls that stay running as long as the test wants.
-struct Held {
-  std::mutex mu;
-  std::deque<Responder> held;
-  void add(Responder r) {
-    std::lock_guard lock(mu);
-    held.push_back(std::move(r));
-  }
-  std::size_t size() {
-    std::lock_guard lock(mu);
-    return held.size();
-  }
-  void release_all() {
-    std::deque<Responder> all;
-    {
-      std::lock_guard lock(mu);
-      all.swap(held);
-    }
-    for (auto& r : all) r.reply("done");
-  }
-};
+using Held = wheelrpc::test::HeldResponders;
 
 /// A raw connection that says HELLO and then does as the test says.
 class RawPeer {
@@ -256,13 +237,7 @@ TEST(Limits, AConnectionAtItsRequestLimitIsNotReadUntilAReplyGoesOut) {
         << answered << " answered";
     EXPECT_EQ(fx.server.stats().requests, std::min<std::uint64_t>(10, 3 + answered) + 1)  // + the echo
         << answered << " answered";
-    std::deque<Responder> one;
-    {
-      std::lock_guard lock(held.mu);
-      one.push_back(std::move(held.held.front()));
-      held.held.pop_front();
-    }
-    one.front().reply("done");
+    held.release_one();
   }
   EXPECT_EQ(greedy.read_responses(10), 10);
   EXPECT_GE(fx.server.stats().read_pauses, 7u);

@@ -70,6 +70,10 @@ struct MethodStats {
   /// Server: requests answered server_timeout because their deadline passed
   /// before the handler replied. Client: 0.
   std::uint64_t deadline_exceeded = 0;
+  /// Server: requests answered server_timeout without running the handler,
+  /// their deadline passed before it could start (ServerOptions::
+  /// deadline_admission). Client: 0.
+  std::uint64_t shed = 0;
   /// Latency (client: call start to completion; server: request read to reply
   /// queued) over the Prometheus buckets .0005 .001 .0025 .005 .01 .025 .05
   /// .1 .25 .5 1 2.5 5 10 (seconds).
@@ -89,8 +93,8 @@ enum class TimeoutPhase : std::uint8_t {
   waiting_to_send,    ///< client: not sent: waiting for a connection, or between attempts
   sent_waiting,       ///< client: sent, waiting for the reply
   server,             ///< client: the server answered server_timeout
-  in_handler,         ///< server: the handler did not reply in time (handlers run as requests are read:
-                      ///< the server keeps no queue a request could wait in)
+  in_handler,         ///< server: the handler did not reply in time
+  queued,             ///< server: still waiting for ServerOptions::handler_executor (shed: never run)
 };
 std::string_view timeout_phase_name(TimeoutPhase phase) noexcept;
 

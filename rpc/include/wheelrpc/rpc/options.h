@@ -10,7 +10,10 @@
 
 #include <string>
 
+#include <boost/asio/any_io_executor.hpp>
+
 #include <wheelrpc/rpc/backoff.h>
+#include <wheelrpc/rpc/concurrency_limit.h>
 #include <wheelrpc/rpc/announcer.h>
 #include <wheelrpc/timer/clock.h>
 #include <wheelrpc/transport/channel_options.h>
@@ -277,6 +280,40 @@ struct ServerOptions {
   /// it, and a burst of abusive or idle connections would leave the process
   /// that much larger for good. No effect with another C library. Default true.
   bool return_memory = true;
+
+  /// Where handlers run. Empty (default): inline on the connection's strand
+  /// of the server's executor, as each request is read; no hop, but a busy
+  /// handler stops its connection's reads, and a backlog waits unseen in
+  /// socket buffers. Set (e.g. a boost::asio::thread_pool's executor):
+  /// requests are decoded, checked and admitted on the I/O threads, then
+  /// posted to it; the server counts them while they wait
+  /// (ServerStats::queued), knows each one's queueing time (the concurrency
+  /// limit's latency includes it), and sheds those whose deadline passed in
+  /// the queue (deadline_admission). Handlers then run on its threads, not on
+  /// a strand: two requests of one connection may run at once. It must run
+  /// (and stay alive) as long as the server has requests in flight.
+  boost::asio::any_io_executor handler_executor;
+
+  /// Deadline-aware admission. A request whose deadline has passed by the
+  /// time the server gets to it (its budget was spent when it was read, or
+  /// while it waited for the handler executor) is answered
+  /// Status::server_timeout without running its handler (the caller sees
+  /// errc::server_timeout) and counted as shed (ServerStats::shed,
+  /// MethodStats::shed): a backlog never spends capacity on calls nobody
+  /// waits for. The receipt time is when the request's bytes were read from
+  /// the socket (with a `clock` set: when the server handles it). false: such
+  /// a request is handled anyway and its late reply dropped. Default true.
+  bool deadline_admission = true;
+
+  /// Requests processed at once by the whole server (admitted and not yet
+  /// answered, queued ones included): none (default), fixed(n), or
+  /// automatic() (an adaptive gradient limit; see ConcurrencyLimit). Beyond
+  /// it a request is answered at once with Status::overloaded (the caller
+  /// sees errc::resource_exhausted, retried on another provider) and counted
+  /// in ServerStats::refused_overloaded. Checked after MethodOptions::
+  /// max_concurrency. The limit costs a few relaxed atomic operations per
+  /// request on counters shared by all the server's threads.
+  ConcurrencyLimit max_concurrency;
 };
 
 /// Per method, given to Server::handle.

@@ -104,6 +104,7 @@ struct ServerStats {
   std::uint64_t refused_shutting_down = 0;  ///< requests refused by a graceful shutdown
   std::uint64_t refused_offline = 0;        ///< requests refused while offline (set_online(false))
   std::uint64_t refused_overloaded = 0;     ///< requests refused at their method's max_concurrency
+                                            ///< or the server's (ServerOptions::max_concurrency)
   std::uint64_t refused_connections = 0;    ///< connections closed at once over ServerOptions::max_connections
   std::uint64_t slow_reader_closes = 0;     ///< connections closed because replies queued past
                                             ///< ChannelOptions::max_write_queue_bytes (the client reads none)
@@ -112,6 +113,11 @@ struct ServerStats {
   std::uint64_t read_pauses = 0;            ///< times a connection stopped being read at
                                             ///< ServerOptions::max_requests_per_connection
   std::uint64_t memory_returns = 0;         ///< times freed memory was given back (ServerOptions::return_memory)
+  std::uint64_t shed = 0;    ///< requests answered server_timeout without running their handler: their
+                             ///< deadline passed before it could start (ServerOptions::deadline_admission;
+                             ///< also counted in server_timeouts)
+  std::uint64_t queued = 0;  ///< requests waiting for ServerOptions::handler_executor (now)
+  std::uint64_t concurrency_limit = 0;  ///< ServerOptions::max_concurrency now (0: none)
 };
 
 /// Where a server is in its life, for health checks.
@@ -135,7 +141,8 @@ struct ServerState {
 /// Distinct objects: safe. Shared objects: `handle` must be called before `listen`; everything else may
 /// be called from any thread. Handlers run on the connection's strand of the
 /// server's executor and must not block: reply later from anywhere through the
-/// Responder.
+/// Responder; or, with ServerOptions::handler_executor, on that executor
+/// (where a CPU-bound handler may take its time: the server sees the queue).
 class Server {
  public:
   using Handler = std::function<void(Request, Responder)>;
