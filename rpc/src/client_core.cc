@@ -69,6 +69,8 @@ ClientCore::ClientCore(asio::any_io_executor ex, timer::Timer& timer, ClientOpti
     : ex_(std::move(ex)),
       timer_(timer),
       options_(std::move(options)),
+      tls_(options_.tls.enabled ? std::optional(transport::TlsContext::make(options_.tls, transport::TlsRole::client))
+                                : std::nullopt),
       clock_(options_.clock),
       balancer_(make_load_balancer(options_.load_balance)),
       budget_(options_.retry.budget_ratio, options_.retry.budget_min_per_second, options_.retry.budget_window),

@@ -230,6 +230,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   boost::asio::any_io_executor ex_;
   timer::Timer& timer_;
   const ClientOptions options_;
+  const std::optional<transport::TlsContext> tls_;  // ClientOptions::tls, loaded by the constructor
   const timer::Clock* const clock_;
   SharedPtrCell<const ProviderSet> set_;
   std::shared_ptr<ProviderSource> source_;  // set by init(source), then fixed

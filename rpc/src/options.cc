@@ -71,6 +71,9 @@ void validate(const ClientOptions& o) {
   if (o.removal_grace.count() <= 0 || o.removal_grace > kLongest) {
     throw std::invalid_argument("ClientOptions::removal_grace must be > 0 and at most 0xffffffff ms");
   }
+  if (auto problem = transport::tls_options_problem(o.tls, transport::TlsRole::client); !problem.empty()) {
+    throw std::invalid_argument("ClientOptions::tls: " + problem);
+  }
 }
 
 void validate(const ServerOptions& o) {
@@ -79,6 +82,9 @@ void validate(const ServerOptions& o) {
   if (o.close_timeout.count() < 0) throw std::invalid_argument("ServerOptions::close_timeout must be >= 0");
   if (o.unregister_grace.count() < 0 || o.unregister_grace > kLongest) {
     throw std::invalid_argument("ServerOptions::unregister_grace must be 0 .. 0xffffffff ms");
+  }
+  if (auto problem = transport::tls_options_problem(o.tls, transport::TlsRole::server); !problem.empty()) {
+    throw std::invalid_argument("ServerOptions::tls: " + problem);
   }
 }
 

@@ -221,6 +221,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   std::atomic<bool> listening_{false};
   boost::asio::ip::tcp::endpoint announced_endpoint_;  // set by listen
   std::shared_ptr<transport::Acceptor> acceptor_;
+  std::optional<transport::TlsContext> tls_;  // ServerOptions::tls, loaded by the constructor
 
   std::optional<std::vector<WatchedChannel>> watched();
 
