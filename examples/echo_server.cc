@@ -7,6 +7,7 @@
 //
 //   echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H] [--idle-timeout-ms I]
 //               [--drain-timeout-ms D]
+//               [--tls-cert F --tls-key F [--tls-ca F] [--tls-require-client-cert]]
 //               [--registry etcd://HOST:PORT[,...] --service NAME [--lease-ttl-s N]
 //                [--registry-check] [--unregister-grace-ms G]]
 //   echo_server --help
@@ -56,6 +57,7 @@
 
 #include "support/admin_registry.h"
 #include "support/flags.h"
+#include "support/tls_flags.h"
 #include "support/logging.h"
 #include "support/run_main.h"
 
@@ -84,6 +86,7 @@ struct Config {
   bool registry_check = false;
   std::chrono::milliseconds unregister_grace{2000};
   int admin_port = -1;  // -1: no admin server
+  wheelrpc::transport::TlsOptions tls;  // --tls-*
 };
 
 /// The usage text (--help).
@@ -92,6 +95,7 @@ constexpr const char* kUsage =
     "                   [--drain-timeout-ms D]\n"
     "                   [--registry etcd://HOST:PORT[,HOST:PORT...] --service NAME [--lease-ttl-s N]\n"
     "                    [--registry-check] [--unregister-grace-ms G]] [--admin-port A]\n"
+    "                   [--tls-cert F --tls-key F [--tls-ca F] [--tls-require-client-cert]]\n"
     "  --port P          TCP port to listen on, 0..65535 (0 = pick a free one)\n"
     "  --host A          address to bind (IPv4/IPv6 literal or localhost; default 127.0.0.1)\n"
     "  --threads N       threads running the io_context, 1..256 (default 1)\n"
@@ -110,6 +114,12 @@ constexpr const char* kUsage =
     "  --admin-port A    serve the admin pages, /metrics, /health, QoS and the HTTP gateway\n"
     "                    on http://127.0.0.1:A (0 = pick a free port); prints\n"
     "                    \"admin on http://127.0.0.1:PORT\"\n"
+    "  --tls-cert F      serve TLS with the PEM certificate chain F (with --tls-key)\n"
+    "  --tls-key F       the PEM private key of --tls-cert\n"
+    "  --tls-ca F        PEM CA certificates that sign client certificates: a client\n"
+    "                    certificate, if sent, must verify against them\n"
+    "  --tls-require-client-cert  refuse clients without a certificate signed by\n"
+    "                    --tls-ca (mTLS)\n"
     "  -h, --help        print this text and exit 0\n"
     "Flags take their value as --flag V or --flag=V.\n"
     "Methods: echo (returns the payload), sleep (payload = milliseconds; replies \"slept\").\n"
@@ -165,8 +175,12 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
       .add_number("--unregister-grace-ms", 0, 600'000,
                   [&](long long v) { cfg.unregister_grace = std::chrono::milliseconds(v); })
       .add_number("--admin-port", 0, 65535, [&](long long v) { cfg.admin_port = static_cast<int>(v); });
+  wheelrpc::examples::add_tls_flags(flags, cfg.tls, wheelrpc::transport::TlsRole::server);
   if (const auto status = flags.parse(argc, argv)) return status;
   if (!cfg.port_given) return flags.usage_error("--port is required");
+  if (auto problem = wheelrpc::examples::finish_tls_flags(cfg.tls, wheelrpc::transport::TlsRole::server)) {
+    return flags.usage_error(*problem);
+  }
   if (!cfg.registry.empty() && cfg.service.empty()) return flags.usage_error("--registry needs --service");
   if (cfg.registry.empty() && !cfg.service.empty()) return flags.usage_error("--service needs --registry");
   return std::nullopt;
@@ -247,6 +261,7 @@ int run(const Config& cfg) {
   options.heartbeat = cfg.heartbeat;
   options.close_timeout = cfg.idle_timeout;
   options.unregister_grace = cfg.unregister_grace;
+  options.tls = cfg.tls;
   std::shared_ptr<wheelrpc::registry::EtcdRegistry> registry;
   // Set before listen, which is what starts the registration.
   std::atomic<rpc::Server*> server_ptr{nullptr};

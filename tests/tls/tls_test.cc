@@ -286,7 +286,7 @@ TEST_F(TlsTest, BadFilesAreRefusedUpFrontNamingTheFile) {
   expect_invalid(missing, TlsRole::server, "'" + missing.cert_file + "' cannot be read");
   auto mismatch = server_tls();
   mismatch.key_file = certs().key("client");
-  expect_invalid(mismatch, TlsRole::server, mismatch.key_file);
+  expect_invalid(mismatch, TlsRole::server, "'" + mismatch.key_file + "' does not match the certificate");
   auto not_pem = server_tls();
   not_pem.cert_file = certs().key("server");  // a key where a certificate belongs
   expect_invalid(not_pem, TlsRole::server, "is not a usable PEM certificate chain");

@@ -538,6 +538,8 @@ void Channel::do_close(const error_code& ec, const std::string& reason) {
   const std::string& why = in_handshake ? reason + " (during the TLS handshake)" : reason;
   if (ec == errc::closed || ec == asio::error::eof) {
     log->debug("conn={} peer={} closed: {}", id_, remote_, why);
+  } else if (ec == errc::tls_handshake_failed || ec == errc::tls_not_spoken || ec == errc::tls_required) {
+    log->warn("conn={} peer={} closed: {}", id_, remote_, why);  // a misconfigured end: the operator's business
   } else {
     log->info("conn={} peer={} closed: {} ({})", id_, remote_, why, ec.message());
   }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 
 #include <wheelrpc/transport/errc.h>
@@ -82,6 +83,10 @@ TlsContext TlsContext::make(const TlsOptions& o, TlsRole role) {
                                               o.cert_file, openssl_reason(ec)));
     }
     impl->ssl.use_private_key_file(o.key_file, ssl::context::pem, ec);
+    if (ec && ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == X509_R_KEY_VALUES_MISMATCH) {
+      throw std::invalid_argument(
+          fmt::format("TLS key file '{}' does not match the certificate in '{}'", o.key_file, o.cert_file));
+    }
     if (ec) {
       throw std::invalid_argument(fmt::format("TLS key file '{}' is not a usable PEM private key for '{}': {}",
                                               o.key_file, o.cert_file, openssl_reason(ec)));
