@@ -19,38 +19,31 @@
 #include "tls/tls_fixture.h"
 
 using namespace std::chrono_literals;
-using boost::system::error_code;
 using wheelrpc::fault::FaultProxy;
 using wheelrpc::fault::Stream;
-using wheelrpc::rpc::CallOptions;
-using wheelrpc::rpc::Client;
-using wheelrpc::rpc::ClientOptions;
-using wheelrpc::rpc::errc;
-using wheelrpc::rpc::Server;
-using wheelrpc::rpc::ServerOptions;
-using wheelrpc::test::Outcome;
-using wheelrpc::test::toxic;
-using wheelrpc::test::wait_until;
-using Clock = std::chrono::steady_clock;
+namespace rpc = wheelrpc::rpc;
+namespace test = wheelrpc::test;
+using test::toxic;
+using test::wait_until;
 
 namespace {
 
 /// Millisecond-scale heartbeats (30 ms: idle timeout 90 ms) as in the
 /// plaintext fault tests; the client verifies the proxy's address, 127.0.0.1,
 /// which the server's certificate names.
-class TlsFault : public wheelrpc::test::TlsTest {
+class TlsFault : public test::TlsTest {
  protected:
   void SetUp() override {
     TlsTest::SetUp();
-    ServerOptions so;
+    rpc::ServerOptions so;
     so.heartbeat = 30ms;
     so.tls = server_tls();
     server.emplace(io.io.get_executor(), timer, so);
-    wheelrpc::test::register_test_methods(*server, io.io);
-    if (auto ec = server->listen(wheelrpc::test::loopback0())) throw boost::system::system_error(ec);
-    proxy.emplace(io.io.get_executor(), wheelrpc::test::loopback0(), server->local_endpoint());
+    test::register_test_methods(*server, io.io);
+    if (auto ec = server->listen(test::loopback0())) throw boost::system::system_error(ec);
+    proxy.emplace(io.io.get_executor(), test::loopback0(), server->local_endpoint());
     if (auto ec = proxy->start()) throw boost::system::system_error(ec);
-    ClientOptions co;
+    rpc::ClientOptions co;
     co.heartbeat = 30ms;
     co.connect_timeout = 300ms;
     co.reconnect.initial = 30ms;
@@ -69,15 +62,15 @@ class TlsFault : public wheelrpc::test::TlsTest {
 
   /// `n` calls of `method`; waits for all, checks each completed once (a
   /// std::future throws on a second completion) by its deadline + slack.
-  std::vector<Outcome> run(int n, const std::string& method, const std::string& payload,
+  std::vector<test::Outcome> run(int n, const std::string& method, const std::string& payload,
                            std::chrono::milliseconds timeout, const std::function<void()>& while_in_flight = {}) {
-    std::vector<std::future<Outcome>> calls;
-    CallOptions o;
+    std::vector<std::future<test::Outcome>> calls;
+    rpc::CallOptions o;
     o.timeout = timeout;
     o.retries = 0;
-    for (int i = 0; i < n; ++i) calls.push_back(wheelrpc::test::start(*client, method, payload, o));
+    for (int i = 0; i < n; ++i) calls.push_back(test::start(*client, method, payload, o));
     if (while_in_flight) while_in_flight();
-    std::vector<Outcome> out;
+    std::vector<test::Outcome> out;
     for (auto& f : calls) {
       EXPECT_EQ(f.wait_for(15s), std::future_status::ready);
       out.push_back(f.get());
@@ -89,18 +82,18 @@ class TlsFault : public wheelrpc::test::TlsTest {
   void expect_recovers() {
     ASSERT_TRUE(wait_until(
         [&] {
-          CallOptions o;
+          rpc::CallOptions o;
           o.timeout = 1000ms;
-          return !wheelrpc::test::call_and_wait(*client, "echo", "again", o).ec;
+          return !test::call_and_wait(*client, "echo", "again", o).ec;
         },
         10s));
   }
 
   wheelrpc::timer::HashedWheelTimer timer;
-  wheelrpc::test::IoThreads io;
-  std::optional<Server> server;
+  test::IoThreads io;
+  std::optional<rpc::Server> server;
   std::optional<FaultProxy> proxy;
-  std::optional<Client> client;
+  std::optional<rpc::Client> client;
 };
 
 }  // namespace
@@ -109,7 +102,7 @@ TEST_F(TlsFault, ABlackHoleIsDetectedAndNoCallWaitsPastItsDeadline) {
   ASSERT_EQ(client->call("echo", "up").payload, "up");
   ASSERT_FALSE(proxy->add_toxic(toxic("hole", Stream::both, wheelrpc::fault::Blackhole{})));
   for (const auto& r : run(20, "echo", "x", 200ms)) {
-    EXPECT_TRUE(r.ec == errc::timeout || r.ec == errc::connection_lost) << r.ec.message();
+    EXPECT_TRUE(r.ec == rpc::errc::timeout || r.ec == rpc::errc::connection_lost) << r.ec.message();
   }
   // Heartbeats go unanswered: the connection is given up and tried again
   // (the new handshakes time out in the hole too).
@@ -126,7 +119,7 @@ TEST_F(TlsFault, AResetFailsPendingCallsAtOnceAndTheClientReconnects) {
     ASSERT_FALSE(proxy->add_toxic(toxic("rst", Stream::both, wheelrpc::fault::ResetPeer{0ms})));
   });
   for (const auto& r : outcomes) {
-    EXPECT_EQ(r.ec, errc::connection_lost) << r.response.error_message;
+    EXPECT_EQ(r.ec, rpc::errc::connection_lost) << r.response.error_message;
     EXPECT_LT(r.took, 1900ms) << "failed at the reset, not at the deadline";
   }
   ASSERT_FALSE(proxy->remove_toxic("rst"));
@@ -141,9 +134,9 @@ TEST_F(TlsFault, AStreamCutMidRecordFailsCallsCleanly) {
   ASSERT_FALSE(proxy->add_toxic(toxic("cut", Stream::downstream, wheelrpc::fault::LimitData{300})));
   int ok = 0, lost = 0;
   for (const auto& r : run(30, "echo", std::string(40, 'x'), 2000ms)) {
-    EXPECT_TRUE(!r.ec || r.ec == errc::connection_lost || r.ec == errc::timeout) << r.ec.message();
+    EXPECT_TRUE(!r.ec || r.ec == rpc::errc::connection_lost || r.ec == rpc::errc::timeout) << r.ec.message();
     ok += !r.ec;
-    lost += r.ec == errc::connection_lost;
+    lost += r.ec == rpc::errc::connection_lost;
   }
   EXPECT_GT(lost, 0);
   EXPECT_LT(ok, 30);
@@ -158,7 +151,7 @@ TEST_F(TlsFault, TheProxyGoingDownAndUpIsSurvived) {
     ASSERT_TRUE(wait_until([&] { return server->stats().requests >= 11; }, 10s));
     proxy->down();
   });
-  for (const auto& r : outcomes) EXPECT_EQ(r.ec, errc::connection_lost) << r.response.error_message;
+  for (const auto& r : outcomes) EXPECT_EQ(r.ec, rpc::errc::connection_lost) << r.response.error_message;
   ASSERT_FALSE(proxy->up());
   expect_recovers();
   EXPECT_GE(client->stats().connects, 2u);
