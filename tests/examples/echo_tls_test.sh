@@ -47,6 +47,7 @@ cd "$tmp"
 
 # Starts echo_server with the given flags; sets server_pid and endpoint.
 start_server() {
+  rm -f server.out  # not the last server's line
   "$server_bin" --port 0 "$@" >server.out 2>server.err &
   server_pid=$!
   for _ in $(seq 100); do
