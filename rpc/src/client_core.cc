@@ -69,14 +69,13 @@ ClientCore::ClientCore(asio::any_io_executor ex, timer::Timer& timer, ClientOpti
     : ex_(std::move(ex)),
       timer_(timer),
       options_(std::move(options)),
-      tls_(options_.tls.enabled ? std::optional(transport::TlsContext::make(options_.tls, transport::TlsRole::client))
-                                : std::nullopt),
       clock_(options_.clock),
       balancer_(make_load_balancer(options_.load_balance)),
       budget_(options_.retry.budget_ratio, options_.retry.budget_min_per_second, options_.retry.budget_window),
       rng_(reinterpret_cast<std::uintptr_t>(this) ^
            static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())),
       work_(asio::make_work_guard(ex_)) {
+  if (options_.tls.enabled) tls_ = transport::TlsContext::make(options_.tls, transport::TlsRole::client);
   set_.store(std::make_shared<ProviderSet>());
 }
 
