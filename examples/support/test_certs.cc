@@ -49,20 +49,14 @@ void write_pair(const TestCerts& certs, const std::string& name, X509* cert, EVP
   check(PEM_write_PrivateKey(kf.get(), key, nullptr, nullptr, 0, nullptr, nullptr) == 1, "writing a key");
 }
 
-Cert read_cert(const std::string& path) {
+// One PEM object of `path` (the CA's certificate or key), read by `read`.
+template <class Owner, class Read>
+Owner read_pem(const std::string& path, Read read, const char* what) {
   File f(std::fopen(path.c_str(), "r"));
-  check(f != nullptr, "opening the CA certificate");
-  Cert c(PEM_read_X509(f.get(), nullptr, nullptr, nullptr));
-  check(c != nullptr, "reading the CA certificate");
-  return c;
-}
-
-Key read_key(const std::string& path) {
-  File f(std::fopen(path.c_str(), "r"));
-  check(f != nullptr, "opening the CA key");
-  Key k(PEM_read_PrivateKey(f.get(), nullptr, nullptr, nullptr));
-  check(k != nullptr, "reading the CA key");
-  return k;
+  check(f != nullptr, what);
+  Owner object(read(f.get(), nullptr, nullptr, nullptr));
+  check(object != nullptr, what);
+  return object;
 }
 
 void add_ext(X509* cert, X509* issuer, int nid, const std::string& value) {
@@ -106,8 +100,8 @@ void TestCerts::make_ca(const std::string& name) {
 }
 
 void TestCerts::make_leaf(const std::string& name, const std::string& ca, const LeafSpec& spec) {
-  auto ca_cert = read_cert(cert(ca));
-  auto ca_key = read_key(key(ca));
+  auto ca_cert = read_pem<Cert>(cert(ca), PEM_read_X509, "reading the CA certificate");
+  auto ca_key = read_pem<Key>(key(ca), PEM_read_PrivateKey, "reading the CA key");
   auto key = new_key();
   auto leaf = new_cert(key.get(), spec.common_name, spec.not_before, spec.not_after);
   X509_set_issuer_name(leaf.get(), X509_get_subject_name(ca_cert.get()));

@@ -15,18 +15,20 @@ command -v openssl >/dev/null || { echo "SKIP: no openssl tool"; exit 77; }
 
 tmp=$(mktemp -d)
 server_pid=""
-cleanup() {
-  if [ -n "$server_pid" ]; then kill -KILL "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+# Stops the server (SIGTERM: its graceful shutdown; KILL on the way out).
+stop_server() {
+  kill "-${1:-TERM}" "$server_pid" 2>/dev/null || true
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=""
+}
+on_exit() {
+  [ -z "$server_pid" ] || stop_server KILL
   rm -rf "$tmp"
 }
-trap cleanup EXIT
+trap on_exit EXIT
 trap 'exit 143' TERM INT HUP
-
-failures=0
-fail() {
-  echo "FAIL: $*" >&2
-  failures=$((failures + 1))
-}
 
 # ---- certificates (docs/security.md, "Making certificates") --------------------
 cd "$tmp"
@@ -56,11 +58,6 @@ start_server() {
   done
   endpoint=$(sed -n 's/^listening on //p' server.out)
   [ -n "$endpoint" ] || { cat server.err >&2; echo "FAIL: echo_server did not listen" >&2; exit 1; }
-}
-stop_server() {
-  kill -TERM "$server_pid"
-  wait "$server_pid" || true
-  server_pid=""
 }
 # Runs echo_client (bounded); its output in client.out, its status in rc.
 client() {
