@@ -4,6 +4,9 @@
 // handshake, and reconnects (a fresh handshake each time).
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+#include <sys/time.h>
+
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -13,6 +16,7 @@
 #include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 
 #include <wheelrpc/rpc/client.h>
 #include <wheelrpc/rpc/server.h>
@@ -247,6 +251,33 @@ TEST_F(TlsTest, APeerThatNeverAnswersTheHandshakeTimesOutAndIsRetriedWithBackoff
     held.clear();
   });
   io.stop();
+}
+
+TEST_F(TlsTest, AClientStuckInTheHandshakeIsClosedAtTheHelloTimeout) {
+  // Opens a TLS record and says no more (a slowloris of the handshake): the
+  // server's hello_timeout closes it, and the log says where it was stuck.
+  LogCapture log("wheelrpc.transport");
+  auto so = server_with(server_tls());
+  so.hello_timeout = 300ms;
+  RpcFixture fx(so, client_with(client_tls()));
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket raw(io);
+  raw.connect(fx.server.local_endpoint());
+  const std::uint8_t partial[] = {0x16, 0x03, 0x01};
+  boost::asio::write(raw, boost::asio::buffer(partial));
+  const auto t0 = Clock::now();
+  std::uint8_t byte = 0;
+  boost::system::error_code ec;
+  const timeval limit{10, 0};  // a bound on the blocking read below
+  ::setsockopt(raw.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  raw.read_some(boost::asio::buffer(&byte, 1), ec);  // until the server closes (or the bound)
+  const auto took = Clock::now() - t0;
+  EXPECT_TRUE(ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset) << ec.message();
+  EXPECT_GE(took, 250ms);
+  EXPECT_LT(took, 3000ms);
+  ASSERT_TRUE(wait_until([&] { return log.count("no HELLO within the hello timeout (during the TLS handshake)") >= 1; },
+                         10s));
+  EXPECT_FALSE(call_once(*fx.client).ec) << "the server goes on";
 }
 
 TEST_F(TlsTest, AConnectionTheServerKillsIsReconnectedWithAFreshHandshake) {
