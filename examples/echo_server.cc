@@ -8,6 +8,8 @@
 //   echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H] [--idle-timeout-ms I]
 //               [--drain-timeout-ms D] [--max-connections N] [--hello-timeout-ms T]
 //               [--max-requests-per-connection R] [--max-write-queue-bytes B]
+//               [--drain-timeout-ms D]
+//               [--tls-cert F --tls-key F [--tls-ca F] [--tls-require-client-cert]]
 //               [--registry etcd://HOST:PORT[,...] --service NAME [--lease-ttl-s N]
 //                [--registry-check] [--unregister-grace-ms G]]
 //   echo_server --help
@@ -62,6 +64,7 @@
 
 #include "support/admin_registry.h"
 #include "support/flags.h"
+#include "support/tls_flags.h"
 #include "support/logging.h"
 #include "support/run_main.h"
 
@@ -115,6 +118,7 @@ struct Config {
   std::chrono::milliseconds hello_timeout{10000};
   std::size_t max_requests_per_connection = 1024;
   std::size_t max_write_queue_bytes = std::size_t{64} << 20;
+  wheelrpc::transport::TlsOptions tls;  // --tls-*
 };
 
 /// The usage text (--help).
@@ -125,6 +129,7 @@ constexpr const char* kUsage =
     "                    [--registry-check] [--unregister-grace-ms G]] [--admin-port A]\n"
     "                   [--max-connections N] [--hello-timeout-ms T] [--max-requests-per-connection R]\n"
     "                   [--max-write-queue-bytes B]\n"
+    "                   [--tls-cert F --tls-key F [--tls-ca F] [--tls-require-client-cert]]\n"
     "  --port P          TCP port to listen on, 0..65535 (0 = pick a free one)\n"
     "  --host A          address to bind (IPv4/IPv6 literal or localhost; default 127.0.0.1)\n"
     "  --threads N       threads running the io_context, 1..256 (default 1)\n"
@@ -151,6 +156,12 @@ constexpr const char* kUsage =
     "                    server stops reading it, 0..1000000 (default 1024; 0 = no limit)\n"
     "  --max-write-queue-bytes B  replies queued per connection before a client that\n"
     "                    reads none is closed, 1024..17179869184 (default 67108864)\n"
+    "  --tls-cert F      serve TLS with the PEM certificate chain F (with --tls-key)\n"
+    "  --tls-key F       the PEM private key of --tls-cert\n"
+    "  --tls-ca F        PEM CA certificates that sign client certificates: a client\n"
+    "                    certificate, if sent, must verify against them\n"
+    "  --tls-require-client-cert  refuse clients without a certificate signed by\n"
+    "                    --tls-ca (mTLS)\n"
     "  -h, --help        print this text and exit 0\n"
     "Flags take their value as --flag V or --flag=V.\n"
     "Methods: echo (returns the payload), sleep (payload = milliseconds; replies \"slept\").\n"
@@ -214,8 +225,12 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
                   [&](long long v) { cfg.max_requests_per_connection = static_cast<std::size_t>(v); })
       .add_number("--max-write-queue-bytes", 1024, 17'179'869'184LL,
                   [&](long long v) { cfg.max_write_queue_bytes = static_cast<std::size_t>(v); });
+  wheelrpc::examples::add_tls_flags(flags, cfg.tls, wheelrpc::transport::TlsRole::server);
   if (const auto status = flags.parse(argc, argv)) return status;
   if (!cfg.port_given) return flags.usage_error("--port is required");
+  if (auto problem = wheelrpc::examples::finish_tls_flags(cfg.tls, wheelrpc::transport::TlsRole::server)) {
+    return flags.usage_error(*problem);
+  }
   if (!cfg.registry.empty() && cfg.service.empty()) return flags.usage_error("--registry needs --service");
   if (cfg.registry.empty() && !cfg.service.empty()) return flags.usage_error("--service needs --registry");
   return std::nullopt;
@@ -302,6 +317,7 @@ int run(const Config& cfg) {
   options.channel.max_write_queue_bytes = cfg.max_write_queue_bytes;
   raise_open_file_limit();  // a server's connections are files
   fix_mmap_threshold();
+  options.tls = cfg.tls;
   std::shared_ptr<wheelrpc::registry::EtcdRegistry> registry;
   // Set before listen, which is what starts the registration.
   std::atomic<rpc::Server*> server_ptr{nullptr};

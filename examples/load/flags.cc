@@ -9,6 +9,7 @@
 
 #include "load/config.h"
 #include "support/flags.h"
+#include "support/tls_flags.h"
 
 namespace wheelrpc::examples::load {
 
@@ -25,6 +26,7 @@ constexpr const char* kUsage =
     "                   [--json] [--heartbeat-ms H] [--idle-timeout-ms I]\n"
     "                   [--retries N] [--idempotent] [--lb round_robin|least_active|p2c]\n"
     "                   [--hedge-ms H] [--fail-on-error] [--admin-port A]\n"
+    "                   [--tls-ca F [--tls-cert F --tls-key F] [--tls-server-name N]]\n"
     "  --server          servers to call, chosen per attempt by --lb\n"
     "                    (e.g. 127.0.0.1:7001,127.0.0.1:7002); host names are resolved,\n"
     "                    every address a name has is a server, and names are resolved\n"
@@ -55,6 +57,12 @@ constexpr const char* kUsage =
     "  --admin-port A    serve the admin pages and /metrics of this client on\n"
     "                    http://127.0.0.1:A while it runs (0 = pick a free port);\n"
     "                    prints \"admin on http://127.0.0.1:PORT\"\n"
+    "  --tls-ca F        speak TLS; verify the server's certificate against the PEM\n"
+    "                    CA certificates in F\n"
+    "  --tls-cert F      present the PEM client certificate F (with --tls-key; mTLS)\n"
+    "  --tls-key F       the PEM private key of --tls-cert\n"
+    "  --tls-server-name N  the name the server's certificate must carry (a DNS name\n"
+    "                    or an IP address; default: each server's IP address)\n"
     "  -h, --help        print this text and exit 0\n"
     "Flags take their value as --flag V or --flag=V.\n"
     "SIGINT or SIGTERM: stop issuing, wait for the calls in flight, print the summary;\n"
@@ -194,7 +202,9 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
                  })
       .add_number("--hedge-ms", 0, kDayMs, [&](long long v) { cfg.hedge_delay = std::chrono::milliseconds(v); },
                   "0 = no hedging");
+  add_tls_flags(flags, cfg.tls, transport::TlsRole::client);
   if (const auto status = flags.parse(argc, argv)) return status;
+  if (auto problem = finish_tls_flags(cfg.tls, transport::TlsRole::client)) return flags.usage_error(*problem);
 
   if (cfg.server_targets.empty() && cfg.registry.empty()) return flags.usage_error("--server is required");
   if (!cfg.server_targets.empty() && !cfg.registry.empty()) {

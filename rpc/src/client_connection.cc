@@ -157,7 +157,8 @@ void ClientCore::on_connected(ClientConnection& conn, error_code ec, asio::ip::t
     fail_fast_waiting();
     return;
   }
-  auto channel = transport::Channel::create(std::move(socket), conn.shared_from_this(), options_.channel);
+  auto channel = transport::Channel::create(std::move(socket), conn.shared_from_this(), options_.channel,
+                                            tls_ ? &*tls_ : nullptr, options_.tls.server_name);
   conn.channel = channel;
   conn.watched_channel.store(channel);
   conn.idle_timeout_ms.store(options_.connect_timeout.count(), std::memory_order_relaxed);
@@ -223,6 +224,12 @@ void ClientCore::on_closed(ClientConnection& conn, const error_code& ec, const s
     conn.watched_channel.store(nullptr);
     if (was_ready) conn.next_attempt = now() + options_.reconnect.first;  // the first attempt's delay
     if (!was_ready) conn.last_error = "the connection to " + conn.peer() + " closed before it was ready: " + reason;
+    if (!was_ready && !conn.closed &&
+        (ec == transport::errc::tls_handshake_failed || ec == transport::errc::tls_not_spoken ||
+         ec == transport::errc::tls_required)) {
+      connect_failures_.fetch_add(1, std::memory_order_relaxed);  // a failed handshake: as a refused connect
+      logger()->warn("connect to {} failed: {}", conn.peer(), reason);
+    }
     task = conn.reconnect_task;
     reconnect_in = conn.next_attempt - now();
     conn.table.for_each([&](std::uint64_t id, const CallPtr& c) { lost.emplace_back(c, id); });

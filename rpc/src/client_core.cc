@@ -75,6 +75,7 @@ ClientCore::ClientCore(asio::any_io_executor ex, timer::Timer& timer, ClientOpti
       rng_(reinterpret_cast<std::uintptr_t>(this) ^
            static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())),
       work_(asio::make_work_guard(ex_)) {
+  if (options_.tls.enabled) tls_ = transport::TlsContext::make(options_.tls, transport::TlsRole::client);
   set_.store(std::make_shared<ProviderSet>());
 }
 

@@ -267,6 +267,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
       connect_failures_{0}, pending_{0}, attempts_{0}, retries_{0}, hedges_{0}, refusals_{0},
       cancelled_attempts_{0}, attempt_timeouts_{0}, provider_sets_{0}, providers_added_{0},
       providers_removed_{0}, empty_sets_ignored_{0}, forgotten_heartbeats_{0}, forgotten_idle_closes_{0};
+  // ClientOptions::tls, loaded by the constructor; last, so the members above
+  // keep their places (and cache lines) with or without it.
+  std::optional<transport::TlsContext> tls_;
 };
 
 }  // namespace wheelrpc::rpc::detail

@@ -76,6 +76,9 @@ void validate(const ClientOptions& o) {
   if (o.removal_grace.count() <= 0 || o.removal_grace > kLongest) {
     throw std::invalid_argument("ClientOptions::removal_grace must be > 0 and at most 0xffffffff ms");
   }
+  if (auto problem = transport::tls_options_problem(o.tls, transport::TlsRole::client); !problem.empty()) {
+    throw std::invalid_argument("ClientOptions::tls: " + problem);
+  }
 }
 
 void validate(const ServerOptions& o) {
@@ -86,6 +89,9 @@ void validate(const ServerOptions& o) {
     throw std::invalid_argument("ServerOptions::unregister_grace must be 0 .. 0xffffffff ms");
   }
   detail::validate_concurrency_limit(o.max_concurrency);
+  if (auto problem = transport::tls_options_problem(o.tls, transport::TlsRole::server); !problem.empty()) {
+    throw std::invalid_argument("ServerOptions::tls: " + problem);
+  }
 }
 
 }  // namespace wheelrpc::rpc

@@ -103,6 +103,7 @@ ServerCore::ServerCore(boost::asio::any_io_executor ex, timer::Timer& timer, Ser
       limiter_(options_.max_concurrency, now()), local_context_(new ServerConnContext) {
   if (options_.metrics) unknown_cells_ = &methods_.get("(unknown)");
   if (options_.return_memory) memory_return_ = std::make_shared<MemoryReturn>(ex_, timer_, timer_work_);
+  if (options_.tls.enabled) tls_ = transport::TlsContext::make(options_.tls, transport::TlsRole::server);
 }
 
 void ServerCore::handle(std::string method, Server::Handler handler, MethodOptions options) {
@@ -228,7 +229,7 @@ void ServerCore::on_accept(asio::ip::tcp::socket socket) {
     }
   }
   auto handler = std::make_shared<ServerConnection>(shared_from_this());
-  auto channel = transport::Channel::create(std::move(socket), handler, options_.channel);
+  auto channel = transport::Channel::create(std::move(socket), handler, options_.channel, tls_ ? &*tls_ : nullptr);
   handler->set_channel(channel);
   {
     std::lock_guard lock(mu_);

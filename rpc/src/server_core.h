@@ -295,6 +295,9 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   std::atomic<std::int64_t> last_refusal_log_{0};  // steady ns: refusals are logged at most once a second
   std::atomic<std::uint64_t> accepted_{0}, requests_{0}, replies_{0}, errors_{0}, server_timeouts_{0},
       late_replies_{0}, method_not_found_{0}, protocol_errors_{0}, cancelled_{0}, oversize_replies_{0}, read_pauses_{0};
+  // ServerOptions::tls, loaded by the constructor; last, so the members above
+  // keep their places with or without it.
+  std::optional<transport::TlsContext> tls_;
 };
 
 }  // namespace wheelrpc::rpc::detail

@@ -17,6 +17,7 @@
 #include <wheelrpc/transport/errc.h>
 
 #include "log.h"
+#include "tls_stream.h"
 
 namespace wheelrpc::transport {
 namespace asio = boost::asio;
@@ -57,18 +58,20 @@ ChannelCounters channel_counters() noexcept {
 }
 
 struct Channel::MakeShared final : Channel {
-  MakeShared(asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> handler, ChannelOptions options)
-      : Channel(std::move(socket), std::move(handler), options) {}
+  MakeShared(asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> handler, ChannelOptions options,
+             const TlsContext* tls, const std::string& server_name)
+      : Channel(std::move(socket), std::move(handler), options, tls, server_name) {}
 };
 
 std::shared_ptr<Channel> Channel::create(asio::ip::tcp::socket socket,
                                          std::shared_ptr<ChannelHandler> handler,
-                                         ChannelOptions options) {
-  return std::make_shared<MakeShared>(std::move(socket), std::move(handler), options);
+                                         ChannelOptions options, const TlsContext* tls,
+                                         const std::string& server_name) {
+  return std::make_shared<MakeShared>(std::move(socket), std::move(handler), options, tls, server_name);
 }
 
 Channel::Channel(asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> handler,
-                 ChannelOptions options)
+                 ChannelOptions options, const TlsContext* tls, const std::string& server_name)
     : id_(g_next_id.fetch_add(1, std::memory_order_relaxed)),
       options_(options),
       max_kept_read_(std::max(options.read_buffer_bytes, kInlineReadBytes)),
@@ -85,6 +88,11 @@ Channel::Channel(asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> h
   remote_ = ec ? "?" : endpoint_text(remote);
   auto local = socket_.local_endpoint(ec);
   local_ = ec ? "?" : endpoint_text(local);
+  if (tls) {
+    tls_ = std::make_unique<Tls>(*tls, socket_);
+    detail::prepare_tls(*tls_, tls->role(), server_name, remote);
+    writing_ = true;  // frames sent before the handshake is done wait for it (see on_tls_handshake)
+  }
   g_counters.opened.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -133,7 +141,15 @@ ChannelBufferStats Channel::buffer_stats() const {
 }
 
 void Channel::start() {
-  asio::dispatch(strand_, [self = shared_from_this()] { self->do_read(); });
+  asio::dispatch(strand_, [self = shared_from_this()] {
+    if (!self->tls_) {
+      self->do_read();
+    } else if (self->tls_->ctx.role() == TlsRole::server) {
+      self->do_tls_peek();
+    } else {
+      self->do_tls_handshake();
+    }
+  });
 }
 
 void Channel::do_read() {
@@ -148,11 +164,15 @@ void Channel::do_read() {
   // A buffer that ends where the partial frame does is expected to fill up;
   // only one with room past the frame says, when full, that more is waiting.
   full_means_more_ = capacity > decoder_.needed();
-  socket_.async_read_some(
-      asio::buffer(read_data() + read_end_, offered_),
-      asio::bind_executor(strand_, [self = shared_from_this()](const error_code& ec, std::size_t n) {
-        self->on_read(ec, n);
-      }));
+  auto buffer = asio::buffer(read_data() + read_end_, offered_);
+  auto done = asio::bind_executor(strand_, [self = shared_from_this()](const error_code& ec, std::size_t n) {
+    self->on_read(ec, n);
+  });
+  if (tls_) {
+    tls_->stream.async_read_some(buffer, std::move(done));
+  } else {
+    socket_.async_read_some(buffer, std::move(done));
+  }
 }
 
 void Channel::prepare_read_buffer() {
@@ -201,9 +221,22 @@ void Channel::release_read_buffer() noexcept {
 void Channel::on_read(const error_code& ec, std::size_t n) {
   assert(strand_.running_in_this_thread());
   if (ec) {
+    // The peer answered with a TLS record shorter than a frame header (a
+    // TLS server's alert to a plaintext client) and closed.
+    std::string tls_reason;
+    if (!tls_ && frames_in_.load(std::memory_order_relaxed) == 0) {
+      tls_reason = detail::tls_record_reason(read_data() + read_begin_, read_end_ - read_begin_);
+    }
     release_read_buffer();
-    if (ec == asio::error::eof) {
+    if (!tls_reason.empty() && ec != asio::error::operation_aborted) {
+      do_close(make_error_code(errc::tls_required), tls_reason);
+    } else if (ec == asio::error::eof) {
       do_close(ec, "closed by peer");
+    } else if (ec != asio::error::operation_aborted && tls_ && is_open()) {
+      // After the handshake (TLS 1.3 tells a client its certificate was
+      // refused here), or the peer closing without a close_notify.
+      auto failure = detail::describe_tls_failure(ec, *tls_, tls_->ctx.role(), false);
+      do_close(failure.ec, failure.reason == "closed by peer" ? failure.reason : "read failed: " + failure.reason);
     } else if (ec != asio::error::operation_aborted) {
       do_close(ec, "read failed: " + ec.message());
     }
@@ -257,6 +290,27 @@ bool Channel::deliver_frames() {
     if (r == FrameDecoder::Result::need_more) break;
     if (r == FrameDecoder::Result::error) {
       g_counters.bad_input.fetch_add(1, std::memory_order_relaxed);
+      // A TLS record as the first bytes of a plaintext connection: the ends
+      // disagree on TLS, which the reason says (and a TLS client is answered
+      // with bytes that are no TLS record, so it fails at once too).
+      if (frames_in_.load(std::memory_order_relaxed) == 0 && !tls_) {
+        auto tls_reason = detail::tls_record_reason(read_data() + read_begin_, read_end_ - read_begin_);
+        if (!tls_reason.empty()) {
+          if (read_data()[read_begin_] == detail::kTlsHandshakeRecord) {
+            Frame notice;
+            notice.header.flags = kFlagEvent;
+            notice.attachments.emplace_back("error", "this port speaks plaintext wheelrpc, not TLS");
+            std::string bytes;
+            encode_frame(notice, bytes);
+            drain_now();  // the rest of its ClientHello: a close with unread bytes would be a reset
+            write_now(bytes);
+          }
+          do_close(make_error_code(read_data()[read_begin_] == detail::kTlsHandshakeRecord ? errc::tls_not_spoken
+                                                                                          : errc::tls_required),
+                   tls_reason);
+          break;
+        }
+      }
       do_close(decoder_.error(), "bad input: " + decoder_.error_message());
       break;
     }
@@ -352,11 +406,14 @@ void Channel::do_write() {
     queued_.clear();
   }
   inflight_capacity_stat_.store(heap_bytes(inflight_), std::memory_order_relaxed);
-  asio::async_write(socket_, asio::buffer(inflight_),
-                    asio::bind_executor(strand_, [self = shared_from_this()](
-                                                     const error_code& ec, std::size_t n) {
-                      self->on_write(ec, n);
-                    }));
+  auto done = asio::bind_executor(strand_, [self = shared_from_this()](const error_code& ec, std::size_t n) {
+    self->on_write(ec, n);
+  });
+  if (tls_) {
+    asio::async_write(tls_->stream, asio::buffer(inflight_), std::move(done));
+  } else {
+    asio::async_write(socket_, asio::buffer(inflight_), std::move(done));
+  }
 }
 
 void Channel::on_write(const error_code& ec, std::size_t n) {
@@ -364,7 +421,14 @@ void Channel::on_write(const error_code& ec, std::size_t n) {
   if (ec) {
     std::string().swap(inflight_);
     inflight_capacity_stat_.store(0, std::memory_order_relaxed);
-    if (ec != asio::error::operation_aborted) do_close(ec, "write failed: " + ec.message());
+    if (ec != asio::error::operation_aborted) {
+      if (tls_ && is_open()) {
+        auto failure = detail::describe_tls_failure(ec, *tls_, tls_->ctx.role(), false);
+        do_close(failure.ec, "write failed: " + failure.reason);
+      } else {
+        do_close(ec, "write failed: " + ec.message());
+      }
+    }
     return;
   }
   last_write_.store(now_rep(), std::memory_order_relaxed);
@@ -431,12 +495,19 @@ void Channel::do_close(const error_code& ec, const std::string& reason) {
   socket_.close(ignored);
   g_counters.closed.fetch_add(1, std::memory_order_relaxed);
   auto log = detail::logger();
+  // A TLS channel closed by its owner before its handshake ended says so
+  // (e.g. a connect or HELLO timeout spent in the handshake).
+  const bool in_handshake = tls_ && tls_->handshaking && ec != errc::tls_handshake_failed &&
+                            ec != errc::tls_not_spoken && ec != errc::tls_required;
+  const std::string& why = in_handshake ? reason + " (during the TLS handshake)" : reason;
   if (ec == errc::closed || ec == asio::error::eof) {
-    log->debug("conn={} peer={} closed: {}", id_, remote_, reason);
+    log->debug("conn={} peer={} closed: {}", id_, remote_, why);
+  } else if (ec == errc::tls_handshake_failed || ec == errc::tls_not_spoken || ec == errc::tls_required) {
+    log->warn("conn={} peer={} closed: {}", id_, remote_, why);  // a misconfigured end: the operator's business
   } else {
-    log->info("conn={} peer={} closed: {} ({})", id_, remote_, reason, ec.message());
+    log->info("conn={} peer={} closed: {} ({})", id_, remote_, why, ec.message());
   }
-  if (auto h = std::move(handler_)) h->on_close(*this, ec, reason);
+  if (auto h = std::move(handler_)) h->on_close(*this, ec, why);
 }
 
 }  // namespace wheelrpc::transport

@@ -43,6 +43,12 @@ class TransportCategory final : public boost::system::error_category {
         return "the connection was closed after being idle for too long";
       case errc::protocol_error:
         return "the peer violated the wheelrpc protocol";
+      case errc::tls_handshake_failed:
+        return "the TLS handshake failed";
+      case errc::tls_required:
+        return "the peer speaks TLS and this end plaintext";
+      case errc::tls_not_spoken:
+        return "the peer does not speak TLS";
     }
     return "unknown wheelrpc.transport error " + std::to_string(ev);
   }

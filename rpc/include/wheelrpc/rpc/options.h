@@ -18,6 +18,7 @@
 #include <wheelrpc/timer/clock.h>
 #include <wheelrpc/transport/channel_options.h>
 #include <wheelrpc/transport/frame.h>
+#include <wheelrpc/transport/tls.h>
 
 namespace wheelrpc::rpc {
 
@@ -219,6 +220,19 @@ struct ClientOptions {
   /// recent_timeouts()). They cost a few relaxed atomic adds per call on
   /// per-thread cache lines. Default true.
   bool metrics = true;
+
+  /// TLS on every connection (off by default): a fresh handshake on each
+  /// connect, verifying the server's certificate against `tls.ca_file` (or
+  /// the system's trust store) and its name against `tls.server_name` (or
+  /// the provider's IP address); `tls.cert_file`/`key_file` present a client
+  /// certificate (mTLS). The handshake and the HELLO exchange together fit in
+  /// `connect_timeout` (the ReconnectTimerTask closes a connection still not
+  /// ready then); a failed handshake is a failed connect (reconnect backoff,
+  /// calls that do not wait for ready fail with errc::unavailable naming the
+  /// reason: unknown CA, name mismatch, expired certificate, a server that
+  /// does not speak TLS, a missing client certificate). The files are read
+  /// and checked by the constructor (std::invalid_argument naming the file).
+  transport::TlsOptions tls;
 };
 
 /// Per server; fixed at construction.
@@ -314,6 +328,14 @@ struct ServerOptions {
   /// max_concurrency. The limit costs a few relaxed atomic operations per
   /// request on counters shared by all the server's threads.
   ConcurrencyLimit max_concurrency;
+
+  /// TLS on the port (off by default): `tls.cert_file`/`key_file` required;
+  /// with `tls.require_client_cert` a client must present a certificate
+  /// signed by a CA of `tls.ca_file` (mTLS). The handshake counts against
+  /// `hello_timeout`. A plaintext client gets a TLS alert and is closed with
+  /// a log line naming it; the server goes on. The files are read and checked
+  /// by the constructor (std::invalid_argument naming the file).
+  transport::TlsOptions tls;
 };
 
 /// Per method, given to Server::handle.

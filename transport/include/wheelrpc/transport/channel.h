@@ -17,6 +17,7 @@
 
 #include <wheelrpc/transport/channel_options.h>
 #include <wheelrpc/transport/frame.h>
+#include <wheelrpc/transport/tls.h>
 
 namespace wheelrpc::transport {
 
@@ -104,9 +105,25 @@ class Channel : public std::enable_shared_from_this<Channel> {
   static constexpr std::size_t kKeptWriteBytes = 1024;
 
   /// Takes a connected socket; sets TCP_NODELAY. Call `start()` to begin reading.
+  ///
+  /// With `tls` (not null) the channel speaks TLS in `tls`'s role: `start()`
+  /// runs the handshake first (a server first checks that the peer's first
+  /// byte opens a TLS handshake record; a plaintext peer gets a TLS alert and
+  /// the channel closes with errc::tls_required's reason, naming it). Frames
+  /// sent meanwhile wait and go out once it is done. A failed handshake closes
+  /// the channel (on_close) with errc::tls_handshake_failed or
+  /// errc::tls_not_spoken and a reason naming the cause (unknown CA, name
+  /// mismatch, expired certificate, missing client certificate, a peer that
+  /// does not speak TLS). Nothing bounds the handshake here: the owner's
+  /// timeout (connect or HELLO timeout) closes the channel. A client verifies
+  /// the server's certificate against `server_name`, or the peer's IP
+  /// address when it is empty. A TLS channel also holds the SSL stream's
+  /// buffers (about 34 KiB) and OpenSSL's state. Without `tls` (the default)
+  /// the channel is plaintext and pays nothing for TLS but a null check.
   static std::shared_ptr<Channel> create(boost::asio::ip::tcp::socket socket,
                                          std::shared_ptr<ChannelHandler> handler,
-                                         ChannelOptions options = {});
+                                         ChannelOptions options = {}, const TlsContext* tls = nullptr,
+                                         const std::string& server_name = {});
   ~Channel();
 
   /// Starts the read loop (on the strand). Call once.
@@ -162,10 +179,25 @@ class Channel : public std::enable_shared_from_this<Channel> {
 
   const boost::asio::strand<boost::asio::any_io_executor>& strand() const noexcept { return strand_; }
 
+  /// Whether the channel speaks TLS (fixed at creation).
+  bool is_tls() const noexcept { return tls_ != nullptr; }
+
+  /// The TLS state of a TLS channel (transport/src only).
+  struct Tls;
+
  private:
   struct MakeShared;  // lets create() make the channel and its count in one allocation
   Channel(boost::asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> handler,
-          ChannelOptions options);
+          ChannelOptions options, const TlsContext* tls, const std::string& server_name);
+  /// TLS: a server's check of the peer's first byte, then the handshake (strand).
+  void do_tls_peek();
+  void do_tls_handshake();
+  void on_tls_handshake(const boost::system::error_code& ec);
+  /// Writes `bytes` at once if the socket takes them (no wait): the last
+  /// words before a close (strand, nothing in flight).
+  void write_now(const std::string& bytes);
+  /// Reads what the peer sent so far, without waiting, and drops it (strand).
+  void drain_now();
   void do_read();
   void on_read(const boost::system::error_code& ec, std::size_t n);
   /// Decodes and delivers the complete frames in the read buffer; false if
@@ -233,6 +265,8 @@ class Channel : public std::enable_shared_from_this<Channel> {
   // close_after_flush (strand only): the close to make once the queue drains.
   struct PendingClose;
   std::unique_ptr<PendingClose> pending_close_;
+  // TLS (null: plaintext): the stream over socket_, strand only.
+  std::unique_ptr<Tls> tls_;
 };
 
 }  // namespace wheelrpc::transport

@@ -17,6 +17,9 @@ enum class errc {
   connect_timeout,      ///< a connection attempt took longer than its timeout
   idle_timeout,         ///< closed after reading nothing for too long
   protocol_error,       ///< the peer broke the protocol (e.g. no HELLO first)
+  tls_handshake_failed, ///< the TLS handshake failed (the close reason names why: unknown CA, name mismatch, ...)
+  tls_required,         ///< the peer speaks TLS and this end plaintext
+  tls_not_spoken,       ///< this end speaks TLS and the peer plaintext
 };
 
 /// The category whose name is "wheelrpc.transport". Thread-safe.
