@@ -143,9 +143,9 @@ inline std::vector<std::chrono::milliseconds> wait_closed(std::vector<int>& fds,
 /// with a 5 s deadline; counts what every call ended with.
 class GoodClient {
  public:
-  explicit GoodClient(std::uint16_t port)
+  explicit GoodClient(std::uint16_t port, rpc::ClientOptions options = {})
       : client_(threads_.io.get_executor(), timer_,
-                {boost::asio::ip::tcp::endpoint(boost::asio::ip::address_v4::loopback(), port)}) {}
+                {boost::asio::ip::tcp::endpoint(boost::asio::ip::address_v4::loopback(), port)}, options) {}
   ~GoodClient() {
     stop();
     client_.close();
@@ -336,6 +336,51 @@ inline std::vector<std::chrono::milliseconds> floods(std::uint16_t port, std::si
     }
   }
   return wait_closed(fds, t0, 60s);
+}
+
+/// `n` connections that speak plaintext (a HELLO) to a TLS port.
+inline std::vector<std::chrono::milliseconds> plaintext_on_tls(std::uint16_t port, std::size_t n) {
+  std::vector<int> fds;
+  const auto t0 = Clock::now();
+  for (std::size_t i = 0; i < n; ++i) {
+    const int fd = connect_to(port);
+    if (fd < 0) break;
+    send_all(fd, hello_frame());
+    fds.push_back(fd);
+  }
+  return wait_closed(fds, t0, 60s);
+}
+
+/// `n` wheelrpc clients whose TLS certificate the server does not trust (or
+/// none at all): each makes one call, which must fail. Returns, per client,
+/// how long its call took (-1 ms: it succeeded, or did not end in 60 s).
+inline std::vector<std::chrono::milliseconds> untrusted_tls_clients(std::uint16_t port, std::size_t n,
+                                                                     const rpc::ClientOptions& options) {
+  IoThreads threads(1);
+  timer::HashedWheelTimer timer;
+  std::vector<std::unique_ptr<rpc::Client>> clients;
+  std::vector<std::future<Outcome>> calls;
+  const auto t0 = Clock::now();
+  rpc::CallOptions o;
+  o.timeout = 60s;
+  o.retries = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    clients.push_back(std::make_unique<rpc::Client>(
+        threads.io.get_executor(), timer,
+        std::vector<boost::asio::ip::tcp::endpoint>{
+            boost::asio::ip::tcp::endpoint(boost::asio::ip::address_v4::loopback(), port)},
+        options));
+    calls.push_back(start(*clients.back(), "echo", "x", o));
+  }
+  std::vector<std::chrono::milliseconds> out;
+  for (auto& f : calls) {
+    const bool done = f.wait_until(t0 + 60s) == std::future_status::ready;
+    const auto t = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+    out.push_back(done && f.get().ec ? t : std::chrono::milliseconds(-1));
+  }
+  for (auto& c : clients) c->close();
+  threads.stop();
+  return out;
 }
 
 /// Whether every connection was cut off, and the longest it took.

@@ -12,7 +12,10 @@
 // again, must leave nothing behind: no growth per abuse.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "abuse/abuse_support.h"
+#include "support/test_certs.h"
 
 namespace {
 
@@ -20,11 +23,13 @@ using namespace wheelrpc::test::abuse;
 
 class Abuse : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { start(server_args(), {}); }
+
+  void start(const std::vector<std::string>& args, const wheelrpc::rpc::ClientOptions& good) {
     raise_open_files();
-    server_.emplace(WHEELRPC_ECHO_SERVER, server_args());
+    server_.emplace(WHEELRPC_ECHO_SERVER, args);
     ASSERT_TRUE(server_->ok()) << server_->log_tail();
-    good_.emplace(server_->port());
+    good_.emplace(server_->port(), good);
     ASSERT_TRUE(good_->start()) << good_->first_error();
   }
 
@@ -119,6 +124,64 @@ TEST_F(Abuse, ClientsThatFloodRequestsAndReadNoRepliesAreCutOffAtTheQueueBound) 
   const auto v = verdict(floods(server_->port(), 8));
   EXPECT_TRUE(v.all_cut) << server_->log_tail();
   EXPECT_LE(v.longest, 60s);
+  expect_recovered();
+}
+
+/// The same server on a TLS port that requires client certificates (mTLS),
+/// with a good client that has one; certificates made at test time.
+class AbuseTls : public Abuse {
+ protected:
+  void SetUp() override {
+    static std::atomic<int> seq{0};
+    dir_ = std::filesystem::temp_directory_path() /
+           ("wheelrpc-abuse-tls-" + std::to_string(::getpid()) + "-" + std::to_string(seq.fetch_add(1)));
+    certs_.emplace(wheelrpc::support::make_test_pki(dir_));
+    auto args = server_args();
+    args.insert(args.end(), {"--tls-cert", certs_->cert("server"), "--tls-key", certs_->key("server"), "--tls-ca",
+                             certs_->cert("ca"), "--tls-require-client-cert"});
+    start(args, client_options("client"));
+  }
+  void TearDown() override {
+    server_.reset();
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  /// Trusts the server's CA and presents `cert` (signed by "ca", or by
+  /// "other-ca" for "foreign"; none if empty).
+  wheelrpc::rpc::ClientOptions client_options(const std::string& cert) const {
+    wheelrpc::rpc::ClientOptions o;
+    o.tls.enabled = true;
+    o.tls.ca_file = certs_->cert("ca");
+    if (!cert.empty()) {
+      o.tls.cert_file = certs_->cert(cert);
+      o.tls.key_file = certs_->key(cert);
+    }
+    return o;
+  }
+
+  std::filesystem::path dir_;
+  std::optional<wheelrpc::support::TestCerts> certs_;
+};
+
+TEST_F(AbuseTls, PlaintextClientsOnATlsPortAreCutOffAtOnce) {
+  warm_up([&] { plaintext_on_tls(server_->port(), 50); });
+  const auto v = verdict(plaintext_on_tls(server_->port(), 50));
+  EXPECT_TRUE(v.all_cut) << server_->log_tail();
+  EXPECT_LE(v.longest, kSlack);
+  expect_recovered();
+}
+
+TEST_F(AbuseTls, ClientsWithAnUntrustedCertificateOrNoneAreRefusedInTheHandshake) {
+  warm_up([&] {
+    untrusted_tls_clients(server_->port(), 20, client_options("foreign"));
+    untrusted_tls_clients(server_->port(), 20, client_options(""));
+  });
+  const auto foreign = verdict(untrusted_tls_clients(server_->port(), 20, client_options("foreign")));
+  EXPECT_TRUE(foreign.all_cut) << "a certificate from another CA\n" << server_->log_tail();
+  EXPECT_LE(foreign.longest, kHelloTimeout + kSlack);
+  const auto none = verdict(untrusted_tls_clients(server_->port(), 20, client_options("")));
+  EXPECT_TRUE(none.all_cut) << "no certificate\n" << server_->log_tail();
+  EXPECT_LE(none.longest, kHelloTimeout + kSlack);
   expect_recovered();
 }
 
