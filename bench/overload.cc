@@ -31,17 +31,22 @@
 ///   shed            the server's ServerStats::shed over the window
 ///   refused         calls answered resource_exhausted (the concurrency limit)
 ///   p99_us          of the successful calls (p50_us, max_us too)
+///   cpu_s           CPU of the whole process over the window (handler_cpu_s:
+///                   of the handler threads alone)
 /// One JSON line per load factor; "check" is "ok" unless a call failed
 /// otherwise or the run stalled.
 
 #include "overload.h"
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <latch>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -51,7 +56,9 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <wheelrpc/rpc/client.h>
 #include <wheelrpc/rpc/server.h>
@@ -132,6 +139,7 @@ struct LoadResult {
   std::uint64_t shed = 0;
   std::uint64_t limit_end = 0;
   double cpu_s = 0;
+  double handler_cpu_s = 0;
   bool stalled = false;
 };
 
@@ -142,6 +150,20 @@ class Rig {
   Rig(const Settings& s, bool limiter, bool admission, timer::HashedWheelTimer& timer)
       : pool_(static_cast<std::size_t>(s.handler_threads)),
         server_(server_io_.get_executor(), timer, server_options(pool_, limiter, admission)) {
+    // The pool's thread ids, for their CPU time: one job per thread, each
+    // held until all have started (so no thread runs two).
+    std::latch all(s.handler_threads);
+    std::mutex mu;
+    for (int i = 0; i < s.handler_threads; ++i) {
+      asio::post(pool_, [&] {
+        {
+          std::lock_guard lock(mu);
+          handler_tids_.push_back(static_cast<pid_t>(::syscall(SYS_gettid)));
+        }
+        all.arrive_and_wait();
+      });
+    }
+    all.wait();
     const auto cost = s.cost;
     server_.handle("work", [cost](rpc::Request req, rpc::Responder r) {
       spin_cpu(cost);
@@ -179,6 +201,12 @@ class Rig {
   rpc::Server& server() { return server_; }
   rpc::Client& client() { return *client_; }
   asio::io_context& client_io() { return client_io_; }
+  /// CPU seconds the handler threads have used so far.
+  double handler_cpu_s() const {
+    double sum = 0;
+    for (const auto tid : handler_tids_) sum += std::max(thread_cpu_s(tid), 0.0);
+    return sum;
+  }
 
  private:
   static rpc::ServerOptions server_options(asio::thread_pool& pool, bool limiter, bool admission) {
@@ -196,6 +224,7 @@ class Rig {
   rpc::Server server_;
   std::optional<rpc::Client> client_;
   std::thread server_thread_, client_thread_;
+  std::vector<pid_t> handler_tids_;
 };
 
 /// The server's capacity as this machine delivers it now: the throughput of
@@ -251,7 +280,7 @@ LoadResult run_load(const Settings& s, double factor, timer::HashedWheelTimer& t
   const std::int64_t t_measure = t0 + static_cast<std::int64_t>(s.warmup_s * 1e9);
   const std::int64_t t_end = t_measure + static_cast<std::int64_t>(s.duration_s * 1e9);
   std::uint64_t shed_at_measure = 0;
-  double cpu_at_measure = 0;
+  double cpu_at_measure = 0, handler_cpu_at_measure = 0;
   bool measuring = false;
   for (std::uint64_t i = 0;; ++i) {
     const auto due = t0 + static_cast<std::int64_t>(static_cast<double>(i) * interval_ns);
@@ -260,6 +289,7 @@ LoadResult run_load(const Settings& s, double factor, timer::HashedWheelTimer& t
       measuring = true;
       shed_at_measure = server.stats().shed;
       cpu_at_measure = process_cpu_s();
+      handler_cpu_at_measure = rig.handler_cpu_s();
     }
     // Sleep while well ahead; a late wake-up sends the calls due at once
     // (open loop: the schedule never waits for replies).
@@ -300,6 +330,7 @@ LoadResult run_load(const Settings& s, double factor, timer::HashedWheelTimer& t
   const auto ended = now_ns();
   res.shed = server.stats().shed - shed_at_measure;
   res.cpu_s = process_cpu_s() - cpu_at_measure;
+  res.handler_cpu_s = rig.handler_cpu_s() - handler_cpu_at_measure;
   res.limit_end = server.stats().concurrency_limit;
   // Every call ends by its deadline; allow a generous margin.
   while (outstanding.load(std::memory_order_acquire) > 0) {
@@ -349,6 +380,7 @@ void print(const Settings& s, const LoadResult& r) {
       .num("errors", r.out.errors)
       .num("limit_end", r.limit_end)
       .num("cpu_s", r.cpu_s, 2)
+      .num("handler_cpu_s", r.handler_cpu_s, 2)
       .str("check", check.text())
       .print();
 }
