@@ -26,6 +26,7 @@
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 #include <wheelrpc/transport/frame.h>
 
+#include "support/raw_frames.h"
 #include "support/rpc_fixture.h"
 #include "support/server_process.h"
 
@@ -90,24 +91,7 @@ inline bool send_all(int fd, const std::string& bytes) {
   return true;
 }
 
-inline std::string encode(std::uint8_t flags, std::uint64_t id, std::string method,
-                          transport::Attachments attachments, std::string payload) {
-  transport::Frame f;
-  f.header.flags = flags;
-  f.header.request_id = id;
-  f.method = std::move(method);
-  f.attachments = std::move(attachments);
-  f.payload = std::move(payload);
-  std::string out;
-  transport::encode_frame(f, out);
-  return out;
-}
-
-inline std::string hello_frame() {
-  using namespace transport;
-  return encode(kFlagEvent | kFlagRequest | kFlagTwoWay, 1, "hello", {{"version", "1"}, {"heartbeat_ms", "15000"}},
-                "");
-}
+inline std::string hello_frame() { return hello_bytes(); }
 
 /// Waits until the server has closed every socket in `fds` (EOF or reset;
 /// anything it sends first is read and dropped), or `limit` passes. Returns,
@@ -295,7 +279,7 @@ inline std::vector<std::chrono::milliseconds> huge_headers(std::uint16_t port, s
   for (std::size_t i = 0; i < n; ++i) {
     const int fd = connect_to(port);
     if (fd < 0) break;
-    std::string header = encode(transport::kFlagRequest | transport::kFlagTwoWay, 2, "echo", {}, "");
+    std::string header = request_bytes(2, "echo");
     // body_len is the header's last four bytes (big-endian).
     for (int b = 0; b < 4; ++b) header[transport::kHeaderSize - 1 - b] = static_cast<char>(0xff);
     header.resize(transport::kHeaderSize);
@@ -310,7 +294,7 @@ inline std::vector<std::chrono::milliseconds> huge_headers(std::uint16_t port, s
 inline std::vector<std::chrono::milliseconds> floods(std::uint16_t port, std::size_t n) {
   std::string burst;
   for (std::uint64_t id = 2; id < 2 + 16; ++id) {
-    burst += encode(transport::kFlagRequest | transport::kFlagTwoWay, id, "echo", {}, std::string(65536, 'f'));
+    burst += request_bytes(id, "echo", std::string(65536, 'f'));
   }
   std::vector<int> fds;
   for (std::size_t i = 0; i < n; ++i) {

@@ -16,6 +16,7 @@
 #include <wheelrpc/transport/frame.h>
 
 #include "support/held_responders.h"
+#include "support/raw_frames.h"
 #include "support/rpc_fixture.h"
 #include "support/wait.h"
 
@@ -44,22 +45,8 @@ class RawPeer {
     setsockopt(socket_.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   }
   void send(const std::string& bytes) { asio::write(socket_, asio::buffer(bytes)); }
-  static std::string frame(std::uint8_t flags, std::uint64_t id, std::string method,
-                           wheelrpc::transport::Attachments attachments, std::string payload) {
-    wheelrpc::transport::Frame f;
-    f.header.flags = flags;
-    f.header.request_id = id;
-    f.method = std::move(method);
-    f.attachments = std::move(attachments);
-    f.payload = std::move(payload);
-    std::string out;
-    wheelrpc::transport::encode_frame(f, out);
-    return out;
-  }
-  void hello(std::string heartbeat_ms = "15000") {
-    using namespace wheelrpc::transport;
-    send(frame(kFlagEvent | kFlagRequest | kFlagTwoWay, 1, "hello", {{"version", "1"}, {"heartbeat_ms", heartbeat_ms}},
-               ""));
+  void hello(const std::string& heartbeat_ms = "15000") {
+    send(wheelrpc::test::hello_bytes(heartbeat_ms));
     std::array<char, 512> buf{};
     socket_.read_some(asio::buffer(buf));  // the HELLO reply
   }
@@ -202,8 +189,7 @@ TEST(Limits, AClientThatReadsNoRepliesIsClosedOnceItsRepliesPassTheQueueBound) {
   const std::string payload(64 * 1024, 'x');
   std::string burst;
   for (std::uint64_t id = 2; id < 2 + 64; ++id) {
-    burst += RawPeer::frame(wheelrpc::transport::kFlagRequest | wheelrpc::transport::kFlagTwoWay, id, "echo", {},
-                            payload);
+    burst += wheelrpc::test::request_bytes(id, "echo", payload);
   }
   error_code ec;
   for (int i = 0; i < 200 && !ec; ++i) asio::write(greedy.socket(), asio::buffer(burst), ec);  // up to 800 MiB asked
@@ -224,7 +210,7 @@ TEST(Limits, AConnectionAtItsRequestLimitIsNotReadUntilAReplyGoesOut) {
   greedy.hello();
   std::string burst;
   for (std::uint64_t id = 2; id < 2 + 10; ++id) {
-    burst += RawPeer::frame(wheelrpc::transport::kFlagRequest | wheelrpc::transport::kFlagTwoWay, id, "hold", {}, "");
+    burst += wheelrpc::test::request_bytes(id, "hold", "");
   }
   greedy.send(burst);  // ten requests in one write: the server reads them in one go
   ASSERT_TRUE(wheelrpc::test::wait_until([&] { return fx.server.stats().read_pauses >= 1; }));
@@ -253,8 +239,8 @@ TEST(Limits, AConnectionPausedAtItsRequestLimitIsNotClosedAsIdle) {
   });
   RawPeer busy(fx.server.local_endpoint());
   busy.hello("100");
-  busy.send(RawPeer::frame(wheelrpc::transport::kFlagRequest | wheelrpc::transport::kFlagTwoWay, 2, "hold", {}, "") +
-            RawPeer::frame(wheelrpc::transport::kFlagRequest | wheelrpc::transport::kFlagTwoWay, 3, "hold", {}, ""));
+  busy.send(wheelrpc::test::request_bytes(2, "hold", "") +
+            wheelrpc::test::request_bytes(3, "hold", ""));
   ASSERT_TRUE(wheelrpc::test::wait_until([&] { return fx.server.stats().read_pauses == 1 && held.size() == 1; }));
   // A connection made later, and idle: once the CloseTimerTask closes it,
   // it has looked past the paused one's idle time too.
