@@ -280,16 +280,18 @@ TEST(Introspection, AsyncInvokeRunsAHandlerInProcessWithItsDeadline) {
 TEST(Introspection, AGracefulShutdownWaitsForInProcessCalls) {
   RpcFixture fx;
   std::promise<void> invoked, shut;
-  std::atomic<bool> invoke_first{false};
+  // The call sleeps 300 ms; the shutdown must not end before that. (Its
+  // completion and the call's are both posted, in no set order.)
+  const auto t0 = std::chrono::steady_clock::now();
   fx.server.async_invoke("sleep", "300", 0ms, [&](error_code ec, Response r) {
     EXPECT_FALSE(ec) << r.error_message;
-    invoke_first = true;
     invoked.set_value();
   });
   ASSERT_TRUE(wheelrpc::test::wait_until([&] { return fx.server.stats().in_flight == 1; }));
   fx.server.async_shutdown(10s, [&](error_code ec) {
     EXPECT_FALSE(ec) << ec.message();
-    EXPECT_TRUE(invoke_first.load()) << "the drain ended before the in-process call replied";
+    EXPECT_GE(std::chrono::steady_clock::now() - t0, 300ms) << "the drain ended before the in-process call replied";
+    EXPECT_EQ(fx.server.stats().replies, 1u) << "the call's reply came first";
     shut.set_value();
   });
   ASSERT_EQ(invoked.get_future().wait_for(20s), std::future_status::ready);
