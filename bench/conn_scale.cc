@@ -35,7 +35,6 @@
 #include "conn_scale.h"
 
 #include <spawn.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -226,17 +225,6 @@ double per_conn(long before, long after, long n) {
 }
 
 }  // namespace
-
-long raise_open_file_limit() noexcept {
-  rlimit rl{};
-  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return -1;
-  if (rl.rlim_cur < rl.rlim_max) {
-    rlimit want = rl;
-    want.rlim_cur = rl.rlim_max;
-    if (::setrlimit(RLIMIT_NOFILE, &want) == 0) rl = want;
-  }
-  return rl.rlim_cur == RLIM_INFINITY ? LONG_MAX : static_cast<long>(rl.rlim_cur);
-}
 
 int conn_scale(const Flags& flags) {
   flags.check_known({"connections", "heartbeat-ms", "duration-s", "batch", "ready-timeout-s", "port",

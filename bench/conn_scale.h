@@ -8,12 +8,11 @@
 #include <sys/types.h>
 
 #include "bench_flags.h"
+#include "support/open_files.h"
 
 namespace wheelrpc::bench {
 
-/// Raises this process's open-file soft limit to its hard limit (RLIMIT_NOFILE)
-/// and returns the soft limit now in force (-1 if it cannot be read).
-long raise_open_file_limit() noexcept;
+using examples::raise_open_file_limit;
 
 /// Open files a conn_scale process needs besides its connections: the
 /// listening socket, epoll, eventfds, timers, stdio, /proc reads, the loader.

@@ -52,7 +52,6 @@
 #include <utility>
 #include <vector>
 
-#include <sys/resource.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -66,6 +65,7 @@
 #include "support/flags.h"
 #include "support/tls_flags.h"
 #include "support/logging.h"
+#include "support/open_files.h"
 #include "support/run_main.h"
 
 namespace {
@@ -82,14 +82,6 @@ void fix_mmap_threshold() noexcept {
 #if defined(__GLIBC__)
   ::mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 #endif
-}
-
-/// Raises the open-file soft limit to the hard limit: each connection is a file.
-void raise_open_file_limit() noexcept {
-  rlimit rl{};
-  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
-  rl.rlim_cur = rl.rlim_max;
-  ::setrlimit(RLIMIT_NOFILE, &rl);
 }
 
 using wheelrpc::examples::FlagParser;
@@ -315,7 +307,7 @@ int run(const Config& cfg) {
   options.hello_timeout = cfg.hello_timeout;
   options.max_requests_per_connection = cfg.max_requests_per_connection;
   options.channel.max_write_queue_bytes = cfg.max_write_queue_bytes;
-  raise_open_file_limit();  // a server's connections are files
+  wheelrpc::examples::raise_open_file_limit();  // a server's connections are files
   fix_mmap_threshold();
   options.tls = cfg.tls;
   std::shared_ptr<wheelrpc::registry::EtcdRegistry> registry;

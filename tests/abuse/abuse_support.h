@@ -8,7 +8,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -26,9 +25,11 @@
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 #include <wheelrpc/transport/frame.h>
 
+#include "support/open_files.h"
 #include "support/raw_frames.h"
 #include "support/rpc_fixture.h"
 #include "support/server_process.h"
+#include "support/wait.h"
 
 namespace wheelrpc::test::abuse {
 
@@ -53,17 +54,8 @@ inline std::vector<std::string> server_args() {
           "--max-write-queue-bytes", std::to_string(kWriteQueueBytes)};
 }
 
-/// Raises this process's open-file limit to its hard limit (the abusers'
-/// sockets); returns the limit in force.
-inline long raise_open_files() {
-  rlimit rl{};
-  ::getrlimit(RLIMIT_NOFILE, &rl);
-  if (rl.rlim_cur < rl.rlim_max) {
-    rl.rlim_cur = rl.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &rl);
-  }
-  return static_cast<long>(rl.rlim_cur);
-}
+/// The abusers' sockets are files.
+using examples::raise_open_file_limit;
 
 /// A connected blocking TCP socket to 127.0.0.1:port, or -1.
 inline int connect_to(std::uint16_t port) {
@@ -181,32 +173,30 @@ class GoodClient {
   std::string first_error_;
 };
 
-/// Polls until `pred` holds or `limit` passes.
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds limit) {
-  const auto until = Clock::now() + limit;
-  while (!pred()) {
-    if (Clock::now() >= until) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
-
 // ---------------------------------------------------------------- abusers
 
-/// `n` connections that send nothing.
-inline std::vector<std::chrono::milliseconds> silent_connections(std::uint16_t port, std::size_t n) {
+/// `n` connections, each sending `bytes(i)` once (blocking) and then nothing
+/// more; returns when each was cut off (see wait_closed). If any connect
+/// fails, none is kept and the result is empty.
+template <class Bytes>
+std::vector<std::chrono::milliseconds> connections_sending(std::uint16_t port, std::size_t n, Bytes bytes) {
   std::vector<int> fds;
   const auto t0 = Clock::now();
   for (std::size_t i = 0; i < n; ++i) {
     const int fd = connect_to(port);
-    if (fd >= 0) fds.push_back(fd);
-  }
-  if (fds.size() != n) {
-    for (int fd : fds) ::close(fd);
-    return {};
+    if (fd < 0) {
+      for (int open : fds) ::close(open);
+      return {};
+    }
+    fds.push_back(fd);
+    send_all(fd, bytes(i));
   }
   return wait_closed(fds, t0, 60s);
+}
+
+/// `n` connections that send nothing.
+inline std::vector<std::chrono::milliseconds> silent_connections(std::uint16_t port, std::size_t n) {
+  return connections_sending(port, n, [](std::size_t) { return std::string(); });
 }
 
 /// `n` connections that each send a HELLO one byte per 100 ms (it would take
@@ -258,35 +248,22 @@ inline std::vector<std::chrono::milliseconds> slow_hellos(std::uint16_t port, st
 /// `n` connections that send 4 KiB of random bytes each.
 inline std::vector<std::chrono::milliseconds> garbage(std::uint16_t port, std::size_t n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
-  std::vector<int> fds;
-  const auto t0 = Clock::now();
-  for (std::size_t i = 0; i < n; ++i) {
-    const int fd = connect_to(port);
-    if (fd < 0) break;
+  return connections_sending(port, n, [&](std::size_t) {
     std::string bytes(4096, '\0');
     for (auto& c : bytes) c = static_cast<char>(rng());
-    send_all(fd, bytes);
-    fds.push_back(fd);
-  }
-  return wait_closed(fds, t0, 60s);
+    return bytes;
+  });
 }
 
 /// `n` connections that say HELLO, then send a request header announcing a
 /// body of 4 GiB - 1 and the first bytes of it.
 inline std::vector<std::chrono::milliseconds> huge_headers(std::uint16_t port, std::size_t n) {
-  std::vector<int> fds;
-  const auto t0 = Clock::now();
-  for (std::size_t i = 0; i < n; ++i) {
-    const int fd = connect_to(port);
-    if (fd < 0) break;
-    std::string header = request_bytes(2, "echo");
-    // body_len is the header's last four bytes (big-endian).
-    for (int b = 0; b < 4; ++b) header[transport::kHeaderSize - 1 - b] = static_cast<char>(0xff);
-    header.resize(transport::kHeaderSize);
-    send_all(fd, hello_frame() + header + std::string(65536, 'x'));
-    fds.push_back(fd);
-  }
-  return wait_closed(fds, t0, 60s);
+  std::string header = request_bytes(2, "echo");
+  // body_len is the header's last four bytes (big-endian).
+  for (int b = 0; b < 4; ++b) header[transport::kHeaderSize - 1 - b] = static_cast<char>(0xff);
+  header.resize(transport::kHeaderSize);
+  const std::string bytes = hello_frame() + header + std::string(65536, 'x');
+  return connections_sending(port, n, [&](std::size_t) { return bytes; });
 }
 
 /// `n` connections that say HELLO, then send requests for 64 KiB echoes as
@@ -324,15 +301,7 @@ inline std::vector<std::chrono::milliseconds> floods(std::uint16_t port, std::si
 
 /// `n` connections that speak plaintext (a HELLO) to a TLS port.
 inline std::vector<std::chrono::milliseconds> plaintext_on_tls(std::uint16_t port, std::size_t n) {
-  std::vector<int> fds;
-  const auto t0 = Clock::now();
-  for (std::size_t i = 0; i < n; ++i) {
-    const int fd = connect_to(port);
-    if (fd < 0) break;
-    send_all(fd, hello_frame());
-    fds.push_back(fd);
-  }
-  return wait_closed(fds, t0, 60s);
+  return connections_sending(port, n, [](std::size_t) { return hello_frame(); });
 }
 
 /// `n` wheelrpc clients whose TLS certificate the server does not trust (or

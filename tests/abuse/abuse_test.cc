@@ -26,7 +26,7 @@ class Abuse : public ::testing::Test {
   void SetUp() override { start(server_args(), {}); }
 
   void start(const std::vector<std::string>& args, const wheelrpc::rpc::ClientOptions& good) {
-    raise_open_files();
+    raise_open_file_limit();
     server_.emplace(WHEELRPC_ECHO_SERVER, args);
     ASSERT_TRUE(server_->ok()) << server_->log_tail();
     good_.emplace(server_->port(), good);
@@ -39,7 +39,7 @@ class Abuse : public ::testing::Test {
   void warm_up(F abuse) {
     const long files = server_->open_files();
     abuse();
-    ASSERT_TRUE(eventually([&] { return server_->open_files() <= files; }, 60s));
+    ASSERT_TRUE(wheelrpc::test::wait_until([&] { return server_->open_files() <= files; }, 60s));
     std::this_thread::sleep_for(1500ms);  // the trim that follows the closes (ServerOptions::return_memory)
     rss_before_ = server_->rss_kib();
     files_before_ = server_->open_files();
@@ -55,7 +55,7 @@ class Abuse : public ::testing::Test {
     EXPECT_GT(good_->ok(), 200u);
     long rss = 0;
     if (kMemoryChecked) {
-      EXPECT_TRUE(eventually(
+      EXPECT_TRUE(wheelrpc::test::wait_until(
         [&] {
           rss = server_->rss_kib();
           return rss <= rss_before_ + rss_before_ / 10;
@@ -65,7 +65,7 @@ class Abuse : public ::testing::Test {
       std::printf("server RSS: %ld KiB before the second round, %ld KiB after\n", rss_before_, rss);
     }
     long files = 0;
-    EXPECT_TRUE(eventually(
+    EXPECT_TRUE(wheelrpc::test::wait_until(
         [&] {
           files = server_->open_files();
           return files <= files_before_;

@@ -22,7 +22,7 @@ std::chrono::seconds soak_duration() {
 }
 
 TEST(AbuseSoak, TheWholeMixForAMinute) {
-  raise_open_files();
+  raise_open_file_limit();
   wheelrpc::test::ServerProcess server(WHEELRPC_ECHO_SERVER, server_args());
   ASSERT_TRUE(server.ok()) << server.log_tail();
   GoodClient good(server.port());
@@ -40,7 +40,7 @@ TEST(AbuseSoak, TheWholeMixForAMinute) {
     for (std::size_t i = 0; i < verdicts.size(); ++i) EXPECT_TRUE(verdicts[i].all_cut) << "abuser " << i << " (seed " << seed << ")";
   };
   round(1);
-  ASSERT_TRUE(eventually([&] { return server.open_files() <= files_before; }, 60s));
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return server.open_files() <= files_before; }, 60s));
   std::this_thread::sleep_for(1500ms);  // the trim after the closes
   const long rss_first = server.rss_kib();
   const auto until = Clock::now() + soak_duration();
@@ -50,7 +50,7 @@ TEST(AbuseSoak, TheWholeMixForAMinute) {
   EXPECT_EQ(good.failed(), 0u) << good.first_error();
   long rss = 0, files = 0;
   if (kMemoryChecked) {
-    EXPECT_TRUE(eventually(
+    EXPECT_TRUE(wheelrpc::test::wait_until(
         [&] {
           rss = server.rss_kib();
           return rss <= rss_first + rss_first / 10;
@@ -58,7 +58,7 @@ TEST(AbuseSoak, TheWholeMixForAMinute) {
         30s))
         << "RSS " << rss << " KiB after " << rounds << " rounds, " << rss_first << " KiB after the first";
   }
-  EXPECT_TRUE(eventually(
+  EXPECT_TRUE(wheelrpc::test::wait_until(
       [&] {
         files = server.open_files();
         return files <= files_before;

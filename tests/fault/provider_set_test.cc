@@ -88,6 +88,19 @@ struct SourcedCluster {
     }
     return out;
   }
+  /// Starts a call (20 s, 2 retries) that provider 0 (in `hold` mode) keeps,
+  /// then reports a set of provider 1 alone: the call drains on a provider
+  /// that left.
+  std::future<Outcome> call_held_by_a_provider_that_leaves() {
+    source->report({ep(0)});
+    c.connect_all();
+    CallOptions o = wheelrpc::test::opts(std::chrono::seconds(20));
+    o.retries = 2;
+    auto f = start(c, "work", "", o);
+    EXPECT_TRUE(wait_until([&] { return c.providers[0]->held_count() == 1; }));
+    source->report({ep(1)});
+    return f;
+  }
   Outcome call(CallOptions o = wheelrpc::test::opts(5s)) {
     auto f = start(c, "work", "", o);
     return wheelrpc::test::wait(f);
@@ -187,13 +200,7 @@ TEST(ProviderSet, ADrainingConnectionKeepsItsHeartbeatsSoNeitherSideClosesItAsId
   // The servers idle-close a connection that sends nothing for three
   // heartbeats (300 ms here); the call below is held far longer than that.
   SourcedCluster s({Mode::hold, Mode::reply});
-  s.source->report({s.ep(0)});
-  s.c.connect_all();
-  CallOptions o = wheelrpc::test::opts(20s);
-  o.retries = 2;
-  auto f = start(s.c, "work", "", o);
-  ASSERT_TRUE(wait_until([&] { return s.c.providers[0]->held_count() == 1; }));
-  s.source->report({s.ep(1)});
+  auto f = s.call_held_by_a_provider_that_leaves();
   auto heartbeats_to_p0 = [&]() -> std::uint64_t {
     for (const auto& row : s.c.client->connections()) {
       if (row.remote == s.peer(0)) return row.heartbeats_sent;
@@ -221,13 +228,7 @@ TEST(ProviderSet, ARemovedProvidersCallsBeyondTheGraceAreRetriedElsewhere) {
   auto co = wheelrpc::test::client_options();
   co.removal_grace = 200ms;
   SourcedCluster s({Mode::hold, Mode::reply}, co);
-  s.source->report({s.ep(0)});
-  s.c.connect_all();
-  CallOptions o = wheelrpc::test::opts(20s);
-  o.retries = 2;
-  auto f = start(s.c, "work", "", o);
-  ASSERT_TRUE(wait_until([&] { return s.c.providers[0]->held_count() == 1; }));
-  s.source->report({s.ep(1)});
+  auto f = s.call_held_by_a_provider_that_leaves();
   // The CloseTimerTask closes p0's channel 200 ms after it left the set
   // (heartbeats or not); the call, lost with it, is retried on p1.
   auto out = wheelrpc::test::wait(f);
