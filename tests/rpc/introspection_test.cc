@@ -3,6 +3,7 @@
 // in-process calls (async_invoke), and W3C trace context propagation.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
 #include <string>
 
@@ -20,6 +21,7 @@ using wheelrpc::rpc::CallCode;
 using wheelrpc::rpc::CallOptions;
 using wheelrpc::rpc::errc;
 using wheelrpc::rpc::MethodStats;
+using wheelrpc::rpc::Responder;
 using wheelrpc::rpc::Response;
 using wheelrpc::rpc::TimeoutPhase;
 using wheelrpc::rpc::TraceContext;
@@ -278,22 +280,33 @@ TEST(Introspection, AsyncInvokeRunsAHandlerInProcessWithItsDeadline) {
 }
 
 TEST(Introspection, AGracefulShutdownWaitsForInProcessCalls) {
-  RpcFixture fx;
+  // The handler hands its responder to the test, which replies only after the
+  // shutdown has begun: the drain must not end before that reply. (A call
+  // counted in flight but not yet admitted may still be refused by a shutdown,
+  // so the test waits for the handler itself. The shutdown's completion and
+  // the call's are both posted, in no set order.)
+  std::promise<Responder> held;
+  std::atomic<bool> replied{false};
+  RpcFixture fx({}, {}, 2, [&](wheelrpc::rpc::Server& s) {
+    s.handle("hold", [&](wheelrpc::rpc::Request, Responder r) { held.set_value(std::move(r)); });
+  });
   std::promise<void> invoked, shut;
-  // The call sleeps 300 ms; the shutdown must not end before that. (Its
-  // completion and the call's are both posted, in no set order.)
-  const auto t0 = std::chrono::steady_clock::now();
-  fx.server.async_invoke("sleep", "300", 0ms, [&](error_code ec, Response r) {
+  fx.server.async_invoke("hold", "", 0ms, [&](error_code ec, Response r) {
     EXPECT_FALSE(ec) << r.error_message;
+    EXPECT_EQ(r.payload, "held");
     invoked.set_value();
   });
-  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return fx.server.stats().in_flight == 1; }));
+  auto responder_future = held.get_future();
+  ASSERT_EQ(responder_future.wait_for(20s), std::future_status::ready);
+  Responder responder = responder_future.get();
   fx.server.async_shutdown(10s, [&](error_code ec) {
     EXPECT_FALSE(ec) << ec.message();
-    EXPECT_GE(std::chrono::steady_clock::now() - t0, 300ms) << "the drain ended before the in-process call replied";
+    EXPECT_TRUE(replied.load()) << "the drain ended before the in-process call replied";
     EXPECT_EQ(fx.server.stats().replies, 1u) << "the call's reply came first";
     shut.set_value();
   });
+  replied = true;
+  responder.reply("held");
   ASSERT_EQ(invoked.get_future().wait_for(20s), std::future_status::ready);
   ASSERT_EQ(shut.get_future().wait_for(20s), std::future_status::ready);
 }
