@@ -21,6 +21,7 @@
 // for the nearest of: an attempt's own timeout, the next hedge, the end of a
 // retry backoff.
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -40,6 +41,7 @@
 
 #include "attempt_policy.h"
 #include "checked_mutex.h"
+#include "recycled.h"
 
 namespace wheelrpc::rpc::detail {
 
@@ -47,7 +49,7 @@ class ClientCore;
 class ClientConnection;
 class MethodCells;
 
-struct Call {
+struct Call : Recycled<Call> {
   enum class Phase : std::uint8_t { idle, waiting, sent, backoff };
 
   /// One attempt that was sent and awaits its reply.
@@ -89,7 +91,12 @@ struct Call {
   // ---- guarded by `mu`
   CheckedMutex mu;
   std::string payload;  // kept for retries and hedges
-  transport::Attachments attachments;
+  transport::Attachments attachments;  // the caller's
+  // The traceparent every attempt carries after the caller's attachments
+  // (lent to the frame, not copied into them); unsent when `send_trace` is
+  // false (the caller put its own in `attachments`, or it would not fit).
+  std::array<char, TraceContext::kTraceparentSize> traceparent{};
+  bool send_trace = false;
   boost::asio::any_completion_handler<Client::Signature> handler;
   timer::Timeout deadline_timeout;
   Phase phase = Phase::idle;

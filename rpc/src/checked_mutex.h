@@ -7,7 +7,8 @@
 //
 // It knows its owner, so code that must run with it held asserts it
 // (muduo's assertInLoopThread, for locks): `assert(mu.held())`. The owner is
-// tracked in every build (one relaxed store per lock and unlock).
+// tracked where assertions are compiled in; with NDEBUG, `held()` only says
+// that someone holds it (and the lock costs one exchange and one store).
 
 #include <atomic>
 #include <thread>
@@ -22,23 +23,37 @@ class CheckedMutex {
         if (++spins > 64) std::this_thread::yield();  // the holder may be descheduled
       }
     }
+#ifndef NDEBUG
     owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+#endif
   }
   bool try_lock() noexcept {
     if (locked_.load(std::memory_order_relaxed) || locked_.exchange(true, std::memory_order_acquire)) return false;
+#ifndef NDEBUG
     owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+#endif
     return true;
   }
   void unlock() noexcept {
+#ifndef NDEBUG
     owner_.store(std::thread::id{}, std::memory_order_relaxed);
+#endif
     locked_.store(false, std::memory_order_release);
   }
   /// True when the calling thread holds the lock.
-  bool held() const noexcept { return owner_.load(std::memory_order_relaxed) == std::this_thread::get_id(); }
+  bool held() const noexcept {
+#ifndef NDEBUG
+    return owner_.load(std::memory_order_relaxed) == std::this_thread::get_id();
+#else
+    return locked_.load(std::memory_order_relaxed);
+#endif
+  }
 
  private:
   std::atomic<bool> locked_{false};
+#ifndef NDEBUG
   std::atomic<std::thread::id> owner_{};
+#endif
 };
 
 }  // namespace wheelrpc::rpc::detail

@@ -115,7 +115,9 @@ bool ClientCore::fits_with_traceparent(std::string& method, std::string& payload
   static const std::size_t cost = [] {
     transport::Frame with, without;
     with.method = without.method = "m";
-    with.attachments.emplace_back(kTraceparentKey, std::string(55, '0'));
+    with.lent_key = kTraceparentKey;
+    const std::string value(TraceContext::kTraceparentSize, '0');
+    with.lent_value = value;
     return transport::encoded_size(with) - transport::encoded_size(without);
   }();
   if (payload.size() + cost < options_.channel.max_body / 2) return true;  // the common case: far below
@@ -211,13 +213,12 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
       break;
     }
   }
+  bool send_trace = false;
   if (!trace) {
     trace = trace_context ? trace_context->child() : TraceContext::make_root();
     // Sent unless it alone would push the body over the limit (a payload
     // right at the limit still goes, without a traceparent on the wire).
-    if (fits_with_traceparent(method, payload, options.attachments)) {
-      options.attachments.emplace_back(kTraceparentKey, trace->traceparent());
-    }
+    send_trace = fits_with_traceparent(method, payload, options.attachments);
   }
 
   CallPtr call(new Call);
@@ -225,6 +226,8 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
   c.core = this;
   c.cells = cells;
   c.trace = *trace;
+  c.send_trace = send_trace;
+  if (send_trace) c.trace.write_traceparent(c.traceparent.data());
   c.trace_context = trace_context;
   c.method = std::move(method);
   c.start = start;
@@ -456,13 +459,20 @@ bool ClientCore::send_attempt(CallLock& lock, Call& call, const std::shared_ptr<
   f.method = call.method;
   f.attachments = std::move(call.attachments);
   f.payload = std::move(call.payload);
+  if (call.send_trace) {
+    f.lent_key = kTraceparentKey;
+    f.lent_value = std::string_view(call.traceparent.data(), call.traceparent.size());
+  }
   // Over our own limit, or the server's (from its HELLO): the server would
   // close the connection on it, failing every call there.
   const std::uint32_t server_limit = conn.peer_max_body.load(std::memory_order_relaxed);
   const std::uint32_t limit = std::min(options_.channel.max_body, server_limit);
-  const std::size_t body = f.payload.size() > limit / 2 || !f.attachments.empty()
+  // A bound on the body without walking it: the method's length byte, the
+  // attachment count and the lent attachment's framing fit in 16 bytes.
+  const std::size_t bound = f.payload.size() + f.method.size() + f.lent_key.size() + f.lent_value.size() + 16;
+  const std::size_t body = bound > limit || !f.attachments.empty()
                                ? transport::encoded_size(f) - transport::kHeaderSize
-                               : 0;  // the common case: far below either limit
+                               : 0;  // the common case: below either limit
   const bool too_big = body > limit;
   const error_code ec = too_big ? error_code{} : channel->send(f);
   call.payload = std::move(f.payload);

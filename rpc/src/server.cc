@@ -366,8 +366,9 @@ void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame
 }
 
 void ServerCore::run_handler(const Method& method, Request req, ReplySlotPtr slot, std::uint64_t conn_id) {
-  const std::string peer = req.peer;
-  const std::string trace = slot->trace ? slot->trace->trace_id_hex() : "-";
+  // What a log line about a throwing handler names, kept without building a
+  // string per call: the peer is looked up by connection id if one throws.
+  const std::optional<TraceContext> trace = slot->trace;
   try {
     // Calls the handler starts inherit the caller's deadline (deadline
     // propagation) and continue its trace.
@@ -377,10 +378,21 @@ void ServerCore::run_handler(const Method& method, Request req, ReplySlotPtr slo
   } catch (const std::exception& e) {
     // The Responder was consumed by the call; if the handler had not replied,
     // its destructor already answered server_error. Log what happened.
-    logger()->error("conn={} peer={} trace={} handler threw: {}", conn_id, peer, trace, e.what());
+    logger()->error("conn={} peer={} trace={} handler threw: {}", conn_id, peer_of(conn_id),
+                    trace ? trace->trace_id_hex() : "-", e.what());
   } catch (...) {
-    logger()->error("conn={} peer={} trace={} handler threw a non-std exception", conn_id, peer, trace);
+    logger()->error("conn={} peer={} trace={} handler threw a non-std exception", conn_id, peer_of(conn_id),
+                    trace ? trace->trace_id_hex() : "-");
   }
+}
+
+std::string ServerCore::peer_of(std::uint64_t conn_id) const {
+  if (conn_id == 0) return "local";  // an in-process call (async_invoke)
+  std::lock_guard lock(mu_);
+  const auto it = channels_.find(conn_id);
+  if (it == channels_.end()) return "-";
+  const auto ch = it->second.channel.lock();
+  return ch ? ch->remote() : "-";
 }
 
 namespace {

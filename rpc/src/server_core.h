@@ -25,6 +25,7 @@
 #include "memory_return.h"
 #include "concurrency_limiter.h"
 #include "method_metrics.h"
+#include "recycled.h"
 #include "work_gate.h"
 
 namespace wheelrpc::rpc::detail {
@@ -92,7 +93,7 @@ using ConnContextPtr = boost::intrusive_ptr<ServerConnContext>;
 // reply, by the deadline (server_timeout, posted to the executor from the
 // timer's worker) or by a dropped Responder. Shared through ReplySlotPtr: the
 // Responder's reference, and the deadline task's while it may run.
-struct ReplySlot {
+struct ReplySlot : Recycled<ReplySlot> {
   ReplySlot() = default;
   ReplySlot(const ReplySlot&) = delete;
   ReplySlot& operator=(const ReplySlot&) = delete;
@@ -219,6 +220,8 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   /// `slot`), or answers it overloaded; false if refused.
   bool admit(const Method& method, ReplySlot& slot);
   void run_handler(const Method& method, Request req, ReplySlotPtr slot, std::uint64_t conn_id);
+  /// "ip:port" of a connection still open (for log lines off the hot path).
+  std::string peer_of(std::uint64_t conn_id) const;
 
   // Overload control (server_overload.cc). The checks of the default path
   // (no limit, handlers inline) are inline here: they cost it a branch each.

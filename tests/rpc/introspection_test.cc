@@ -6,6 +6,7 @@
 #include <atomic>
 #include <future>
 #include <string>
+#include <vector>
 
 #include <boost/asio/use_future.hpp>
 
@@ -105,16 +106,23 @@ TEST(Trace, ParseAndFormatRoundTrip) {
   const auto child = t->child();
   EXPECT_EQ(child.trace_id_hex(), t->trace_id_hex());
   EXPECT_NE(child.traceparent(), tp);
-  for (std::string bad : {"", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0",
+  for (std::string bad : std::vector<std::string>{"", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0",
                           "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
                           "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
                           "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
                           "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
-                          "00-4bf92f3577b34da6a3ce929d0e0e4736x00f067aa0ba902b7-01"}) {
+                          "00-4bf92f3577b34da6a3ce929d0e0e4736x00f067aa0ba902b7-01",
+                          "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01",
+                          "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b/-01",
+                          "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0:",
+                          std::string("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0") + '\xff'}) {
     EXPECT_FALSE(TraceContext::parse(bad)) << bad;
   }
   const auto root = TraceContext::make_root();
   EXPECT_TRUE(TraceContext::parse(root.traceparent()));
+  std::string written(TraceContext::kTraceparentSize, '?');
+  root.write_traceparent(written.data());
+  EXPECT_EQ(written, root.traceparent());
   EXPECT_NE(root.trace_id_hex(), TraceContext::make_root().trace_id_hex());
 }
 

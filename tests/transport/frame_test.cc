@@ -116,6 +116,44 @@ TEST(FrameRoundTrip, RequestWithMethodAttachmentsAndPayload) {
   round_trip(f);
 }
 
+TEST(FrameRoundTrip, ALentAttachmentIsEncodedAfterTheOthersAsIfItWereOne) {
+  // What the client does with its traceparent: lent from a buffer of its
+  // own, encoded byte for byte as a last attachment.
+  const std::string value(55, 'v');
+  Frame lent = request_frame();
+  lent.attachments = {{"auth", "token"}};
+  lent.lent_key = "traceparent";
+  lent.lent_value = value;
+  lent.payload = "p";
+  Frame owned = request_frame();
+  owned.attachments = {{"auth", "token"}, {"traceparent", value}};
+  owned.payload = "p";
+  EXPECT_EQ(encoded_size(lent), encoded_size(owned));
+  EXPECT_EQ(to_hex(encode(lent)), to_hex(encode(owned)));
+  EXPECT_EQ(encode(lent).size(), encoded_size(lent));
+
+  // Alone, on an otherwise empty body: the body is not empty.
+  Frame only;
+  only.header.flags = kFlagRequest;
+  only.lent_key = "k";
+  only.lent_value = "v";
+  Frame only_owned;
+  only_owned.header.flags = kFlagRequest;
+  only_owned.attachments = {{"k", "v"}};
+  EXPECT_EQ(to_hex(encode(only)), to_hex(encode(only_owned)));
+
+  // Decoded, it is one of the attachments, the last.
+  FrameDecoder dec;
+  Frame out;
+  std::size_t consumed = 0;
+  const std::string wire = encode(lent);
+  ASSERT_EQ(dec.decode(bytes_of(wire), wire.size(), out, consumed), Result::frame);
+  ASSERT_EQ(out.attachments.size(), 2u);
+  EXPECT_EQ(out.attachments[1].first, "traceparent");
+  EXPECT_EQ(out.attachments[1].second, value);
+  EXPECT_TRUE(out.lent_key.empty());
+}
+
 TEST(FrameRoundTrip, Response) {
   Frame f;
   f.header.status = 2;  // rpc::Status::method_not_found

@@ -73,7 +73,7 @@ inline std::uint64_t get_u64(const std::uint8_t* p) noexcept {
 
 // Names longer than a u8 length can say are a caller bug; encoded_size and
 // encode_frame must agree on the truncation or the stream would desync.
-inline std::size_t name_size(const std::string& s) noexcept {
+inline std::size_t name_size(std::string_view s) noexcept {
   assert(s.size() <= kMaxNameSize && "method names and attachment keys are at most 255 bytes");
   return std::min(s.size(), kMaxNameSize);
 }
@@ -82,8 +82,11 @@ inline std::size_t attachment_count(const Attachments& a) noexcept {
   return std::min(a.size(), kMaxAttachments);
 }
 
+// The lent attachment goes out only if the count can still say it.
+inline bool lends(const Frame& f) noexcept { return !f.lent_key.empty() && f.attachments.size() < kMaxAttachments; }
+
 inline bool body_is_empty(const Frame& f) noexcept {
-  return f.method.empty() && f.attachments.empty() && f.payload.empty();
+  return f.method.empty() && f.attachments.empty() && f.payload.empty() && f.lent_key.empty();
 }
 
 std::size_t body_size(const Frame& f) noexcept {
@@ -95,6 +98,7 @@ std::size_t body_size(const Frame& f) noexcept {
     const auto& [key, value] = f.attachments[i];
     n += kMinAttachment + name_size(key) + value.size();
   }
+  if (lends(f)) n += kMinAttachment + name_size(f.lent_key) + f.lent_value.size();
   return n;
 }
 
@@ -153,17 +157,19 @@ void encode_frame(const Frame& f, std::string& out) {
 
   const std::size_t method_len = name_size(f.method);
   const std::size_t count = attachment_count(f.attachments);
+  const bool lent = lends(f);
   p = put_u8(p, static_cast<std::uint8_t>(method_len));
   p = put_bytes(p, f.method.data(), method_len);
-  p = put_u16(p, static_cast<std::uint16_t>(count));
-  for (std::size_t i = 0; i < count; ++i) {
-    const auto& [key, value] = f.attachments[i];
+  p = put_u16(p, static_cast<std::uint16_t>(count + (lent ? 1 : 0)));
+  const auto put_attachment = [&p](std::string_view key, std::string_view value) {
     const std::size_t key_len = name_size(key);
     p = put_u8(p, static_cast<std::uint8_t>(key_len));
     p = put_bytes(p, key.data(), key_len);
     p = put_u32(p, static_cast<std::uint32_t>(value.size()));
     p = put_bytes(p, value.data(), value.size());
-  }
+  };
+  for (std::size_t i = 0; i < count; ++i) put_attachment(f.attachments[i].first, f.attachments[i].second);
+  if (lent) put_attachment(f.lent_key, f.lent_value);
   assert(p == out.data() + out.size());
   out.append(f.payload);
 }

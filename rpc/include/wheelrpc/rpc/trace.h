@@ -31,8 +31,13 @@ struct TraceContext {
   TraceContext child() const noexcept;
   /// Parses a version-00 traceparent; std::nullopt when malformed or all-zero ids.
   static std::optional<TraceContext> parse(std::string_view traceparent) noexcept;
+  /// Characters in a version-00 traceparent.
+  static constexpr std::size_t kTraceparentSize = 55;
   /// "00-<trace id>-<parent id>-<flags>" (55 characters).
   std::string traceparent() const;
+  /// Writes the traceparent's kTraceparentSize characters to `out` (no
+  /// terminator): the same text without a string.
+  void write_traceparent(char* out) const noexcept;
   /// The 32 lower-case hex digits of the trace id.
   std::string trace_id_hex() const;
 };

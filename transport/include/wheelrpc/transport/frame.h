@@ -50,6 +50,13 @@ struct Frame {
   std::string method;  ///< requests: the method; responses and heartbeats: empty
   Attachments attachments;
   std::string payload;
+  /// One more attachment, encoded after `attachments` without being copied
+  /// into them (the rpc layer's traceparent, from a buffer of its own); absent
+  /// while `lent_key` is empty. Encoding only: the views must outlive the
+  /// `encode_frame` call, and a decoder puts every attachment it reads in
+  /// `attachments`. Dropped if `attachments` already hold the most a frame
+  /// can carry.
+  std::string_view lent_key, lent_value;
 };
 
 /// Bytes `encode_frame` appends for `f` (header included).
