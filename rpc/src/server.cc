@@ -310,7 +310,7 @@ void ServerCore::record_timeout(const ReplySlot& slot, std::chrono::steady_clock
   }
   r.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(t - slot.received);
   r.attempts = 1;
-  if (slot.trace) r.trace_id = slot.trace->trace_id_hex();
+  if (const auto trace = slot.trace.get()) r.trace_id = trace->trace_id_hex();
   logger()->debug("request '{}' from {} answered server_timeout after {} us (budget {} us) trace={}", r.method,
                   r.provider.empty() ? "-" : r.provider, r.elapsed.count(), r.budget.count(),
                   r.trace_id.empty() ? "-" : r.trace_id);
@@ -330,7 +330,7 @@ void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame
   slot->received = receipt_time(channel);
   for (const auto& [key, value] : frame.attachments) {
     if (key == kTraceparentKey) {
-      slot->trace = TraceContext::parse(value);
+      slot->trace.set_raw(value);
       break;
     }
   }
@@ -368,22 +368,27 @@ void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame
 void ServerCore::run_handler(const Method& method, Request req, ReplySlotPtr slot, std::uint64_t conn_id) {
   // What a log line about a throwing handler names, kept without building a
   // string per call: the peer is looked up by connection id if one throws.
-  const std::optional<TraceContext> trace = slot->trace;
+  const LazyTrace trace = slot->trace;
   try {
     // Calls the handler starts inherit the caller's deadline (deadline
     // propagation) and continue its trace.
     DeadlineScope scope(slot->deadline);
-    TraceScope trace_scope(slot->trace);
+    LazyTraceScope trace_scope(slot->trace);
     method.handler(std::move(req), Responder(std::move(slot)));
   } catch (const std::exception& e) {
     // The Responder was consumed by the call; if the handler had not replied,
     // its destructor already answered server_error. Log what happened.
-    logger()->error("conn={} peer={} trace={} handler threw: {}", conn_id, peer_of(conn_id),
-                    trace ? trace->trace_id_hex() : "-", e.what());
+    logger()->error("conn={} peer={} trace={} handler threw: {}", conn_id, peer_of(conn_id), trace_id_of(trace),
+                    e.what());
   } catch (...) {
     logger()->error("conn={} peer={} trace={} handler threw a non-std exception", conn_id, peer_of(conn_id),
-                    trace ? trace->trace_id_hex() : "-");
+                    trace_id_of(trace));
   }
+}
+
+std::string ServerCore::trace_id_of(const LazyTrace& trace) {
+  const auto t = trace.get();
+  return t ? t->trace_id_hex() : "-";
 }
 
 std::string ServerCore::peer_of(std::uint64_t conn_id) const {
@@ -422,11 +427,12 @@ void ServerCore::invoke(std::string method, std::string payload, transport::Atta
   slot->received = now();
   slot->local = std::move(done);
   for (const auto& [key, value] : attachments) {
-    if (key == kTraceparentKey) slot->trace = TraceContext::parse(value);
+    if (key == kTraceparentKey) slot->trace.set_raw(value);
   }
-  if (!slot->trace) {
-    slot->trace = TraceContext::make_root();
-    attachments.emplace_back(kTraceparentKey, slot->trace->traceparent());
+  if (!slot->trace.get()) {
+    const auto root = TraceContext::make_root();
+    slot->trace.set(root);
+    attachments.emplace_back(kTraceparentKey, root.traceparent());
   }
   auto it = handlers_.find(method);
   slot->cells = it != handlers_.end() ? it->second.cells : unknown_cells_;

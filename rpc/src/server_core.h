@@ -24,6 +24,7 @@
 
 #include "memory_return.h"
 #include "concurrency_limiter.h"
+#include "lazy_trace.h"
 #include "method_metrics.h"
 #include "recycled.h"
 #include "work_gate.h"
@@ -117,7 +118,7 @@ struct ReplySlot : Recycled<ReplySlot> {
   std::atomic<std::size_t>* running = nullptr;  // its method's running count, under a concurrency limit
                                                 // (given back by the destructor)
   std::chrono::steady_clock::time_point received{};
-  std::optional<TraceContext> trace;  // the request's traceparent, if valid
+  LazyTrace trace;  // the request's traceparent, parsed when asked
   // A call from inside the process (Server::async_invoke): completed here
   // instead of a reply on a channel.
   std::function<void(Status, std::string, transport::Attachments)> local;
@@ -222,6 +223,8 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   void run_handler(const Method& method, Request req, ReplySlotPtr slot, std::uint64_t conn_id);
   /// "ip:port" of a connection still open (for log lines off the hot path).
   std::string peer_of(std::uint64_t conn_id) const;
+  /// Its trace id in hex, or "-".
+  static std::string trace_id_of(const LazyTrace& trace);
 
   // Overload control (server_overload.cc). The checks of the default path
   // (no limit, handlers inline) are inline here: they cost it a branch each.

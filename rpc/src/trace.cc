@@ -1,7 +1,10 @@
 #include <wheelrpc/rpc/trace.h>
 
+#include "lazy_trace.h"
+
 #include <array>
 #include <chrono>
+#include <cstring>
 #include <cstdint>
 #include <random>
 
@@ -9,6 +12,10 @@ namespace wheelrpc::rpc {
 namespace {
 
 thread_local std::optional<TraceContext> t_trace;
+// A request's traceparent put in force by a LazyTraceScope and not parsed
+// yet: current_trace() parses it into t_trace on first use.
+thread_local bool t_raw_pending = false;
+thread_local std::array<char, TraceContext::kTraceparentSize> t_raw;
 
 /// splitmix64 over a per-thread state seeded from the random device once.
 std::uint64_t next_random() noexcept {
@@ -124,9 +131,33 @@ std::string TraceContext::trace_id_hex() const {
   return s;
 }
 
-std::optional<TraceContext> current_trace() noexcept { return t_trace; }
+std::optional<TraceContext> current_trace() noexcept {
+  if (t_raw_pending) [[unlikely]] {
+    t_raw_pending = false;
+    t_trace = TraceContext::parse(std::string_view(t_raw.data(), t_raw.size()));
+  }
+  return t_trace;
+}
 
-TraceScope::TraceScope(std::optional<TraceContext> trace) noexcept : previous_(t_trace) { t_trace = trace; }
+TraceScope::TraceScope(std::optional<TraceContext> trace) noexcept : previous_(current_trace()) { t_trace = trace; }
 TraceScope::~TraceScope() { t_trace = previous_; }
+
+namespace detail {
+
+LazyTraceScope::LazyTraceScope(const LazyTrace& trace) noexcept : previous_(current_trace()) {
+  if (trace.present()) {
+    std::memcpy(t_raw.data(), trace.raw().data(), t_raw.size());
+    t_raw_pending = true;
+  } else {
+    t_trace.reset();
+  }
+}
+
+LazyTraceScope::~LazyTraceScope() {
+  t_raw_pending = false;
+  t_trace = previous_;
+}
+
+}  // namespace detail
 
 }  // namespace wheelrpc::rpc

@@ -12,6 +12,7 @@
 
 #include <wheelrpc/rpc/trace.h>
 
+#include "lazy_trace.h"
 #include "method_metrics.h"
 #include "support/rpc_fixture.h"
 #include "support/wait.h"
@@ -124,6 +125,47 @@ TEST(Trace, ParseAndFormatRoundTrip) {
   root.write_traceparent(written.data());
   EXPECT_EQ(written, root.traceparent());
   EXPECT_NE(root.trace_id_hex(), TraceContext::make_root().trace_id_hex());
+}
+
+TEST(Trace, ARequestsTraceIsParsedWhenAskedAndScopesNestAndRestore) {
+  using wheelrpc::rpc::TraceScope;
+  using wheelrpc::rpc::detail::LazyTrace;
+  using wheelrpc::rpc::detail::LazyTraceScope;
+  const std::string tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  LazyTrace good, bad, none;
+  good.set_raw(tp);
+  bad.set_raw("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01");
+  none.set_raw("short");
+  ASSERT_TRUE(good.get());
+  EXPECT_EQ(good.get()->traceparent(), tp);
+  EXPECT_FALSE(bad.get());
+  EXPECT_FALSE(none.get());
+
+  const auto outer = TraceContext::make_root();
+  {
+    TraceScope o(outer);
+    {
+      LazyTraceScope request(good);
+      ASSERT_TRUE(wheelrpc::rpc::current_trace());
+      EXPECT_EQ(wheelrpc::rpc::current_trace()->traceparent(), tp);
+      {
+        const auto inner = TraceContext::make_root();
+        TraceScope i(inner);
+        EXPECT_EQ(wheelrpc::rpc::current_trace()->traceparent(), inner.traceparent());
+      }
+      EXPECT_EQ(wheelrpc::rpc::current_trace()->traceparent(), tp);
+    }
+    EXPECT_EQ(wheelrpc::rpc::current_trace()->traceparent(), outer.traceparent());
+    {
+      LazyTraceScope request(bad);  // malformed: no trace in force
+      EXPECT_FALSE(wheelrpc::rpc::current_trace());
+    }
+    {
+      LazyTraceScope unparsed(good);  // never asked: the outer comes back all the same
+    }
+    EXPECT_EQ(wheelrpc::rpc::current_trace()->traceparent(), outer.traceparent());
+  }
+  EXPECT_FALSE(wheelrpc::rpc::current_trace());
 }
 
 TEST(Introspection, ClientAndServerCountCallsByMethodAndOutcome) {
