@@ -49,6 +49,9 @@ class ClientCore;
 class ClientConnection;
 class MethodCells;
 
+struct Call;
+using CallPtr = boost::intrusive_ptr<Call>;
+
 struct Call : Recycled<Call> {
   enum class Phase : std::uint8_t { idle, waiting, sent, backoff };
 
@@ -122,6 +125,10 @@ struct Call : Recycled<Call> {
   // that said the server timed out too has left `live`).
   std::optional<TimeoutPhase> timeout_phase;
 
+  /// Another reference to a call that no other thread can see yet (just
+  /// made): counted with a plain store instead of a locked add.
+  friend CallPtr share_unpublished(Call& c) noexcept;
+
  private:
   friend void intrusive_ptr_add_ref(Call* c) noexcept { c->refs_.fetch_add(1, std::memory_order_relaxed); }
   friend void intrusive_ptr_release(Call* c) noexcept {
@@ -130,7 +137,10 @@ struct Call : Recycled<Call> {
   std::atomic<int> refs_{0};
 };
 
-using CallPtr = boost::intrusive_ptr<Call>;
+inline CallPtr share_unpublished(Call& c) noexcept {
+  c.refs_.store(c.refs_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  return CallPtr(&c, /*add_ref=*/false);
+}
 
 /// Scoped pin of a call (see above). `alive()`: the call was not done when
 /// pinned, so its core may be used until the pin is released.

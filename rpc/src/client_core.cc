@@ -134,7 +134,7 @@ bool ClientCore::fits_with_traceparent(std::string& method, std::string& payload
 
 void ClientCore::start_call(std::string method, std::string payload, CallOptions options,
                             asio::any_completion_handler<Client::Signature> handler) {
-  // Every call ends counted in ok_ or failed_, and is in pending_ meanwhile:
+  // Every call ends counted ok (hot_) or failed (failed_), and is in pending_ meanwhile:
   // stats() derives the number of calls from those (one atomic fewer here).
   MethodCells* cells = options_.metrics ? &methods_.get(method) : nullptr;
   if (cells) cells->started();
@@ -221,7 +221,11 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
     send_trace = fits_with_traceparent(method, payload, options.attachments);
   }
 
-  CallPtr call(new Call);
+  CallPtr call;
+  {
+    Call* fresh = new Call;
+    call = share_unpublished(*fresh);  // the count's first reference, without a locked add
+  }
   Call& c = *call;
   c.core = this;
   c.cells = cells;
@@ -252,7 +256,9 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
     c.handler.swap(handler);
     std::error_code tec;
     if (has_deadline) {
-      c.deadline_timeout = timer_.new_timeout(CallTimeoutTask<&ClientCore::on_deadline>{call}, budget, tec);
+      // Not published yet: the timer's reference is counted without a locked add.
+      c.deadline_timeout =
+          timer_.new_timeout(CallTimeoutTask<&ClientCore::on_deadline>{share_unpublished(c)}, budget, tec);
     }
     if (tec) {
       complete(lock, c, errc::unavailable,
@@ -380,7 +386,7 @@ void ClientCore::fail_unavailable(CallLock& lock, Call& call, const ProviderSet&
   }
   call.phase = Phase::idle;
   ++call.attempts;
-  attempts_.fetch_add(1, std::memory_order_relaxed);
+  hot_.add(kAttemptsCounter);
   attempt_failed(lock, call, nullptr, Failure::unavailable, errc::unavailable, describe(call, why), done);
 }
 
@@ -433,6 +439,8 @@ bool ClientCore::send_attempt(CallLock& lock, Call& call, const std::shared_ptr<
     // Counted before the lock drops: a retire (under this lock) that sees
     // no attempt active closes the channel, which then fails this one.
     conn.active.fetch_add(1, std::memory_order_seq_cst);
+    // Only ever written under this lock: a plain add.
+    conn.attempts.store(conn.attempts.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
   ++call.attempts;
   const auto id = a.id;
@@ -442,8 +450,7 @@ bool ClientCore::send_attempt(CallLock& lock, Call& call, const std::shared_ptr<
   call.phase = Phase::sent;
   call.latest = &conn;
   if (std::find(call.tried.begin(), call.tried.end(), &conn) == call.tried.end()) call.tried.push_back(&conn);
-  conn.attempts.fetch_add(1, std::memory_order_relaxed);
-  attempts_.fetch_add(1, std::memory_order_relaxed);
+  hot_.add(kAttemptsCounter);
   call.hedge_at = next_hedge(call.plan, call.attempts, t);
   if (expires != kNever || call.hedge_at != kNever || call.aux_at != kNever) rearm_aux(lock, call, t);
   if (before_send_hook) before_send_hook(call.method, call.attempts);
@@ -679,7 +686,8 @@ void ClientCore::on_reply(ClientConnection& conn, transport::Frame& frame) {
     if (ec) {
       conn.failures.fetch_add(1, std::memory_order_relaxed);
     } else {
-      conn.oks.fetch_add(1, std::memory_order_relaxed);
+      // Written only here, on the connection's strand: a plain add.
+      conn.oks.store(conn.oks.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
     const auto t = ec ? now() : TimePoint{};  // only errors look at the time
     Response r;
@@ -754,7 +762,7 @@ bool ClientCore::complete(CallLock& lock, Call& call, error_code ec, Response re
     failed_.fetch_add(1, std::memory_order_relaxed);
     if (ec == errc::timeout) timeouts_.fetch_add(1, std::memory_order_relaxed);
   } else {
-    ok_.fetch_add(1, std::memory_order_relaxed);
+    hot_.add(kOkCounter);
   }
   done.armed = true;
   done.handler.swap(call.handler);
@@ -939,7 +947,7 @@ void ClientCore::close() {
 ClientStats ClientCore::stats() const {
   ClientStats s;
   auto get = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
-  s.ok = get(ok_);
+  s.ok = hot_.value(kOkCounter);
   s.failed = get(failed_);
   s.pending = get(pending_);
   s.calls = s.ok + s.failed + s.pending;
@@ -947,7 +955,7 @@ ClientStats ClientCore::stats() const {
   s.late_replies = get(late_);
   s.connects = get(connects_);
   s.connect_failures = get(connect_failures_);
-  s.attempts = get(attempts_);
+  s.attempts = hot_.value(kAttemptsCounter);
   s.retries = get(retries_);
   s.hedges = get(hedges_);
   s.budget_refusals = get(refusals_);

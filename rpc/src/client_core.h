@@ -263,8 +263,12 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
 
   MethodTable methods_;
   TimeoutLog timeout_log_;
-  std::atomic<std::uint64_t> ok_{0}, failed_{0}, timeouts_{0}, late_{0}, connects_{0},
-      connect_failures_{0}, pending_{0}, attempts_{0}, retries_{0}, hedges_{0}, refusals_{0},
+  // What every call adds to, per thread slot (no locked add); the rest are
+  // rarer events.
+  static constexpr std::size_t kOkCounter = 0, kAttemptsCounter = 1;
+  SlotCounters<2> hot_;
+  std::atomic<std::uint64_t> failed_{0}, timeouts_{0}, late_{0}, connects_{0},
+      connect_failures_{0}, pending_{0}, retries_{0}, hedges_{0}, refusals_{0},
       cancelled_attempts_{0}, attempt_timeouts_{0}, provider_sets_{0}, providers_added_{0},
       providers_removed_{0}, empty_sets_ignored_{0}, forgotten_heartbeats_{0}, forgotten_idle_closes_{0};
   // ClientOptions::tls, loaded by the constructor; last, so the members above

@@ -42,12 +42,6 @@ std::atomic<std::uint64_t> g_next_table_id{1};
 
 }  // namespace
 
-std::size_t metrics_shard() noexcept {
-  static std::atomic<std::size_t> next{0};
-  thread_local const std::size_t shard = next.fetch_add(1, std::memory_order_relaxed) % MethodCells::kShards;
-  return shard;
-}
-
 std::size_t MethodCells::fine_index(std::uint64_t ns) noexcept {
   if (ns < (std::uint64_t{1} << kFirstOctave)) return 0;
   const unsigned e = static_cast<unsigned>(std::bit_width(ns)) - 1;
@@ -64,11 +58,12 @@ std::size_t MethodCells::coarse_index(std::uint64_t ns) noexcept {
 
 void MethodCells::completed(CallCode code, std::chrono::nanoseconds latency) noexcept {
   const auto ns = static_cast<std::uint64_t>(std::max<std::int64_t>(latency.count(), 0));
-  Shard& s = shard();
-  s.handled[static_cast<std::size_t>(code)].fetch_add(1, std::memory_order_relaxed);
-  s.sum_ns.fetch_add(ns, std::memory_order_relaxed);
-  s.coarse[coarse_index(ns)].fetch_add(1, std::memory_order_relaxed);
-  s.fine[fine_index(ns)].fetch_add(1, std::memory_order_relaxed);
+  const std::size_t slot = thread_slot();
+  Shard& s = shards_[slot];
+  add_in_slot(s.handled[static_cast<std::size_t>(code)], 1, slot);
+  add_in_slot(s.sum_ns, ns, slot);
+  add_in_slot(s.coarse[coarse_index(ns)], 1, slot);
+  add_in_slot(s.fine[fine_index(ns)], 1, slot);
   auto max = max_ns_.load(std::memory_order_relaxed);
   while (ns > max && !max_ns_.compare_exchange_weak(max, ns, std::memory_order_relaxed)) {
   }

@@ -1,9 +1,9 @@
 #pragma once
 // Per-method call metrics of a Client or a Server, cheap enough for every
 // call: each thread adds to its own cache-line-aligned shard of the method's
-// cells (relaxed atomic adds on lines no other thread writes, in the common
-// case); a snapshot sums the shards. In flight = started - completed, so a
-// call costs no shared read-modify-write at all.
+// cells (its thread slot's: plain loads and stores on lines no other live
+// thread writes; see thread_slot.h); a snapshot sums the shards. In flight =
+// started - completed, so a call costs no read-modify-write at all.
 
 #include <atomic>
 #include <chrono>
@@ -17,29 +17,37 @@
 
 #include <wheelrpc/rpc/introspection.h>
 
+#include "thread_slot.h"
+
 namespace wheelrpc::transport {
 class Channel;
 }
 
 namespace wheelrpc::rpc::detail {
 
-/// This thread's shard (round robin at its first use).
-std::size_t metrics_shard() noexcept;
-
 class MethodCells {
  public:
-  static constexpr std::size_t kShards = 16;
+  static constexpr std::size_t kShards = kThreadSlots + 1;  // one per thread slot
   static constexpr std::size_t kCoarse = 15;  // 14 bounds + above
   static constexpr std::size_t kFine = 110;   // below 1024 ns, 27 octaves x 4, above
 
   explicit MethodCells(std::string name) : name_(std::move(name)) {}
   const std::string& name() const noexcept { return name_; }
 
-  void started() noexcept { shard().started.fetch_add(1, std::memory_order_relaxed); }
+  void started() noexcept {
+    const std::size_t slot = thread_slot();
+    add_in_slot(shards_[slot].started, 1, slot);
+  }
   /// A call ended with `code` after `latency`.
   void completed(CallCode code, std::chrono::nanoseconds latency) noexcept;
-  void deadline_exceeded() noexcept { shard().deadline_exceeded.fetch_add(1, std::memory_order_relaxed); }
-  void shed() noexcept { shard().shed.fetch_add(1, std::memory_order_relaxed); }
+  void deadline_exceeded() noexcept {
+    const std::size_t slot = thread_slot();
+    add_in_slot(shards_[slot].deadline_exceeded, 1, slot);
+  }
+  void shed() noexcept {
+    const std::size_t slot = thread_slot();
+    add_in_slot(shards_[slot].shed, 1, slot);
+  }
 
   MethodStats snapshot() const;
 
@@ -57,7 +65,6 @@ class MethodCells {
     std::atomic<std::uint64_t> coarse[kCoarse]{};
     std::atomic<std::uint64_t> fine[kFine]{};
   };
-  Shard& shard() noexcept { return shards_[metrics_shard()]; }
 
   const std::string name_;
   Shard shards_[kShards];

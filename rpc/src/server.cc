@@ -318,10 +318,10 @@ void ServerCore::record_timeout(const ReplySlot& slot, std::chrono::steady_clock
 }
 
 void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame, const ConnContextPtr& conn) {
-  requests_.fetch_add(1, std::memory_order_relaxed);
+  hot_.add(kRequestsCounter);
   // Counted before draining_ is read: see start_shutdown().
   conn->in_flight.fetch_add(1);
-  ReplySlotPtr slot(new ReplySlot);
+  ReplySlotPtr slot = share_unpublished(*new ReplySlot);
   slot->conn = conn;
   slot->core = this;
   slot->request_id = frame.header.request_id;
@@ -358,7 +358,7 @@ void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame
   if (slot->deadline) {
     const auto budget = std::chrono::milliseconds(frame.header.deadline_ms);
     std::error_code tec;
-    slot->timeout = timer_.new_timeout(SlotDeadlineTask{slot}, budget, tec);
+    slot->timeout = timer_.new_timeout(SlotDeadlineTask{share_unpublished(*slot)}, budget, tec);
   }
   Request req{std::move(frame.method), std::move(frame.payload), std::move(frame.attachments),
               slot->deadline, channel.remote()};
@@ -418,9 +418,9 @@ CallCode status_code(Status status) noexcept {
 void ServerCore::invoke(std::string method, std::string payload, transport::Attachments attachments,
                         std::chrono::milliseconds budget,
                         std::function<void(Status, std::string, transport::Attachments)> done) {
-  requests_.fetch_add(1, std::memory_order_relaxed);
+  hot_.add(kRequestsCounter);
   local_context_->in_flight.fetch_add(1);
-  ReplySlotPtr slot(new ReplySlot);
+  ReplySlotPtr slot = share_unpublished(*new ReplySlot);
   slot->conn = local_context_;
   slot->core = this;
   slot->method = method;
@@ -459,7 +459,7 @@ void ServerCore::invoke(std::string method, std::string payload, transport::Atta
   if (budget.count() > 0) {
     slot->deadline = slot->received + budget;
     std::error_code tec;
-    slot->timeout = timer_.new_timeout(SlotDeadlineTask{slot}, budget, tec);
+    slot->timeout = timer_.new_timeout(SlotDeadlineTask{share_unpublished(*slot)}, budget, tec);
   }
   Request req{std::move(method), std::move(payload), std::move(attachments), slot->deadline, "local"};
   dispatch(it->second, std::move(req), std::move(slot), 0);
@@ -506,7 +506,7 @@ bool ServerCore::finish(ReplySlot& s, Status status, std::string payload,
     return false;
   }
   if (status == Status::ok) {
-    replies_.fetch_add(1, std::memory_order_relaxed);
+    hot_.add(kRepliesCounter);
   } else {
     errors_.fetch_add(1, std::memory_order_relaxed);
     if (status == Status::server_timeout) server_timeouts_.fetch_add(1, std::memory_order_relaxed);
@@ -746,8 +746,8 @@ ServerStats ServerCore::stats() const {
     if (close_task_) s.idle_closes = close_task_->closed();
   }
   s.accepted = accepted_.load(std::memory_order_relaxed);
-  s.requests = requests_.load(std::memory_order_relaxed);
-  s.replies = replies_.load(std::memory_order_relaxed);
+  s.requests = hot_.value(kRequestsCounter);
+  s.replies = hot_.value(kRepliesCounter);
   s.errors = errors_.load(std::memory_order_relaxed);
   s.server_timeouts = server_timeouts_.load(std::memory_order_relaxed);
   s.late_replies = late_replies_.load(std::memory_order_relaxed);

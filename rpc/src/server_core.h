@@ -131,6 +131,13 @@ struct ReplySlot : Recycled<ReplySlot> {
 
 using ReplySlotPtr = boost::intrusive_ptr<ReplySlot>;
 
+/// Another reference to a slot no other thread can see yet (just made, its
+/// deadline not scheduled): counted with a plain store, not a locked add.
+inline ReplySlotPtr share_unpublished(ReplySlot& slot) noexcept {
+  slot.refs.store(slot.refs.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  return ReplySlotPtr(&slot, /*add_ref=*/false);
+}
+
 // Threads: a connection's frames are handled on its channel's strand; a
 // handler may reply from any thread. The timer's worker only decides: the
 // deadline task and the HELLO timeout post to the executor (or to the
@@ -299,7 +306,10 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   std::atomic<std::uint64_t> refused_shutting_down_{0}, refused_offline_{0}, refused_overloaded_{0},
       refused_connections_{0}, slow_reader_closes_{0};
   std::atomic<std::int64_t> last_refusal_log_{0};  // steady ns: refusals are logged at most once a second
-  std::atomic<std::uint64_t> accepted_{0}, requests_{0}, replies_{0}, errors_{0}, server_timeouts_{0},
+  // What every request adds to, per thread slot (no locked add).
+  static constexpr std::size_t kRequestsCounter = 0, kRepliesCounter = 1;
+  SlotCounters<2> hot_;
+  std::atomic<std::uint64_t> accepted_{0}, errors_{0}, server_timeouts_{0},
       late_replies_{0}, method_not_found_{0}, protocol_errors_{0}, cancelled_{0}, oversize_replies_{0}, read_pauses_{0};
   // ServerOptions::tls, loaded by the constructor; last, so the members above
   // keep their places with or without it.
