@@ -72,7 +72,8 @@ class Recorder : public ChannelHandler {
 /// thread, and a blocking raw socket (5 s receive timeout) as its peer.
 class ChannelPair {
  public:
-  explicit ChannelPair(ChannelOptions options = {}) {
+  /// `handler`: the channel's handler instead of the recorder.
+  explicit ChannelPair(ChannelOptions options = {}, std::shared_ptr<ChannelHandler> handler = nullptr) {
     asio::ip::tcp::acceptor acceptor(io_, {asio::ip::make_address("127.0.0.1"), 0});
     peer_.connect(acceptor.local_endpoint());
     timeval tv{5, 0};
@@ -80,7 +81,8 @@ class ChannelPair {
     peer_.set_option(asio::ip::tcp::no_delay(true));
     asio::ip::tcp::socket accepted(io_);
     acceptor.accept(accepted);
-    channel_ = Channel::create(std::move(accepted), recorder_, options);
+    channel_ = handler ? Channel::create(std::move(accepted), std::move(handler), options)
+                       : Channel::create(std::move(accepted), recorder_, options);
     thread_ = std::thread([this] { io_.run(); });
   }
   ~ChannelPair() {
@@ -230,6 +232,70 @@ TEST(ChannelReads, ManyFramesInOneReadAreAllDeliveredInOrder) {
   // The first read takes the inline bytes, then the kept buffer doubles per
   // full read: a handful of reads, each of many frames.
   EXPECT_LE(p.stats().reads, 12u);
+}
+
+/// Answers every request with a reply of its id and notes, per frame, which
+/// read brought it and how many bytes the channel had written by then.
+class Answerer : public ChannelHandler {
+ public:
+  struct Seen {
+    std::uint64_t read = 0, bytes_out = 0;
+  };
+  void on_frame(Channel& ch, Frame& frame) override {
+    Frame reply;
+    reply.header.request_id = frame.header.request_id;
+    reply.payload = "r";
+    EXPECT_FALSE(ch.send(reply));
+    std::lock_guard lock(mu_);
+    seen_.push_back({ch.buffer_stats().reads, ch.traffic().bytes_out});
+  }
+  void on_close(Channel&, const error_code&, const std::string&) override {}
+  std::vector<Seen> seen() const {
+    std::lock_guard lock(mu_);
+    return seen_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<Seen> seen_;
+};
+
+TEST(ChannelWrites, RepliesToTheFirstFramesOfALargeReadGoOutWhileTheRestAreHandled) {
+  // Without the early flush a channel writes only between reads (its write
+  // completes on the strand), so within one read the bytes written never
+  // change; with it, replies to the first kEarlyFlushFrames frames of a large
+  // read are on the wire before the next frame of that read is handled.
+  auto answerer = std::make_shared<Answerer>();
+  ChannelPair p({}, answerer);
+  constexpr std::uint64_t kFrames = 1000;
+  std::string bytes;
+  for (std::uint64_t i = 0; i < kFrames; ++i) encode_frame(request(i, 8), bytes);
+  p.send(bytes);  // all of it waits in the socket before the first read
+  p.channel().start();
+  // Every reply arrives, in order.
+  Frame reply;
+  reply.header.request_id = 0;
+  reply.payload = "r";
+  const std::size_t reply_size = encoded_size(reply);
+  const std::string got = p.receive(kFrames * reply_size);
+  FrameDecoder decoder;
+  std::size_t offset = 0;
+  for (std::uint64_t i = 0; i < kFrames; ++i) {
+    Frame f;
+    std::size_t consumed = 0;
+    ASSERT_EQ(decoder.decode(reinterpret_cast<const std::uint8_t*>(got.data()) + offset, got.size() - offset, f,
+                             consumed),
+              FrameDecoder::Result::frame);
+    ASSERT_EQ(f.header.request_id, i);
+    offset += consumed;
+  }
+  const auto seen = answerer->seen();
+  ASSERT_EQ(seen.size(), kFrames);
+  std::size_t mid_read_writes = 0;
+  for (std::size_t i = 1; i < seen.size(); ++i) {
+    if (seen[i].read == seen[i - 1].read && seen[i].bytes_out > seen[i - 1].bytes_out) ++mid_read_writes;
+  }
+  EXPECT_GE(mid_read_writes, 1u) << "no reply left before the end of its read (" << p.stats().reads << " reads)";
 }
 
 TEST(ChannelMemory, AnIdleChannelHoldsNoHeapBuffer) {

@@ -6,6 +6,7 @@
 #include <cassert>
 #include <cstring>
 #include <memory>
+#include <sys/socket.h>
 
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/dispatch.hpp>
@@ -284,6 +285,7 @@ void Channel::on_read(const error_code& ec, std::size_t n) {
 
 bool Channel::deliver_frames() {
   assert(strand_.running_in_this_thread());
+  frames_since_flush_ = 0;
   while (is_open() && !paused_.load(std::memory_order_relaxed)) {
     std::size_t consumed = 0;
     const auto r = decoder_.decode(read_data() + read_begin_, read_end_ - read_begin_, frame_, consumed);
@@ -317,6 +319,10 @@ bool Channel::deliver_frames() {
     read_begin_ += consumed;
     frames_in_.store(frames_in_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if (handler_) handler_->on_frame(*this, frame_);
+    if (++frames_since_flush_ >= kEarlyFlushFrames) {
+      frames_since_flush_ = 0;
+      if (read_begin_ != read_end_) flush_early();  // more frames to handle in this read
+    }
     // The frame is reused; a large payload the handler left in it is not kept.
     if (frame_.payload.capacity() > max_kept_read_) std::string().swap(frame_.payload);
   }
@@ -384,39 +390,92 @@ error_code Channel::send(const Frame& frame) {
   return {};
 }
 
+// Writes what is queued, until nothing is. A plaintext channel first sends
+// it with one non-blocking send (no completion to wait for, and no write
+// under way while the strand goes on: see flush_early); what the socket does
+// not take at once, and everything on a TLS channel, goes by an async write
+// whose completion (on_write) comes back here.
 void Channel::do_write() {
-  {
-    std::unique_lock lock(write_mu_);
-    if (closed_for_write_ || queued_.empty()) {
-      writing_ = false;
-      if (pending_close_ && !closed_for_write_) {  // flushed: the graceful close
-        lock.unlock();
-        auto pc = std::move(pending_close_);
-        if (pc->limit) pc->limit->cancel();
-        do_close(pc->ec, pc->reason);
+  if (write_active_) return;  // a write is under way: its completion goes on from here
+  for (;;) {
+    {
+      std::unique_lock lock(write_mu_);
+      if (closed_for_write_ || queued_.empty()) {
+        writing_ = false;
+        if (pending_close_ && !closed_for_write_) {  // flushed: the graceful close
+          lock.unlock();
+          auto pc = std::move(pending_close_);
+          if (pc->limit) pc->limit->cancel();
+          do_close(pc->ec, pc->reason);
+        }
+        return;
       }
+      // The first write after a quiet spell does not need what the last burst left.
+      if (heap_bytes(inflight_) > kKeptWriteBytes &&
+          now_rep() - last_write_.load(std::memory_order_relaxed) >= busy_interval_) {
+        std::string().swap(inflight_);
+      }
+      std::swap(queued_, inflight_);
+      queued_.clear();
+    }
+    inflight_capacity_stat_.store(heap_bytes(inflight_), std::memory_order_relaxed);
+    const std::size_t n = tls_ ? 0 : send_now();
+    if (n < inflight_.size()) {
+      write_inflight(n);
       return;
     }
-    // The first write after a quiet spell does not need what the last burst left.
-    if (heap_bytes(inflight_) > kKeptWriteBytes &&
-        now_rep() - last_write_.load(std::memory_order_relaxed) >= busy_interval_) {
-      std::string().swap(inflight_);
-    }
-    std::swap(queued_, inflight_);
-    queued_.clear();
-  }
-  inflight_capacity_stat_.store(heap_bytes(inflight_), std::memory_order_relaxed);
-  auto done = asio::bind_executor(strand_, [self = shared_from_this()](const error_code& ec, std::size_t n) {
-    self->on_write(ec, n);
-  });
-  if (tls_) {
-    asio::async_write(tls_->stream, asio::buffer(inflight_), std::move(done));
-  } else {
-    asio::async_write(socket_, asio::buffer(inflight_), std::move(done));
+    wrote_inflight();
   }
 }
 
+std::size_t Channel::send_now() {
+  const ssize_t sent = ::send(socket_.native_handle(), inflight_.data(), inflight_.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  const std::size_t n = sent > 0 ? static_cast<std::size_t>(sent) : 0;
+  if (n > 0) bytes_out_.store(bytes_out_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  return n;  // would block, partly written, or an error the async write then reports
+}
+
+void Channel::wrote_inflight() {
+  last_write_.store(now_rep(), std::memory_order_relaxed);
+  // Keep a moderate buffer for the next batch; drop a huge one.
+  if (inflight_.capacity() > kMaxKeptInflightBytes) {
+    std::string().swap(inflight_);
+  } else {
+    inflight_.clear();
+  }
+  inflight_capacity_stat_.store(heap_bytes(inflight_), std::memory_order_relaxed);
+}
+
+void Channel::write_inflight(std::size_t from) {
+  write_active_ = true;
+  auto done = asio::bind_executor(strand_, [self = shared_from_this()](const error_code& ec, std::size_t n) {
+    self->on_write(ec, n);
+  });
+  const auto rest = asio::buffer(inflight_.data() + from, inflight_.size() - from);
+  if (tls_) {
+    asio::async_write(tls_->stream, rest, std::move(done));
+  } else {
+    asio::async_write(socket_, rest, std::move(done));
+  }
+}
+
+// Replies to the first requests of a large read go out while the rest are
+// still being handled (and requests made from the first replies go out while
+// the rest are), so the peer works on them meanwhile instead of waiting for
+// the whole batch: both ends busy at once, the way a pipeline is. Plaintext
+// only, and only when no write is under way (writes stay in order).
+void Channel::flush_early() {
+  assert(strand_.running_in_this_thread());
+  if (write_active_ || tls_) return;
+  {
+    std::lock_guard lock(write_mu_);
+    if (closed_for_write_ || queued_.size() < kEarlyFlushBytes) return;
+  }
+  do_write();
+}
+
 void Channel::on_write(const error_code& ec, std::size_t n) {
+  write_active_ = false;
   bytes_out_.store(bytes_out_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   if (ec) {
     std::string().swap(inflight_);
@@ -431,14 +490,7 @@ void Channel::on_write(const error_code& ec, std::size_t n) {
     }
     return;
   }
-  last_write_.store(now_rep(), std::memory_order_relaxed);
-  // Keep a moderate buffer for the next batch; drop a huge one.
-  if (inflight_.capacity() > kMaxKeptInflightBytes) {
-    std::string().swap(inflight_);
-  } else {
-    inflight_.clear();
-  }
-  inflight_capacity_stat_.store(heap_bytes(inflight_), std::memory_order_relaxed);
+  wrote_inflight();
   do_write();
 }
 

@@ -103,6 +103,11 @@ class Channel : public std::enable_shared_from_this<Channel> {
   static constexpr std::size_t kInlineReadBytes = 64;
   /// Heap bytes each write buffer keeps across a quiet spell.
   static constexpr std::size_t kKeptWriteBytes = 1024;
+  /// While a read's frames are handled, what they queued is sent every this
+  /// many frames (plaintext, when no write is under way and at least
+  /// kEarlyFlushBytes are queued), so the peer starts on it meanwhile.
+  static constexpr std::uint32_t kEarlyFlushFrames = 64;
+  static constexpr std::size_t kEarlyFlushBytes = 512;
 
   /// Takes a connected socket; sets TCP_NODELAY. Call `start()` to begin reading.
   ///
@@ -215,6 +220,10 @@ class Channel : public std::enable_shared_from_this<Channel> {
   void trim_idle();
   std::uint8_t* read_data() noexcept { return heap_ ? heap_.get() : inline_; }
   void do_write();
+  void write_inflight(std::size_t from);
+  std::size_t send_now();
+  void wrote_inflight();
+  void flush_early();
   void on_write(const boost::system::error_code& ec, std::size_t n);
   void do_close(const boost::system::error_code& ec, const std::string& reason);
 
@@ -262,6 +271,8 @@ class Channel : public std::enable_shared_from_this<Channel> {
   bool closed_for_write_ = false;
   bool refuse_sends_ = false;  // close_after_flush(): nothing new, the queue still drains
   std::string inflight_;  // strand only
+  bool write_active_ = false;           // strand only: an async write of inflight_ is under way
+  std::uint32_t frames_since_flush_ = 0;  // strand only: frames delivered since the last early flush
   // close_after_flush (strand only): the close to make once the queue drains.
   struct PendingClose;
   std::unique_ptr<PendingClose> pending_close_;
