@@ -46,7 +46,7 @@ void ClientConnection::on_frame(transport::Channel& ch, transport::Frame& frame)
     ch.close(transport::make_error_code(transport::errc::protocol_error), "the server sent a request");
     return;
   }
-  if (auto core = core_.lock()) core->on_reply(*this, frame);
+  if (auto core = core_.lock()) core->on_reply(*this, frame, core->receipt_time(ch));
 }
 
 void ClientConnection::on_close(transport::Channel& ch, const error_code& ec, const std::string& reason) {

@@ -7,6 +7,7 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/system_executor.hpp>
 #include <fmt/format.h>
@@ -67,6 +68,7 @@ struct CancelHandler {
 
 ClientCore::ClientCore(asio::any_io_executor ex, timer::Timer& timer, ClientOptions options)
     : ex_(std::move(ex)),
+      io_ex_(ex_.target<asio::io_context::executor_type>()),
       timer_(timer),
       options_(std::move(options)),
       clock_(options_.clock),
@@ -655,7 +657,7 @@ void ClientCore::on_aux(const CallPtr& ptr) {
 
 // ---------------------------------------------------------------- replies
 
-void ClientCore::on_reply(ClientConnection& conn, transport::Frame& frame) {
+void ClientCore::on_reply(ClientConnection& conn, transport::Frame& frame, TimePoint received) {
   CallPtr ptr;
   {
     std::lock_guard conn_lock(conn.mu);
@@ -717,7 +719,9 @@ void ClientCore::on_reply(ClientConnection& conn, transport::Frame& frame) {
     } else {
       r.payload = std::move(frame.payload);
       r.attachments = std::move(frame.attachments);
-      if (!complete(lock, call, ec, std::move(r), Origin::reply, done)) late_.fetch_add(1, std::memory_order_relaxed);
+      if (!complete(lock, call, ec, std::move(r), Origin::reply, done, received)) {
+        late_.fetch_add(1, std::memory_order_relaxed);
+      }
     }
   }
   deliver(done);
@@ -726,12 +730,12 @@ void ClientCore::on_reply(ClientConnection& conn, transport::Frame& frame) {
 // ---------------------------------------------------------------- completion
 
 bool ClientCore::complete(CallLock& lock, Call& call, error_code ec, Response response, Origin origin,
-                          Completion& done) {
+                          Completion& done, TimePoint at) {
   assert(lock.owns_lock() && call.mu.held());
   if (!mark_done(call)) return false;
   if (call.cells) {
     const auto code = call_code(ec);
-    const auto t = now();
+    const auto t = at == TimePoint{} ? now() : std::max(at, call.start);
     call.cells->completed(code, t - call.start);
     if (code == CallCode::timeout || code == CallCode::server_timeout) record_timeout(call, code, t);
   }
@@ -827,6 +831,16 @@ void ClientCore::deliver(Completion& done) {
   // without one and fall back ourselves.
   auto associated = asio::get_associated_executor(done.handler);
   const bool has_own = associated.target<asio::system_executor>() == nullptr;
+  if (!has_own && done.may_run_inline && io_ex_ && io_ex_->running_in_this_thread()) {
+    // A reply on a thread of our own io_context: the handler runs here and
+    // now, which is what dispatch would do, without wrapping it first.
+    asio::get_associated_cancellation_slot(done.handler).clear();
+    DeadlineScope scope(done.context);
+    TraceScope trace_scope(done.trace);
+    auto h = std::move(done.handler);
+    std::move(h)(done.ec, std::move(done.response));
+    return;
+  }
   auto fn = [h = std::move(done.handler), ec = done.ec, r = std::move(done.response),
              deadline = done.context, trace = done.trace]() mutable {
     asio::get_associated_cancellation_slot(h).clear();

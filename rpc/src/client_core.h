@@ -43,6 +43,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/container/small_vector.hpp>
 
@@ -97,11 +98,17 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::vector<ConnectionInfo> connections() const;
   const boost::asio::any_io_executor& executor() const noexcept { return ex_; }
   TimePoint now() const noexcept { return clock_ ? clock_->now() : timer::fast_steady_now(); }
+  /// When the latest read of `channel` completed (on a manual clock: now).
+  TimePoint receipt_time(const transport::Channel& channel) const noexcept {
+    return clock_ ? clock_->now() : channel.last_read();
+  }
 
   // From connections (their strands).
   void on_connected(ClientConnection& conn, boost::system::error_code ec, boost::asio::ip::tcp::socket socket);
   void on_hello(ClientConnection& conn, const transport::Frame& frame);
-  void on_reply(ClientConnection& conn, transport::Frame& frame);
+  /// `received`: when the read that brought it completed (the latency a
+  /// call's metrics record ends there).
+  void on_reply(ClientConnection& conn, transport::Frame& frame, TimePoint received);
   void on_closed(ClientConnection& conn, const boost::system::error_code& ec, const std::string& reason);
   /// Starts a connect attempt to `conn` if it is wanted, down, and its
   /// backoff allows one at `now` (any thread but the timer's worker).
@@ -151,8 +158,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void attempt_failed(CallLock& lock, Call& call, const ClientConnection* provider, Failure failure,
                       boost::system::error_code ec, std::string message, Completion& done);
   /// Completes the call (false if it was done already).
+  /// `at`: when it ended, for its metrics (the epoch: read the clock now).
   bool complete(CallLock& lock, Call& call, boost::system::error_code ec, Response response, Origin origin,
-                Completion& done);
+                Completion& done, TimePoint at = TimePoint{});
   /// Whether adding a traceparent keeps the call's body within
   /// ChannelOptions::max_body (the strings are lent and given back).
   bool fits_with_traceparent(std::string& method, std::string& payload, transport::Attachments& attachments) const;
@@ -229,6 +237,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::uint64_t random() noexcept;
 
   boost::asio::any_io_executor ex_;
+  // ex_ when it is an io_context's executor (the usual case), for the check
+  // that lets a reply's handler run inline without going through ex_.
+  const boost::asio::io_context::executor_type* io_ex_;
   timer::Timer& timer_;
   const ClientOptions options_;
   const timer::Clock* const clock_;
