@@ -223,7 +223,7 @@ class Channel : public std::enable_shared_from_this<Channel> {
   void write_inflight(std::size_t from);
   std::size_t send_now();
   void wrote_inflight();
-  void flush_early();
+  void flush_early(std::size_t min_bytes);
   void on_write(const boost::system::error_code& ec, std::size_t n);
   void do_close(const boost::system::error_code& ec, const std::string& reason);
 
