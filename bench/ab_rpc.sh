@@ -10,6 +10,11 @@
 # to A's and B's server and client (both take them), e.g. metrics off
 # against on with one binary:
 #   A_FLAGS=--no-metrics bench/ab_rpc.sh build/release/bench/rpc_bench build/release/bench/rpc_bench 128 10 5
+# A_CLIENT_FLAGS and B_CLIENT_FLAGS go to the client only, e.g. what
+# deadlines cost, alternating:
+#   B_CLIENT_FLAGS=--no-deadline bench/ab_rpc.sh build/release/bench/rpc_bench build/release/bench/rpc_bench 128 5 5
+# Any binary with rpc_bench's flags and JSON line can be A or B, such as the
+# raw Asio echo of ../shared/peers (build/asio_echo).
 set -euo pipefail
 a=${1:?usage: ab_rpc.sh A_rpc_bench B_rpc_bench [C] [DURATION] [ROUNDS]}
 b=${2:?usage: ab_rpc.sh A_rpc_bench B_rpc_bench [C] [DURATION] [ROUNDS]}
@@ -21,14 +26,14 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-run() {  # binary label extra-flags
+run() {  # binary label extra-flags extra-client-flags
   rm -f "$tmp/port"
   # shellcheck disable=SC2086  # the extra flags are words
   "$1" server --port 0 --port-file "$tmp/port" --lifetime $((d + 30)) $3 &
   server_pid=$!
   for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
   line=$("$1" client --port "$(cat "$tmp/port")" --concurrency "$c" --payload 64 --warmup 1 --duration "$d" \
-    --server-pid "$server_pid" $3)
+    --server-pid "$server_pid" $3 $4)
   kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""
   [ -n "${OUT:-}" ] && echo "$line" | sed "s/^{/{\"label\":\"$2\",/" >> "$OUT"
   python3 -c '
@@ -41,6 +46,6 @@ print("%2s C=%d calls_per_s=%.0f client_cpu_ns_per_call=%.0f server_cpu_ns_per_c
 ' "$2" "$line"
 }
 for _ in $(seq "$rounds"); do
-  run "$a" A "${A_FLAGS:-}"
-  run "$b" B "${B_FLAGS:-}"
+  run "$a" A "${A_FLAGS:-}" "${A_CLIENT_FLAGS:-}"
+  run "$b" B "${B_FLAGS:-}" "${B_CLIENT_FLAGS:-}"
 done

@@ -10,6 +10,14 @@ import statistics
 import sys
 
 
+def per_call(r, side):
+    """CPU ns per call of one side; peers' lines carry only the CPU seconds."""
+    key = side + "_cpu_ns_per_call"
+    if key in r:
+        return r[key]
+    return r[side + "_cpu_s"] / r["calls"] * 1e9 if r["calls"] else float("nan")
+
+
 def main(path):
     rows = [json.loads(line) for line in open(path) if line.strip()]
     by = {}
@@ -22,8 +30,8 @@ def main(path):
         rs = by[label]
         rate = [r["calls_per_s"] for r in rs]
         med[label] = (statistics.median(rate), statistics.mean(rate))
-        cpu_c = statistics.median(r["client_cpu_ns_per_call"] for r in rs)
-        cpu_s = statistics.median(r["server_cpu_ns_per_call"] for r in rs)
+        cpu_c = statistics.median(per_call(r, "client") for r in rs)
+        cpu_s = statistics.median(per_call(r, "server") for r in rs)
         print("%s (%d rounds, C=%d): calls/s %s; median %.0f, mean %.0f; CPU per call (median) client %.0f ns, server %.0f ns"
               % (label, len(rs), rs[0]["concurrency"], ", ".join("%.0f" % x for x in rate), med[label][0],
                  med[label][1], cpu_c, cpu_s))
