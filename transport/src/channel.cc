@@ -261,6 +261,10 @@ void Channel::on_read(const error_code& ec, std::size_t n) {
   read_end_ += n;
   if (!deliver_frames()) return;
   flush_early(0);
+  if (!is_open()) {  // the flush ended a graceful close
+    release_read_buffer();
+    return;
+  }
   // A full buffer says more bytes are waiting, unless a frame too large for
   // it explains why it is full (a HELLO over the inline bytes, a large frame:
   // their buffer is sized to them, the channel is not busy for that).
