@@ -129,11 +129,14 @@ TEST_F(TlsFault, AResetFailsPendingCallsAtOnceAndTheClientReconnects) {
 
 TEST_F(TlsFault, AStreamCutMidRecordFailsCallsCleanly) {
   ASSERT_EQ(client->call("echo", "up").payload, "up");
-  // A few hundred bytes of TLS records pass, then the server -> client stream
-  // ends, mid-record: the client's TLS layer sees a truncated stream.
-  ASSERT_FALSE(proxy->add_toxic(toxic("cut", Stream::downstream, wheelrpc::fault::LimitData{300})));
+  // 8 KiB of TLS records pass, then the server -> client stream ends,
+  // mid-record: the client's TLS layer sees a truncated stream. The limit
+  // outlasts seconds of heartbeat replies (30 ms apart, about 46 bytes
+  // each), so however late a loaded machine starts the calls, the cut falls
+  // inside their 30 KiB of replies, not before them.
+  ASSERT_FALSE(proxy->add_toxic(toxic("cut", Stream::downstream, wheelrpc::fault::LimitData{8192})));
   int ok = 0, lost = 0;
-  for (const auto& r : run(30, "echo", std::string(40, 'x'), 2000ms)) {
+  for (const auto& r : run(30, "echo", std::string(1024, 'x'), 2000ms)) {
     EXPECT_TRUE(!r.ec || r.ec == rpc::errc::connection_lost || r.ec == rpc::errc::timeout) << r.ec.message();
     ok += !r.ec;
     lost += r.ec == rpc::errc::connection_lost;
