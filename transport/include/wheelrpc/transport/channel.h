@@ -65,6 +65,14 @@ struct ChannelTraffic {
 /// in batches (one write in flight, everything queued meanwhile goes out in the
 /// next one). Created by Acceptor or Connector users via `create()`.
 ///
+/// @par Writes
+/// A plaintext batch goes out with one non-blocking send; only what the
+/// socket does not take at once waits for an async write (TLS: always). The
+/// batches are pipelined with the reads: every kEarlyFlushFrames frames of a
+/// read, and when a read's frames have all been handled, what their handlers
+/// queued is sent before the channel goes on, so the peer works on it while
+/// this end handles the rest.
+///
 /// @par Memory
 /// A connection costs memory in proportion to what it carries. A channel that
 /// waits for bytes holds no heap buffer: its pending read goes into
