@@ -60,7 +60,7 @@ class Recycled {
       return;
     }
 #endif
-    ::operator delete(p, size);
+    ::operator delete(p);
   }
 
  private:
@@ -76,7 +76,7 @@ class Recycled {
       while (head) {
         Node* n = head;
         head = n->next;
-        ::operator delete(n, sizeof(T));
+        ::operator delete(n);
       }
       count = 0;
     }
