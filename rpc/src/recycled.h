@@ -49,7 +49,7 @@ class Recycled {
     return ::operator new(size);
   }
 
-  static void operator delete(void* p, std::size_t size) noexcept {
+  static void operator delete(void* p, [[maybe_unused]] std::size_t size) noexcept {
 #if WHEELRPC_RECYCLE
     Cache& c = cache();
     if (size == sizeof(T) && c.alive && c.count < Cap) [[likely]] {
