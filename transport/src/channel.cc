@@ -340,7 +340,9 @@ bool Channel::deliver_frames() {
     // keep the channel alive meanwhile: it keeps itself, until the resume or
     // its close.
     parked_ = true;
-    parked_self_ = shared_from_this();
+    if (!park_) park_ = std::make_unique<asio::steady_timer>(strand_);
+    park_->expires_at(asio::steady_timer::time_point::max());
+    park_->async_wait([self = shared_from_this()](const error_code&) {});
     return false;
   }
   return true;
@@ -357,10 +359,17 @@ void Channel::resume_reading() {
 
 void Channel::on_resume() {
   assert(strand_.running_in_this_thread());
-  if (!paused_.exchange(false, std::memory_order_acq_rel)) return;
+  if (!paused_.load(std::memory_order_relaxed)) return;
+  // The pause was ours, not the peer's silence: the channel counts as having
+  // read now. Stored before the flag clears, so an idle check that sees the
+  // channel reading again also sees this time, and does not close a channel
+  // the moment a long pause ends.
+  last_read_.store(now_rep(), std::memory_order_relaxed);
+  paused_.store(false, std::memory_order_release);
   if (!parked_) return;  // paused and resumed within one delivery: the read goes on as usual
   parked_ = false;
-  const auto keep = std::move(parked_self_);
+  const auto keep = shared_from_this();
+  park_->cancel();  // its wait lets go of the channel
   if (!is_open()) return;
   if (!deliver_frames()) return;
   if (read_begin_ == read_end_) read_begin_ = read_end_ = 0;
@@ -539,7 +548,7 @@ void Channel::close(error_code ec, std::string reason) {
 
 void Channel::do_close(const error_code& ec, const std::string& reason) {
   if (state_.exchange(ChannelState::closed, std::memory_order_acq_rel) == ChannelState::closed) return;
-  const auto parked = std::move(parked_self_);  // a paused channel no longer keeps itself (at the end of this)
+  if (park_) park_->cancel();  // a paused channel no longer keeps itself
   if (pending_close_) {  // closed before the flush: the limit's wait must not keep the channel
     if (pending_close_->limit) pending_close_->limit->cancel();
     pending_close_.reset();

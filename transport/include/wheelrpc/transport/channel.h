@@ -12,6 +12,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/system/error_code.hpp>
 
@@ -246,7 +247,11 @@ class Channel : public std::enable_shared_from_this<Channel> {
   std::atomic<ChannelState> state_{ChannelState::ready};
   std::atomic<bool> paused_{false};  // pause_reading() (set on the strand)
   bool parked_ = false;              // strand only: paused with no read pending
-  std::shared_ptr<Channel> parked_self_;  // strand only: while parked (no read holds the channel)
+  // strand only: while parked (no read holds the channel) a wait that never
+  // expires holds it instead, as a pending read would: cancelled by the
+  // resume or the close, and dropped with the io_context's other pending
+  // operations if it is shut down first (no reference cycle outlives it).
+  std::unique_ptr<boost::asio::steady_timer> park_;
   std::atomic<Clock::rep> last_read_, last_write_;
 
   // Reading (strand only). [read_begin_, read_end_) of read_data() is a frame
