@@ -831,23 +831,24 @@ void ClientCore::deliver(Completion& done) {
   // without one and fall back ourselves.
   auto associated = asio::get_associated_executor(done.handler);
   const bool has_own = associated.target<asio::system_executor>() == nullptr;
+  // Runs the handler with the call's deadline and trace in force (none, for
+  // a call started outside any request).
+  auto run = [](asio::any_completion_handler<Client::Signature>& h, error_code ec, Response r, std::optional<TimePoint> deadline,
+                std::optional<TraceContext> trace) {
+    asio::get_associated_cancellation_slot(h).clear();
+    DeadlineScope scope(deadline);
+    TraceScope trace_scope(trace);
+    auto handler = std::move(h);
+    std::move(handler)(ec, std::move(r));
+  };
   if (!has_own && done.may_run_inline && io_ex_ && io_ex_->running_in_this_thread()) {
     // A reply on a thread of our own io_context: the handler runs here and
     // now, which is what dispatch would do, without wrapping it first.
-    asio::get_associated_cancellation_slot(done.handler).clear();
-    DeadlineScope scope(done.context);
-    TraceScope trace_scope(done.trace);
-    auto h = std::move(done.handler);
-    std::move(h)(done.ec, std::move(done.response));
+    run(done.handler, done.ec, std::move(done.response), done.context, done.trace);
     return;
   }
-  auto fn = [h = std::move(done.handler), ec = done.ec, r = std::move(done.response),
-             deadline = done.context, trace = done.trace]() mutable {
-    asio::get_associated_cancellation_slot(h).clear();
-    DeadlineScope scope(deadline);  // none, for a call started outside any request
-    TraceScope trace_scope(trace);
-    std::move(h)(ec, std::move(r));
-  };
+  auto fn = [run, h = std::move(done.handler), ec = done.ec, r = std::move(done.response), deadline = done.context,
+             trace = done.trace]() mutable { run(h, ec, std::move(r), deadline, trace); };
   if (!has_own) {
     if (done.may_run_inline) {
       asio::dispatch(ex_, std::move(fn));

@@ -366,28 +366,26 @@ void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame
 }
 
 void ServerCore::run_handler(const Method& method, Request req, ReplySlotPtr slot, std::uint64_t conn_id) {
-  // What a log line about a throwing handler names, kept without building a
-  // string per call: the peer is looked up by connection id if one throws.
-  const LazyTrace trace = slot->trace;
+  // Calls the handler starts inherit the caller's deadline (deadline
+  // propagation) and continue its trace. The scopes outlive the handler's
+  // exceptions, so a log line about one names the trace (parsed only then).
+  DeadlineScope scope(slot->deadline);
+  LazyTraceScope trace_scope(slot->trace);
   try {
-    // Calls the handler starts inherit the caller's deadline (deadline
-    // propagation) and continue its trace.
-    DeadlineScope scope(slot->deadline);
-    LazyTraceScope trace_scope(slot->trace);
     method.handler(std::move(req), Responder(std::move(slot)));
   } catch (const std::exception& e) {
     // The Responder was consumed by the call; if the handler had not replied,
     // its destructor already answered server_error. Log what happened.
-    logger()->error("conn={} peer={} trace={} handler threw: {}", conn_id, peer_of(conn_id), trace_id_of(trace),
+    logger()->error("conn={} peer={} trace={} handler threw: {}", conn_id, peer_of(conn_id), current_trace_id(),
                     e.what());
   } catch (...) {
     logger()->error("conn={} peer={} trace={} handler threw a non-std exception", conn_id, peer_of(conn_id),
-                    trace_id_of(trace));
+                    current_trace_id());
   }
 }
 
-std::string ServerCore::trace_id_of(const LazyTrace& trace) {
-  const auto t = trace.get();
+std::string ServerCore::current_trace_id() {
+  const auto t = current_trace();
   return t ? t->trace_id_hex() : "-";
 }
 

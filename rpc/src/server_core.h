@@ -230,8 +230,8 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   void run_handler(const Method& method, Request req, ReplySlotPtr slot, std::uint64_t conn_id);
   /// "ip:port" of a connection still open (for log lines off the hot path).
   std::string peer_of(std::uint64_t conn_id) const;
-  /// Its trace id in hex, or "-".
-  static std::string trace_id_of(const LazyTrace& trace);
+  /// The trace id in force on this thread in hex, or "-".
+  static std::string current_trace_id();
 
   // Overload control (server_overload.cc). The checks of the default path
   // (no limit, handlers inline) are inline here: they cost it a branch each.
