@@ -16,10 +16,14 @@
 // O(1) work only: a post, a shared_from_this).
 //
 // A call makes one or more attempts (retries, hedges); each sent attempt has
-// its own request id in its connection's pending table. The call keeps one
-// deadline on the wheel for its whole life, plus at most one "aux" timeout
-// for the nearest of: an attempt's own timeout, the next hedge, the end of a
-// retry backoff.
+// its own request id in its connection's pending table. The call's deadline
+// is covered one of two ways (`cover`): a call sent at once has it kept in
+// its attempt's table entry, which the connection's one sweep timeout finds
+// (no wheel entry per call: ClientCore::sweep); a call that waits, backs off
+// or loses that attempt before it completes gets its own deadline on the
+// wheel for the rest of its life. Plus at most one "aux" timeout for the
+// nearest of: an attempt's own timeout, the next hedge, the end of a retry
+// backoff.
 
 #include <array>
 #include <atomic>
@@ -64,6 +68,14 @@ struct Call : Recycled<Call> {
     TimePoint sent;
     TimePoint expires = kNever;  // its own timeout, when earlier than the call's deadline
     int number = 0;              // 1-based
+    bool swept = false;          // its table entry carries the call's deadline (Cover::swept)
+  };
+
+  /// What puts an end to the call at its deadline.
+  enum class Cover : std::uint8_t {
+    none,   // nothing yet (or no deadline)
+    swept,  // the table entry of its `swept` attempt, found by that connection's sweep
+    own,    // `deadline_timeout` on the wheel
   };
 
   Call() = default;
@@ -102,6 +114,7 @@ struct Call : Recycled<Call> {
   bool send_trace = false;
   boost::asio::any_completion_handler<Client::Signature> handler;
   timer::Timeout deadline_timeout;
+  Cover cover = Cover::none;
   Phase phase = Phase::idle;
   bool waited = false;  // went through the waiting list
   int attempts = 0;     // started so far

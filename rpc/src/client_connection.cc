@@ -31,6 +31,13 @@ void ClientConnection::set_state(State s) noexcept {
   ready.store(s == State::ready, std::memory_order_release);
 }
 
+void ClientConnection::on_sweep_due() {
+  auto core = core_.lock();
+  if (!core) return;
+  const auto ex = core->executor();
+  asio::post(ex, [core = std::move(core), self = shared_from_this()] { core->sweep(*self); });
+}
+
 void ClientConnection::on_frame(transport::Channel& ch, transport::Frame& frame) {
   assert(ch.strand().running_in_this_thread());
   if (frame.header.is_event()) {

@@ -120,12 +120,19 @@ class ClientConnection final : public transport::ChannelHandler,
   TimePoint next_attempt{};       // no connect attempt before this
   std::string last_error;         // of the last failed connect, "" once connected
   PendingTable<CallPtr> table;    // attempts sent on this connection
+  // The one timeout that sweeps `table` for calls past their deadline
+  // (ClientCore::sweep): armed for the earliest deadline in it, or earlier.
+  timer::Timeout sweep_timeout;
+  TimePoint sweep_at = kNever;    // when it runs (kNever: not armed)
   std::shared_ptr<HeartbeatTimerTask> heartbeat_task;
   std::shared_ptr<ReconnectTimerTask> reconnect_task;
   std::shared_ptr<CloseTimerTask> close_task;  // while retired
 
   /// Sets `state` and its mirrors (`mu` held).
   void set_state(State s) noexcept;
+  /// The sweep timeout ran (the timer's worker): posts the sweep to the
+  /// client's executor. O(1).
+  void on_sweep_due();
 
  private:
   std::weak_ptr<ClientCore> core_;  // the core owns the connection

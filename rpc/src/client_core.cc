@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/system_executor.hpp>
+#include <boost/container/small_vector.hpp>
 #include <fmt/format.h>
 
 #include <wheelrpc/rpc/deadline.h>
@@ -256,26 +257,67 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
     // Not `c.handler = std::move(handler)`: Boost 1.81's move assignment of
     // any_completion_handler wraps the handler in itself until the stack runs out.
     c.handler.swap(handler);
-    std::error_code tec;
-    if (has_deadline) {
-      // Not published yet: the timer's reference is counted without a locked add.
-      c.deadline_timeout =
-          timer_.new_timeout(CallTimeoutTask<&ClientCore::on_deadline>{share_unpublished(c)}, budget, tec);
-    }
-    if (tec) {
-      complete(lock, c, errc::unavailable,
-               Response{{}, {}, "cannot schedule the deadline of '" + c.method + "': " + tec.message()},
-               Origin::other, done);
-    } else if (closed_.load(std::memory_order_acquire)) {
+    if (closed_.load(std::memory_order_acquire)) {
       complete_closed(lock, c, done);
     } else {
       auto slot = asio::get_associated_cancellation_slot(c.handler);
       if (slot.is_connected()) slot.template emplace<CancelHandler>(call);
       budget_.on_call(start);
+      // Sent at once, the call's deadline rides in its table entry; else
+      // (waiting, failed to send) it goes on the wheel now.
       dispatch(lock, c, done);
+      if (!cover_deadline(lock, c, start)) {
+        complete(lock, c, errc::unavailable, Response{{}, {}, "cannot schedule the deadline of '" + c.method + "'"},
+                 Origin::other, done);
+      }
     }
   }
   deliver(done);
+}
+
+bool ClientCore::cover_deadline(CallLock& lock, Call& call, TimePoint t) {
+  assert(lock.owns_lock() && call.mu.held());
+  (void)lock;
+  if (!call.plan.has_deadline || call.cover != Call::Cover::none || call.done.load(std::memory_order_relaxed)) {
+    return true;
+  }
+  std::error_code tec;
+  call.deadline_timeout = timer_.new_timeout(CallTimeoutTask<&ClientCore::on_deadline>{CallPtr(&call)},
+                                             std::max(call.plan.deadline - t, TimePoint::duration::zero()), tec);
+  if (tec) return false;
+  call.cover = Call::Cover::own;
+  return true;
+}
+
+bool ClientCore::arm_sweep(ClientConnection& conn, TimePoint deadline, TimePoint t) {
+  assert(conn.mu.held());
+  if (deadline >= conn.sweep_at) return true;  // the sweep armed runs first and looks again
+  conn.sweep_timeout.cancel();  // at most one armed per connection
+  std::error_code tec;
+  struct SweepTask {
+    std::weak_ptr<ClientConnection> conn;
+    void operator()() const {
+      if (auto c = conn.lock()) c->on_sweep_due();
+    }
+  };
+  conn.sweep_timeout = timer_.new_timeout(SweepTask{conn.weak_from_this()},
+                                          std::max(deadline - t, TimePoint::duration::zero()), tec);
+  conn.sweep_at = tec ? kNever : deadline;
+  return !tec;
+}
+
+void ClientCore::sweep(ClientConnection& conn) {
+  boost::container::small_vector<CallPtr, 8> due;
+  {
+    std::lock_guard conn_lock(conn.mu);
+    const auto t = now();
+    const auto next = conn.table.sweep(t, [&](std::uint64_t, const CallPtr& c) { due.push_back(c); });
+    if (conn.sweep_at <= t) conn.sweep_at = kNever;  // the one that ran (a later one stays armed)
+    if (next != kNever && !conn.closed) arm_sweep(conn, next, t);
+  }
+  // Each takes its call's lock (never under a connection's) and completes it
+  // as its own deadline would; taking its attempts out of the table.
+  for (const auto& c : due) on_deadline(c);
 }
 
 // ---------------------------------------------------------------- attempts
@@ -437,7 +479,11 @@ bool ClientCore::send_attempt(CallLock& lock, Call& call, const std::shared_ptr<
     const std::size_t cap = options_.max_active_per_provider;
     if (cap != 0 && conn.active.load(std::memory_order_relaxed) >= cap) return false;
     channel = conn.channel;
-    a.id = conn.table.insert(CallPtr(&call));
+    // A call with nothing yet to end it at its deadline has it swept from
+    // this entry: no timeout of its own on the wheel.
+    a.swept = call.plan.has_deadline && call.cover == Call::Cover::none && arm_sweep(conn, call.plan.deadline, t);
+    a.id = conn.table.insert(CallPtr(&call), a.swept ? call.plan.deadline : kNever);
+    if (a.swept) call.cover = Call::Cover::swept;
     // Counted before the lock drops: a retire (under this lock) that sees
     // no attempt active closes the channel, which then fails this one.
     conn.active.fetch_add(1, std::memory_order_seq_cst);
@@ -522,6 +568,12 @@ void ClientCore::drop_attempt(CallLock& lock, Call& call, std::size_t index, boo
   if (failed) conn.failures.fetch_add(1, std::memory_order_relaxed);
   if (entry) attempt_ended(conn, conn.active.fetch_sub(1, std::memory_order_seq_cst));
   if (keep_latest) call.latest_hold = std::move(a.conn);
+  if (a.swept) {
+    // Its deadline left with the entry: on the wheel for the rest of the call
+    // (a stopped timer leaves it to close(), which ends every call).
+    call.cover = Call::Cover::none;
+    if (!call.done.load(std::memory_order_relaxed)) cover_deadline(lock, call, now());
+  }
 }
 
 void ClientCore::attempt_failed(CallLock& lock, Call& call, const ClientConnection* provider, Failure failure,
@@ -683,6 +735,7 @@ void ClientCore::on_reply(ClientConnection& conn, transport::Frame& frame, TimeP
     Call::Attempt a = std::move(*it);
     call.live.erase(it);
     if (a.conn.get() == call.latest) call.latest_hold = std::move(a.conn);  // messages below name it
+    if (a.swept) call.cover = Call::Cover::none;  // covered again below if the call goes on
     const auto status = static_cast<Status>(frame.header.status);
     error_code ec = status_error(status);
     if (ec) {
@@ -723,6 +776,7 @@ void ClientCore::on_reply(ClientConnection& conn, transport::Frame& frame, TimeP
         late_.fetch_add(1, std::memory_order_relaxed);
       }
     }
+    if (a.swept && !call.done.load(std::memory_order_relaxed)) cover_deadline(lock, call, now());  // it goes on
   }
   deliver(done);
 }
@@ -760,7 +814,7 @@ bool ClientCore::complete(CallLock& lock, Call& call, error_code ec, Response re
   // A waiting call stays in waiting_; whoever drains that list drops it.
   if (call.aux_at != kNever) call.aux.cancel();
   call.aux_at = kNever;
-  if (origin != Origin::timer) call.deadline_timeout.cancel();
+  if (origin != Origin::timer && call.cover == Call::Cover::own) call.deadline_timeout.cancel();
   pending_.fetch_sub(1, std::memory_order_relaxed);
   if (ec) {
     failed_.fetch_add(1, std::memory_order_relaxed);
@@ -943,6 +997,8 @@ void ClientCore::close() {
     tasks.push_back(conn->heartbeat_task);
     tasks.push_back(conn->reconnect_task);
     tasks.push_back(conn->close_task);
+    conn->sweep_timeout.cancel();
+    conn->sweep_at = kNever;
     // Break connection <-> channel: if the executor stops before the close
     // below runs, neither keeps the other alive.
     if (conn->channel) channels.push_back(std::move(conn->channel));

@@ -125,6 +125,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   // Posted from the call's timeouts (executor).
   void on_deadline(const CallPtr& call);
   void on_aux(const CallPtr& call);
+  /// Posted from a connection's sweep timeout (executor): ends the calls in
+  /// its table past their deadline and arms the sweep for the next one.
+  void sweep(ClientConnection& conn);
 
   /// Test hook: runs before each attempt is encoded and written, on the
   /// thread sending it (never the timer's worker). Not for production use.
@@ -172,6 +175,14 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void rearm_aux(CallLock& lock, Call& call, TimePoint now);
   /// Removes the attempt at `index` from the call and its connection's table.
   void drop_attempt(CallLock& lock, Call& call, std::size_t index, bool failed);
+  /// Makes sure something ends a running call with a deadline at its deadline:
+  /// if nothing does (it never had an attempt swept, or that attempt is
+  /// gone), its own timeout goes on the wheel, due `plan.deadline - t`.
+  /// False if the timer refused it (stopped).
+  bool cover_deadline(CallLock& lock, Call& call, TimePoint t);
+  /// Arms `conn`'s sweep to run by `deadline` (`t`: now), unless it will
+  /// already (`conn.mu` held). False if the timer refused it.
+  bool arm_sweep(ClientConnection& conn, TimePoint deadline, TimePoint t);
   /// A ready provider of `set` for the call's next attempt (or hedge, which
   /// avoids the providers it already waits on): its index in `set.conns`.
   std::optional<std::size_t> pick(CallLock& lock, const Call& call, const ProviderSet& set, bool avoid_live);

@@ -124,7 +124,7 @@ bool ServerCore::admit(const Method& method, ReplySlot& slot) {
   finish(slot, Status::overloaded,
          fmt::format("'{}' is at its limit of {} calls at once (max_concurrency): not processed", slot.method,
                      method.max_concurrency),
-         {}, false);
+         {});
   return false;
 }
 
@@ -280,7 +280,7 @@ struct SlotDeadlineTask {
   using wheelrpc_relocatable = void;
   ReplySlotPtr slot;
   void operator()() const {
-    if (slot->done.load(std::memory_order_acquire)) return;  // replied already
+    if (slot->answered()) return;  // replied already
     ServerCore& core = *slot->core;  // alive: the slot's connection context holds it
     WorkGate::Scope in(core.timer_work());
     if (!in) return;  // stopped: the connection is closed, nobody to answer
@@ -293,7 +293,7 @@ void ServerCore::on_deadline(const ReplySlotPtr& slot) {
   // finish() counts it (deadline_exceeded, the recent timeouts) whether or
   // not the reply can still be sent.
   finish(*slot, Status::server_timeout,
-         fmt::format("the deadline of '{}' passed before the handler replied", slot->method), {}, true);
+         fmt::format("the deadline of '{}' passed before the handler replied", slot->method), {}, Answer::deadline);
 }
 
 void ServerCore::record_timeout(const ReplySlot& slot, std::chrono::steady_clock::time_point t) {
@@ -340,29 +340,41 @@ void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame
   if (slot->cells) slot->cells->started();
   if (draining_.load()) {
     refused_shutting_down_.fetch_add(1, std::memory_order_relaxed);
-    finish(*slot, Status::shutting_down, "server shutting down: '" + frame.method + "' not processed", {}, false);
+    finish(*slot, Status::shutting_down, "server shutting down: '" + frame.method + "' not processed");
     return;
   }
   if (offline_.load(std::memory_order_relaxed)) {
     refused_offline_.fetch_add(1, std::memory_order_relaxed);
-    finish(*slot, Status::shutting_down, "server offline: '" + frame.method + "' not processed", {}, false);
+    finish(*slot, Status::shutting_down, "server offline: '" + frame.method + "' not processed");
     return;
   }
   if (it == handlers_.end()) {
     method_not_found_.fetch_add(1, std::memory_order_relaxed);
-    finish(*slot, Status::method_not_found, "no method '" + frame.method + "'", {}, false);
+    finish(*slot, Status::method_not_found, "no method '" + frame.method + "'");
     return;
   }
   if (frame.header.deadline_ms != 0) slot->deadline = slot->received + std::chrono::milliseconds(frame.header.deadline_ms);
   if (shed_on_arrival(*slot) || !admit(it->second, *slot) || !admit_server(*slot)) return;
-  if (slot->deadline) {
-    const auto budget = std::chrono::milliseconds(frame.header.deadline_ms);
-    std::error_code tec;
-    slot->timeout = timer_.new_timeout(SlotDeadlineTask{share_unpublished(*slot)}, budget, tec);
-  }
+  // Kept to arm the deadline after the handler, if it has not answered by then.
+  ReplySlotPtr keep = slot->deadline ? share_unpublished(*slot) : ReplySlotPtr();
   Request req{std::move(frame.method), std::move(frame.payload), std::move(frame.attachments),
               slot->deadline, channel.remote()};
   dispatch(it->second, std::move(req), std::move(slot), channel.id());
+  if (keep) arm_deadline(std::move(keep));
+}
+
+void ServerCore::arm_deadline(ReplySlotPtr slot) {
+  if (slot->answered()) return;  // the common case: the handler replied inline
+  const auto left = std::max<std::chrono::nanoseconds>(*slot->deadline - now(), std::chrono::nanoseconds(0));
+  std::error_code tec;
+  // The task's own reference: `slot` stays held until the bit is set, as the
+  // task may run and let go of its reference at once.
+  auto timeout = timer_.new_timeout(SlotDeadlineTask{slot}, left, tec);
+  if (tec) return;  // the timer stopped: the server is going away
+  slot->timeout = timeout;
+  if (slot->state.fetch_or(ReplySlot::kArmed, std::memory_order_acq_rel) & ReplySlot::kAnswered) {
+    slot->timeout.cancel();  // answered meanwhile, before it saw the bit
+  }
 }
 
 void ServerCore::run_handler(const Method& method, Request req, ReplySlotPtr slot, std::uint64_t conn_id) {
@@ -440,35 +452,51 @@ void ServerCore::invoke(std::string method, std::string payload, transport::Atta
     finish(*slot, Status::shutting_down,
            std::string(draining_.load() ? "server shutting down" : "server not listening") + ": '" + method +
                "' not processed",
-           {}, false);
+           {});
     return;
   }
   if (offline_.load(std::memory_order_relaxed)) {
     refused_offline_.fetch_add(1, std::memory_order_relaxed);
-    finish(*slot, Status::shutting_down, "server offline: '" + method + "' not processed", {}, false);
+    finish(*slot, Status::shutting_down, "server offline: '" + method + "' not processed");
     return;
   }
   if (it == handlers_.end()) {
     method_not_found_.fetch_add(1, std::memory_order_relaxed);
-    finish(*slot, Status::method_not_found, "no method '" + method + "'", {}, false);
+    finish(*slot, Status::method_not_found, "no method '" + method + "'");
     return;
   }
   if (!admit(it->second, *slot) || !admit_server(*slot)) return;
-  if (budget.count() > 0) {
-    slot->deadline = slot->received + budget;
-    std::error_code tec;
-    slot->timeout = timer_.new_timeout(SlotDeadlineTask{share_unpublished(*slot)}, budget, tec);
-  }
+  if (budget.count() > 0) slot->deadline = slot->received + budget;
+  ReplySlotPtr keep = slot->deadline ? share_unpublished(*slot) : ReplySlotPtr();
   Request req{std::move(method), std::move(payload), std::move(attachments), slot->deadline, "local"};
   dispatch(it->second, std::move(req), std::move(slot), 0);
+  if (keep) arm_deadline(std::move(keep));
 }
 
 bool ServerCore::finish(ReplySlot& s, Status status, std::string payload,
-                        transport::Attachments attachments, bool from_timer) {
+                        transport::Attachments attachments, Answer by) {
   ReplySlot* slot = &s;
-  if (slot->done.exchange(true, std::memory_order_acq_rel)) {
-    if (!from_timer) late_replies_.fetch_add(1, std::memory_order_relaxed);
+  const auto prior = slot->state.fetch_or(ReplySlot::kAnswered, std::memory_order_acq_rel);
+  if (prior & ReplySlot::kAnswered) {
+    if (by != Answer::deadline) late_replies_.fetch_add(1, std::memory_order_relaxed);
     return false;
+  }
+  // The time, read once and only if needed.
+  std::chrono::steady_clock::time_point t{};
+  const auto now_once = [&] {
+    if (t == std::chrono::steady_clock::time_point{}) t = now();
+    return t;
+  };
+  // A deadline not on the wheel (the handler answered before returning) is
+  // checked here: past it, the answer is the deadline's, as if the wheel had
+  // fired while the handler ran, and the handler's reply is a late one.
+  bool timed_out = by == Answer::deadline;
+  if (by == Answer::handler && !(prior & ReplySlot::kArmed) && slot->deadline && now_once() >= *slot->deadline) {
+    late_replies_.fetch_add(1, std::memory_order_relaxed);
+    status = Status::server_timeout;
+    payload = fmt::format("the deadline of '{}' passed before the handler replied", slot->method);
+    attachments.clear();
+    timed_out = true;
   }
   // Uncounted once the reply is queued (on return): the last call in flight
   // of a connection may end a graceful shutdown, which flushes what is queued.
@@ -488,15 +516,14 @@ bool ServerCore::finish(ReplySlot& s, Status status, std::string payload,
       }
     }
   } uncount{*this, *slot->conn};
-  if (!from_timer) slot->timeout.cancel();  // the task's reference goes with it
+  if (by != Answer::deadline && (prior & ReplySlot::kArmed)) slot->timeout.cancel();  // the task's reference goes with it
   if (slot->limited) release_limit(*slot);
   const bool client_cancelled = !slot->local && slot->conn->cancels.check(slot->request_id, /*forget=*/true);
   if (slot->cells) {
-    const auto t = now();
-    slot->cells->completed(client_cancelled ? CallCode::cancelled : status_code(status), t - slot->received);
-    if (from_timer && status == Status::server_timeout) {
+    slot->cells->completed(client_cancelled ? CallCode::cancelled : status_code(status), now_once() - slot->received);
+    if (timed_out) {
       slot->cells->deadline_exceeded();
-      record_timeout(*slot, t);
+      record_timeout(*slot, now_once());
     }
   }
   if (client_cancelled) {
@@ -509,12 +536,14 @@ bool ServerCore::finish(ReplySlot& s, Status status, std::string payload,
     errors_.fetch_add(1, std::memory_order_relaxed);
     if (status == Status::server_timeout) server_timeouts_.fetch_add(1, std::memory_order_relaxed);
   }
+  // The handler's reply, dropped for the deadline's answer: false to it.
+  const bool as_given = !(timed_out && by == Answer::handler);
   if (slot->local) {
     auto local = std::move(slot->local);
     local(status, std::move(payload), std::move(attachments));
-    return true;
+    return as_given;
   }
-  if (!slot->two_way) return true;
+  if (!slot->two_way) return as_given;
   transport::Frame f;
   f.header.status = static_cast<std::uint8_t>(status);
   f.header.request_id = slot->request_id;
@@ -545,7 +574,7 @@ bool ServerCore::finish(ReplySlot& s, Status status, std::string payload,
                                    "(ChannelOptions::max_write_queue_bytes)",
                                    options_.channel.max_write_queue_bytes));
   }
-  return !ec;
+  return !ec && as_given;
 }
 
 namespace {
@@ -842,23 +871,24 @@ Responder& Responder::operator=(Responder&& other) noexcept {
 
 Responder::~Responder() {
   if (!slot_) return;
-  if (!slot_->done.load(std::memory_order_acquire)) {
+  if (!slot_->answered()) {
     // Destroyed during unwinding: the handler threw (the server logs what).
     const bool threw = std::uncaught_exceptions() > 0;
     slot_->core->finish(*slot_, Status::server_error,
                         "the handler of '" + slot_->method +
                             (threw ? "' threw" : "' dropped its Responder without replying"),
-                        {}, false);
+                        {}, detail::ServerCore::Answer::handler);
   }
 }
 
 bool Responder::reply(std::string payload, transport::Attachments attachments) {
-  return slot_ && slot_->core->finish(*slot_, Status::ok, std::move(payload),
-                                      std::move(attachments), false);
+  return slot_ && slot_->core->finish(*slot_, Status::ok, std::move(payload), std::move(attachments),
+                                      detail::ServerCore::Answer::handler);
 }
 
 bool Responder::fail(errc code, std::string message) {
-  return slot_ && slot_->core->finish(*slot_, error_status(code), std::move(message), {}, false);
+  return slot_ && slot_->core->finish(*slot_, error_status(code), std::move(message), {},
+                                      detail::ServerCore::Answer::handler);
 }
 
 std::optional<std::chrono::steady_clock::time_point> Responder::deadline() const noexcept {
@@ -870,7 +900,7 @@ bool Responder::expired() const noexcept {
 }
 
 bool Responder::pending() const noexcept {
-  return slot_ && !slot_->done.load(std::memory_order_acquire);
+  return slot_ && !slot_->answered();
 }
 
 bool Responder::cancelled() const noexcept {

@@ -94,7 +94,16 @@ using ConnContextPtr = boost::intrusive_ptr<ServerConnContext>;
 // reply, by the deadline (server_timeout, posted to the executor from the
 // timer's worker) or by a dropped Responder. Shared through ReplySlotPtr: the
 // Responder's reference, and the deadline task's while it may run.
+//
+// The deadline goes on the wheel only if the handler has not answered by the
+// time it returns (ServerCore::arm_deadline): a handler that replies inline
+// costs no timeout, and its reply is checked against the deadline instead
+// (finish). `state` orders the two ends: whoever sets its bit second sees
+// the other's (the answer cancels an armed timeout; arming after the answer
+// cancels its own).
 struct ReplySlot : Recycled<ReplySlot> {
+  static constexpr std::uint8_t kAnswered = 1;  // finish() ran: exactly once
+  static constexpr std::uint8_t kArmed = 2;     // `timeout` holds its deadline on the wheel
   ReplySlot() = default;
   ReplySlot(const ReplySlot&) = delete;
   ReplySlot& operator=(const ReplySlot&) = delete;
@@ -106,7 +115,8 @@ struct ReplySlot : Recycled<ReplySlot> {
   }
 
   std::atomic<int> refs{0};
-  std::atomic<bool> done{false};
+  std::atomic<std::uint8_t> state{0};  // kAnswered | kArmed
+  bool answered() const noexcept { return state.load(std::memory_order_acquire) & kAnswered; }
   ConnContextPtr conn;
   ServerCore* core = nullptr;  // conn->core, kept alive by it
   std::uint64_t request_id = 0;
@@ -195,10 +205,17 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   void count_read_pause() { read_pauses_.fetch_add(1, std::memory_order_relaxed); }
   const ServerOptions& options() const noexcept { return options_; }
 
+  /// Who answers a slot: the server itself (a refusal), the handler (through
+  /// its Responder: checked against a deadline not on the wheel) or the
+  /// deadline (posted from the timer's worker).
+  enum class Answer : std::uint8_t { server, handler, deadline };
   /// Completes a slot: sends the reply unless it was completed already.
   /// Any thread but the timer's worker.
   bool finish(ReplySlot& slot, Status status, std::string payload,
-              transport::Attachments attachments, bool from_timer);
+              transport::Attachments attachments = {}, Answer by = Answer::server);
+  /// Puts the deadline of `slot` on the wheel unless its handler answered it
+  /// already (called once the handler returned or was queued).
+  void arm_deadline(ReplySlotPtr slot);
   /// The deadline passed (posted from the timer's worker).
   void on_deadline(const ReplySlotPtr& slot);
   std::chrono::steady_clock::time_point now() const noexcept {

@@ -31,7 +31,7 @@ bool ServerCore::shed_if_spent(ReplySlot& slot) {
          fmt::format("the deadline of '{}' had passed when the server got to it ({} us after it was read): "
                      "not processed",
                      slot.method, micros(t - slot.received)),
-         {}, false);
+         {});
   return true;
 }
 
@@ -45,7 +45,7 @@ bool ServerCore::admit_under_limit(ReplySlot& slot) {
          fmt::format("the server is at its concurrency limit of {} requests at once ({}, "
                      "ServerOptions::max_concurrency): '{}' not processed",
                      limiter_.limit(), limit_kind(options_.max_concurrency), slot.method),
-         {}, false);
+         {});
   return false;
 }
 
@@ -65,7 +65,7 @@ void ServerCore::queue_handler(const Method& method, Request&& req, ReplySlotPtr
                       queued_.fetch_sub(1, std::memory_order_relaxed);
                       const auto t = now();
                       if (options_.deadline_admission) {
-                        if (slot->done.load(std::memory_order_acquire)) {
+                        if (slot->answered()) {
                           count_shed(*slot);  // its deadline answered it while it waited
                           return;
                         }
@@ -75,7 +75,7 @@ void ServerCore::queue_handler(const Method& method, Request&& req, ReplySlotPtr
                                  fmt::format("'{}' waited {} us for a handler thread, past its deadline: "
                                              "not processed",
                                              slot->method, micros(t - slot->received)),
-                                 {}, false);
+                                 {});
                           return;
                         }
                       }

@@ -13,7 +13,11 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_future.hpp>
 
+#include <wheelrpc/timer/clock.h>
+
+#include "support/held_responders.h"
 #include "support/rpc_fixture.h"
 #include "support/scripted_server.h"
 #include "support/wait.h"
@@ -303,6 +307,57 @@ TEST(Deadline, CloseCancelsEveryPendingCall) {
   EXPECT_EQ(out.ec, errc::cancelled);
   auto after = start(*client, "echo", "x", with_timeout(10s));
   EXPECT_EQ(wait(after).ec, errc::cancelled);
+}
+
+// The server puts a request's deadline on the wheel only if its handler has
+// not answered when it returns: a handler that replies inline costs no timeout.
+TEST(ServerDeadline, AHandlerThatRepliesInlinePutsNoTimeoutOnTheWheel) {
+  wheelrpc::test::HeldResponders held;
+  RpcFixture fx({}, {}, 2, [&](wheelrpc::rpc::Server& s) {
+    s.handle("hold", [&](wheelrpc::rpc::Request, wheelrpc::rpc::Responder r) { held.add(std::move(r)); });
+  });
+  auto invoke = [&](const char* method, std::chrono::milliseconds budget) {
+    return fx.server.async_invoke(method, "x", budget, boost::asio::use_future);
+  };
+  const auto before = fx.timer.stats();
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(invoke("echo", 30s).get().payload, "x");
+  EXPECT_EQ(fx.timer.stats().scheduled, before.scheduled);
+  // A handler that answers later: its deadline goes on the wheel, and the
+  // reply takes it off.
+  auto later = invoke("hold", 30s);
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return held.size() == 1; }));
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return fx.timer.stats().scheduled == before.scheduled + 1; }));
+  held.release_all();
+  EXPECT_EQ(later.get().payload, "done");
+  EXPECT_EQ(fx.timer.stats().cancelled, before.cancelled + 1);
+}
+
+// A handler that replies inline after its deadline: the answer is the
+// deadline's, as if the wheel had fired while it ran, and the reply is late.
+TEST(ServerDeadline, AnInlineReplyPastTheDeadlineIsAnsweredServerTimeout) {
+  wheelrpc::timer::ManualClock clock;
+  wheelrpc::rpc::ServerOptions so;
+  so.clock = &clock;
+  std::promise<bool> replied;
+  RpcFixture fx(so, {}, 2, [&](wheelrpc::rpc::Server& s) {
+    s.handle("slow", [&](wheelrpc::rpc::Request, wheelrpc::rpc::Responder r) {
+      clock.advance(2s);  // the handler "runs" for two seconds
+      EXPECT_TRUE(r.expired());
+      replied.set_value(r.reply("too late"));
+    });
+  });
+  std::promise<Outcome> done;
+  fx.server.async_invoke("slow", "", 1s, [&](error_code ec, Response r) { done.set_value({ec, std::move(r), {}}); });
+  auto f = done.get_future();
+  const auto out = wait(f);
+  EXPECT_EQ(out.ec, errc::server_timeout);
+  EXPECT_NE(out.response.error_message.find("passed before the handler replied"), std::string::npos)
+      << out.response.error_message;
+  EXPECT_FALSE(replied.get_future().get()) << "the handler's reply must be reported dropped";
+  const auto st = fx.server.stats();
+  EXPECT_EQ(st.server_timeouts, 1u);
+  EXPECT_EQ(st.late_replies, 1u);
+  ASSERT_EQ(fx.server.recent_timeouts().size(), 1u);
 }
 
 }  // namespace
