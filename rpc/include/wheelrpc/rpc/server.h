@@ -45,8 +45,10 @@ struct Request {
 };
 
 /// Replies to one request, exactly once, from any thread, now or later.
-/// Move-only. If the caller's deadline passes first, the server has already
-/// answered errc::server_timeout and a later reply is dropped (and counted).
+/// Move-only. If the caller's deadline passes first, the server answers
+/// errc::server_timeout and the reply is dropped (and counted late): at the
+/// deadline when the handler returned without replying, else when it
+/// replies (a reply from inside the handler past the deadline).
 /// Destroying a Responder that never replied answers errc::server_error.
 ///
 /// @par Thread Safety
