@@ -31,11 +31,13 @@ void ClientConnection::set_state(State s) noexcept {
   ready.store(s == State::ready, std::memory_order_release);
 }
 
-void ClientConnection::on_sweep_due() {
+void ClientConnection::on_sweep_due(TimePoint due) {
   auto core = core_.lock();
   if (!core) return;
+  WorkGate::Scope in(core->sweep_work());
+  if (!in) return;  // the client closed: it ended every call
   const auto ex = core->executor();
-  asio::post(ex, [core = std::move(core), self = shared_from_this()] { core->sweep(*self); });
+  asio::post(ex, [core, self = shared_from_this(), due] { core->sweep(*self, due); });
 }
 
 void ClientConnection::on_frame(transport::Channel& ch, transport::Frame& frame) {

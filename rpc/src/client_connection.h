@@ -130,9 +130,9 @@ class ClientConnection final : public transport::ChannelHandler,
 
   /// Sets `state` and its mirrors (`mu` held).
   void set_state(State s) noexcept;
-  /// The sweep timeout ran (the timer's worker): posts the sweep to the
-  /// client's executor. O(1).
-  void on_sweep_due();
+  /// The sweep timeout due at `due` ran (the timer's worker): posts the
+  /// sweep to the client's executor. O(1).
+  void on_sweep_due(TimePoint due);
 
  private:
   std::weak_ptr<ClientCore> core_;  // the core owns the connection

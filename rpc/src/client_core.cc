@@ -296,21 +296,24 @@ bool ClientCore::arm_sweep(ClientConnection& conn, TimePoint deadline, TimePoint
   std::error_code tec;
   struct SweepTask {
     std::weak_ptr<ClientConnection> conn;
+    TimePoint due;
     void operator()() const {
-      if (auto c = conn.lock()) c->on_sweep_due();
+      if (auto c = conn.lock()) c->on_sweep_due(due);
     }
   };
-  conn.sweep_timeout = timer_.new_timeout(SweepTask{conn.weak_from_this()},
+  conn.sweep_timeout = timer_.new_timeout(SweepTask{conn.weak_from_this(), deadline},
                                           std::max(deadline - t, TimePoint::duration::zero()), tec);
   conn.sweep_at = tec ? kNever : deadline;
   return !tec;
 }
 
-void ClientCore::sweep(ClientConnection& conn) {
+void ClientCore::sweep(ClientConnection& conn, TimePoint reached) {
   boost::container::small_vector<CallPtr, 8> due;
   {
     std::lock_guard conn_lock(conn.mu);
-    const auto t = now();
+    // The wheel said `reached` has come: what is due by then is due, even if
+    // this clock reads a hair earlier (as a call's own timeout would end it).
+    const auto t = std::max(now(), reached);
     const auto next = conn.table.sweep(t, [&](std::uint64_t, const CallPtr& c) { due.push_back(c); });
     if (conn.sweep_at <= t) conn.sweep_at = kNever;  // the one that ran (a later one stays armed)
     if (next != kNever && !conn.closed) arm_sweep(conn, next, t);
@@ -1009,6 +1012,7 @@ void ClientCore::close() {
   for (auto& t : tasks) {
     if (t) t->cancel();
   }
+  sweep_work_.close_and_wait();  // a sweep firing now posts nothing after this
   failback_->close();
   for (auto& c : calls) cancel(c, errc::cancelled, describe(*c, "client closed"), Origin::other);
   for (auto& ch : channels) ch->close(transport::make_error_code(transport::errc::closed), "client closed");

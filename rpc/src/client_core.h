@@ -125,9 +125,13 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   // Posted from the call's timeouts (executor).
   void on_deadline(const CallPtr& call);
   void on_aux(const CallPtr& call);
-  /// Posted from a connection's sweep timeout (executor): ends the calls in
-  /// its table past their deadline and arms the sweep for the next one.
-  void sweep(ClientConnection& conn);
+  /// Posted from a connection's sweep timeout, due at `reached` (executor):
+  /// ends the calls in its table past their deadline and arms the sweep for
+  /// the next one.
+  void sweep(ClientConnection& conn, TimePoint reached);
+  /// Sweep timeouts in progress on the timer's worker: close() waits for
+  /// them, so none posts into an executor after it returned.
+  WorkGate& sweep_work() noexcept { return sweep_work_; }
 
   /// Test hook: runs before each attempt is encoded and written, on the
   /// thread sending it (never the timer's worker). Not for production use.
@@ -275,6 +279,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::shared_ptr<FailbackQueue> failback_;
 
   std::atomic<bool> closed_{false};
+  WorkGate sweep_work_;
   std::mutex books_mu_;
   std::vector<CallPtr> waiting_;                     // calls waiting for a ready connection
   std::unordered_map<Call*, CallPtr> backoff_;       // calls between attempts
