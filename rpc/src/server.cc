@@ -129,11 +129,11 @@ bool ServerCore::admit(const Method& method, ReplySlot& slot) {
 }
 
 error_code ServerCore::listen(const asio::ip::tcp::endpoint& endpoint, std::string& message) {
-  acceptor_ = transport::Acceptor::create(
+  auto acceptor = transport::Acceptor::create(
       ex_, [weak = weak_from_this()](asio::ip::tcp::socket s) {
         if (auto self = weak.lock()) self->on_accept(std::move(s));
       });
-  if (auto ec = acceptor_->listen(endpoint)) {
+  if (auto ec = acceptor->listen(endpoint)) {
     message = ec.message();
     return ec;
   }
@@ -147,6 +147,8 @@ error_code ServerCore::listen(const asio::ip::tcp::endpoint& endpoint, std::stri
   };
   {
     std::lock_guard lock(mu_);
+    acceptor_ = acceptor;
+    announced_endpoint_ = acceptor->local_endpoint();
     // The checks walk every connection under mu_: they run on the executor.
     close_task_ = std::make_shared<CloseTimerTask>(provider, tick, ex_);
     close_task_->start(timer_);
@@ -156,12 +158,11 @@ error_code ServerCore::listen(const asio::ip::tcp::endpoint& endpoint, std::stri
     }
   }
   listening_.store(true);
-  announced_endpoint_ = acceptor_->local_endpoint();
   if (!options_.announcer) return {};
   // Announced once listening: the announcer bounds its own wait.
   auto promise = std::make_shared<std::promise<std::pair<error_code, std::string>>>();
   auto answer = promise->get_future();
-  options_.announcer->announce(acceptor_->local_endpoint(), [promise](error_code ec, std::string why) {
+  options_.announcer->announce(acceptor->local_endpoint(), [promise](error_code ec, std::string why) {
     promise->set_value({ec, std::move(why)});
   });
   if (answer.wait_for(std::chrono::seconds(0)) != std::future_status::ready && runs_in_this_thread(ex_)) {
@@ -202,7 +203,8 @@ std::optional<std::vector<WatchedChannel>> ServerCore::watched() {
 }
 
 asio::ip::tcp::endpoint ServerCore::local_endpoint() const {
-  return acceptor_ ? acceptor_->local_endpoint() : asio::ip::tcp::endpoint{};
+  std::lock_guard lock(mu_);
+  return announced_endpoint_;
 }
 
 void ServerCore::on_accept(asio::ip::tcp::socket socket) {
@@ -591,6 +593,7 @@ void complete_later(const asio::any_io_executor& ex, asio::any_completion_handle
 void ServerCore::stop() { stop(false); }
 
 void ServerCore::stop(bool flush) {
+  std::shared_ptr<transport::Acceptor> acceptor;
   std::unordered_map<std::uint64_t, Conn> channels;
   std::vector<std::shared_ptr<AbstractTimerTask>> tasks;
   {
@@ -600,12 +603,17 @@ void ServerCore::stop(bool flush) {
     listening_.store(false);
     channels.swap(channels_);
     tasks = {close_task_, heartbeat_task_};
+    // Let go of here: its pending accept holds it until the executor runs or
+    // drops that. This core may outlive the executor (a request's deadline
+    // task on the wheel may hold the last reference to it), and a socket
+    // must not be destroyed after its io_context.
+    acceptor = std::move(acceptor_);
   }
   // Outside the lock: cancel() waits for a run in progress, whose provider takes it.
   for (auto& t : tasks) {
     if (t) t->cancel();
   }
-  if (acceptor_) acceptor_->close();
+  if (acceptor) acceptor->close();
   for (auto& [id, c] : channels) {
     auto ch = c.channel.lock();
     if (!ch) continue;
@@ -709,7 +717,12 @@ void ServerCore::start_shutdown(std::chrono::milliseconds drain_timeout,
 
 void ServerCore::begin_drain(std::chrono::milliseconds drain_timeout) {
   if (shutdown_finished_.load() || draining_.exchange(true)) return;  // from now on every new request is refused
-  if (acceptor_) acceptor_->close();
+  std::shared_ptr<transport::Acceptor> acceptor;
+  {
+    std::lock_guard lock(mu_);
+    acceptor = acceptor_;
+  }
+  if (acceptor) acceptor->close();
   std::error_code tec;
   {
     std::lock_guard lock(shutdown_mu_);

@@ -291,8 +291,8 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   ConnContextPtr local_context_;  // the context of in-process calls (invoke)
   std::atomic<bool> offline_{false};
   std::atomic<bool> listening_{false};
-  boost::asio::ip::tcp::endpoint announced_endpoint_;  // set by listen
-  std::shared_ptr<transport::Acceptor> acceptor_;
+  boost::asio::ip::tcp::endpoint announced_endpoint_;  // set by listen (under mu_): local_endpoint()
+  std::shared_ptr<transport::Acceptor> acceptor_;  // under mu_; released by stop()
 
   std::optional<std::vector<WatchedChannel>> watched();
 

@@ -134,4 +134,47 @@ TEST(Shutdown, StopDuringTheDrainCompletesItAborted) {
   ASSERT_EQ(held.wait_for(10s), std::future_status::ready);
 }
 
+// A request still held by its handler keeps the server's core alive (its
+// Responder, its deadline on the wheel) after the Server and its io_context
+// are gone: the core's last reference may go on any thread, and nothing it
+// then destroys may belong to that io_context (the listening socket).
+TEST(ServerLifetime, ACoreKeptAliveByARequestOutlivesItsIoContext) {
+  wheelrpc::timer::HashedWheelTimer timer;
+  wheelrpc::test::IoThreads client_io(1);
+  std::mutex mu;
+  std::optional<Responder> held;
+  std::optional<wheelrpc::rpc::Client> client;
+  std::future<wheelrpc::test::Outcome> pending;
+  {
+    wheelrpc::test::IoThreads server_io(1);
+    auto server = std::make_unique<wheelrpc::rpc::Server>(server_io.io.get_executor(), timer);
+    server->handle("hold", [&](wheelrpc::rpc::Request, Responder r) {
+      std::lock_guard lock(mu);
+      held.emplace(std::move(r));
+    });
+    ASSERT_FALSE(server->listen(wheelrpc::test::loopback0()));
+    client.emplace(client_io.io.get_executor(), timer,
+                   std::vector<asio::ip::tcp::endpoint>{server->local_endpoint()});
+    CallOptions o;
+    o.timeout = 30s;
+    o.retries = 0;
+    pending = wheelrpc::test::start(*client, "hold", "", o);
+    ASSERT_TRUE(wait_until([&] {
+      std::lock_guard lock(mu);
+      return held.has_value();
+    }));
+    server->stop();
+    server.reset();
+    server_io.stop();
+  }  // the server's io_context is destroyed here
+  {
+    std::lock_guard lock(mu);
+    EXPECT_FALSE(held->reply("too late")) << "its connection is gone";
+    held.reset();  // the request's last reference, and with it the core's
+  }
+  const auto out = pending.get();
+  EXPECT_EQ(out.ec, errc::connection_lost) << out.response.error_message;
+  client->close();
+}
+
 }  // namespace
