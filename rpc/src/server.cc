@@ -67,9 +67,9 @@ class ServerConnection final : public transport::ChannelHandler {
     }
     if (!frame.header.is_request()) return;  // the client never sends responses
     // The request may close the channel (a reply over the write queue
-    // bound), and the close may destroy this handler: only `context` is used
-    // after it.
-    const ConnContextPtr context = context_;
+    // bound); the channel keeps this handler alive while it delivers the
+    // frame all the same (ChannelHandler::on_frame).
+    const ConnContextPtr& context = context_;
     context->core->on_request(channel, frame, context);
     // At the connection's limit: read nothing more until a reply goes out
     // (finish() resumes; posted, so a resume racing with this lands after it).
@@ -272,10 +272,35 @@ void ServerCore::on_connection_closed(std::uint64_t id) {
 
 void intrusive_ptr_add_ref(ReplySlot* s) noexcept { s->refs.fetch_add(1, std::memory_order_relaxed); }
 void intrusive_ptr_release(ReplySlot* s) noexcept {
-  if (s->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete s;
+  // The last reference needs no locked instruction: with the count at one,
+  // no other thread holds one, and only a holder can make another.
+  if (s->refs.load(std::memory_order_acquire) == 1 || s->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete s;
 }
 
 namespace {
+// The request whose handler runs inline on this thread, inside on_request
+// (set around dispatch; nested when a handler's own work reads requests).
+// Its answer needs no locked instruction to mark the slot answered: until
+// the handler returns, no other thread writes the slot's state (the deadline
+// is armed after it, on this thread, and the one Responder is here). Nor a
+// reference to its channel: the channel is delivering the request.
+struct InlineRequest {
+  const ReplySlot* slot;
+  transport::Channel* channel;
+  InlineRequest* outer;
+};
+thread_local InlineRequest* t_inline = nullptr;
+
+struct InlineScope {
+  InlineRequest here;
+  InlineScope(const ReplySlot* slot, transport::Channel* channel) noexcept : here{slot, channel, t_inline} {
+    t_inline = &here;
+  }
+  ~InlineScope() { t_inline = here.outer; }
+  InlineScope(const InlineScope&) = delete;
+  InlineScope& operator=(const InlineScope&) = delete;
+};
+
 // The deadline of a request, stored in the timeout record itself (it owns one
 // reference to the slot). On the timer's worker it only posts the answer.
 struct SlotDeadlineTask {
@@ -357,12 +382,17 @@ void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame
   }
   if (frame.header.deadline_ms != 0) slot->deadline = slot->received + std::chrono::milliseconds(frame.header.deadline_ms);
   if (shed_on_arrival(*slot) || !admit(it->second, *slot) || !admit_server(*slot)) return;
-  // Kept to arm the deadline after the handler, if it has not answered by then.
-  ReplySlotPtr keep = slot->deadline ? share_unpublished(*slot) : ReplySlotPtr();
+  // Kept to arm the deadline after the handler, if it has not answered by
+  // then; and so that no other slot can take this one's address while the
+  // handler runs (InlineRequest knows the slot by it).
+  ReplySlotPtr keep = share_unpublished(*slot);
   Request req{std::move(frame.method), std::move(frame.payload), std::move(frame.attachments),
               slot->deadline, channel.remote()};
-  dispatch(it->second, std::move(req), std::move(slot), channel.id());
-  if (keep) arm_deadline(std::move(keep));
+  {
+    InlineScope inline_scope(keep.get(), &channel);
+    dispatch(it->second, std::move(req), std::move(slot), channel.id());
+  }
+  if (keep->deadline) arm_deadline(std::move(keep));
 }
 
 void ServerCore::arm_deadline(ReplySlotPtr slot) {
@@ -478,7 +508,14 @@ void ServerCore::invoke(std::string method, std::string payload, transport::Atta
 bool ServerCore::finish(ReplySlot& s, Status status, std::string payload,
                         transport::Attachments attachments, Answer by) {
   ReplySlot* slot = &s;
-  const auto prior = slot->state.fetch_or(ReplySlot::kAnswered, std::memory_order_acq_rel);
+  InlineRequest* const inline_request = t_inline != nullptr && t_inline->slot == slot ? t_inline : nullptr;
+  std::uint8_t prior = 0;
+  if (inline_request) {  // see InlineRequest: no other writer now
+    prior = slot->state.load(std::memory_order_relaxed);
+    slot->state.store(prior | ReplySlot::kAnswered, std::memory_order_release);
+  } else {
+    prior = slot->state.fetch_or(ReplySlot::kAnswered, std::memory_order_acq_rel);
+  }
   if (prior & ReplySlot::kAnswered) {
     if (by != Answer::deadline) late_replies_.fetch_add(1, std::memory_order_relaxed);
     return false;
@@ -551,7 +588,9 @@ bool ServerCore::finish(ReplySlot& s, Status status, std::string payload,
   f.header.request_id = slot->request_id;
   f.attachments = std::move(attachments);
   f.payload = std::move(payload);
-  auto channel = slot->conn->channel.lock();
+  std::shared_ptr<transport::Channel> held;  // unless the channel is delivering the request now
+  transport::Channel* const channel =
+      inline_request ? inline_request->channel : (held = slot->conn->channel.lock()).get();
   if (!channel) return false;
   // A reply the client could not take (over the limit its HELLO gave) would
   // make it close the connection and fail every call on it: this call alone
@@ -569,6 +608,7 @@ bool ServerCore::finish(ReplySlot& s, Status status, std::string payload,
     }
   }
   const auto ec = channel->send(f);
+  if (inline_request) channel->recycle(std::move(f.payload));  // the next request's payload, without a malloc
   if (ec == transport::errc::write_queue_full) {
     // The client sends requests and reads no replies: closed, not allowed to grow memory.
     slow_reader_closes_.fetch_add(1, std::memory_order_relaxed);

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -296,6 +298,148 @@ TEST(ChannelWrites, RepliesToTheFirstFramesOfALargeReadGoOutWhileTheRestAreHandl
     if (seen[i].read == seen[i - 1].read && seen[i].bytes_out > seen[i - 1].bytes_out) ++mid_read_writes;
   }
   EXPECT_GE(mid_read_writes, 1u) << "no reply left before the end of its read (" << p.stats().reads << " reads)";
+}
+
+/// Runs `fn` for every frame (on the channel's strand).
+class FnHandler : public ChannelHandler {
+ public:
+  explicit FnHandler(std::function<void(Channel&, Frame&)> fn) : fn_(std::move(fn)) {}
+  void on_frame(Channel& ch, Frame& frame) override { fn_(ch, frame); }
+  void on_close(Channel&, const error_code&, const std::string&) override {}
+
+ private:
+  std::function<void(Channel&, Frame&)> fn_;
+};
+
+Frame reply_to(std::uint64_t id, std::size_t payload_bytes) {
+  Frame f = request(id, payload_bytes);
+  f.header.flags = 0;
+  return f;
+}
+
+// A handler's own sends skip the write lock while nothing sent from another
+// thread is queued; once something is, they queue behind it, so a frame sent
+// from another thread before the handler's (and seen by it) is written first.
+TEST(ChannelWrites, AFrameAnotherThreadSentBeforeTheHandlersReplyGoesOutFirst) {
+  const Frame first = reply_to(100, 16), second = reply_to(101, 16);
+  auto handler = std::make_shared<FnHandler>([&](Channel& ch, Frame&) {
+    std::thread other([&] { EXPECT_FALSE(ch.send(first)); });
+    other.join();
+    EXPECT_FALSE(ch.send(second));
+  });
+  ChannelPair p({}, handler);
+  p.channel().start();
+  p.send(encode(request(1, 8)));
+  const std::string want = encode(first) + encode(second);
+  EXPECT_EQ(p.receive(want.size()), want) << "the handler's reply overtook the frame sent before it";
+}
+
+// A reply larger than the socket takes at once is written by an async write
+// that the handler's send started; reads go on meanwhile, and a quiet read
+// (which trims buffers no write is using) must leave the one being written.
+TEST(ChannelWrites, AHandlersReplyLargerThanTheSocketTakesIsWrittenWholeWhileReadsGoOn) {
+  ChannelOptions options;
+  options.busy_read_interval = std::chrono::microseconds(0);  // every read is quiet: trims
+  options.max_body = 64u << 20;
+  const Frame big = reply_to(1, std::size_t{32} << 20);  // far more than the socket buffers hold
+  std::atomic<int> heartbeats{0};
+  std::string scribble;  // would take the place of a buffer given back while it is written
+  auto handler = std::make_shared<FnHandler>([&](Channel& ch, Frame& frame) {
+    if (frame.header.is_event()) {
+      scribble.assign(encoded_size(big), 'x');
+      heartbeats.fetch_add(1);
+    } else {
+      EXPECT_FALSE(ch.send(big));
+    }
+  });
+  ChannelPair p(options, handler);
+  p.channel().start();
+  p.send(encode(request(1, 8)));
+  // The reply is being written (the peer reads nothing yet), and the read
+  // that brought the request is over.
+  ASSERT_TRUE(wait_until([&] { return p.channel().traffic().bytes_out > 0; }));
+  p.send(encode(heartbeat(2)));  // read (and its scribble made) while the reply is still being written
+  ASSERT_TRUE(wait_until([&] { return heartbeats.load() == 1; }));
+  const std::string want = encode(big);
+  EXPECT_TRUE(p.receive(want.size()) == want) << "the reply was cut or changed while it was written";
+  EXPECT_TRUE(p.channel().is_open());
+}
+
+// A graceful close waits for the frames the handler sent too.
+TEST(ChannelClose, AfterFlushTheHandlersOwnReplyArrivesThenEof) {
+  const Frame reply = reply_to(5, 4 << 20);
+  auto handler = std::make_shared<FnHandler>([&](Channel& ch, Frame&) {
+    EXPECT_FALSE(ch.send(reply));
+    ch.close_after_flush(make_error_code(errc::closed), "done", std::chrono::seconds(30));
+  });
+  ChannelPair p({}, handler);
+  p.channel().start();
+  p.send(encode(request(5, 8)));
+  const std::string want = encode(reply);
+  EXPECT_TRUE(p.receive(want.size()) == want) << "the reply was cut";
+  EXPECT_TRUE(p.peer_sees_eof());
+}
+
+// A handler that gives back the buffer of its reply's payload: the next
+// frame's payload is decoded into that buffer (no allocation of its own).
+TEST(ChannelMemory, ARecycledReplyBufferHoldsTheNextFramesPayload) {
+  std::mutex mu;  // the vectors are written on the channel's thread
+  std::vector<const void*> given, received;
+  std::vector<std::string> payloads;
+  auto handler = std::make_shared<FnHandler>([&](Channel& ch, Frame& frame) {
+    std::lock_guard lock(mu);
+    received.push_back(frame.payload.data());
+    std::string payload = std::move(frame.payload);
+    payloads.push_back(payload);
+    Frame reply = reply_to(frame.header.request_id, 0);
+    reply.payload = std::move(payload);
+    EXPECT_FALSE(ch.send(reply));
+    reply.payload.reserve(1000);  // a size of its own: malloc would not hand this block out for the next payload
+    given.push_back(reply.payload.data());
+    ch.recycle(std::move(reply.payload));
+  });
+  ChannelPair p({}, handler);
+  std::string bytes;
+  for (std::uint64_t i = 1; i <= 3; ++i) encode_frame(request(i, 100), bytes);
+  p.send(bytes);  // all three wait in the socket: one read
+  p.channel().start();
+  std::string want;
+  for (std::uint64_t i = 1; i <= 3; ++i) {
+    Frame reply = reply_to(i, 0);
+    reply.payload = request(i, 100).payload;
+    encode_frame(reply, want);
+  }
+  ASSERT_EQ(p.receive(want.size()), want);
+  ASSERT_TRUE(wait_until([&] {
+    std::lock_guard lock(mu);
+    return given.size() == 3;
+  }));
+  std::lock_guard lock(mu);
+  EXPECT_EQ(received[1], given[0]) << "the second payload was not decoded into the first reply's buffer";
+  EXPECT_EQ(received[2], given[1]);
+  for (std::uint64_t i = 1; i <= 3; ++i) EXPECT_EQ(payloads[i - 1], request(i, 100).payload);
+}
+
+// A frame whose payload the handler still holds keeps it: nothing recycled over it.
+TEST(ChannelMemory, ARecycledBufferNeverReplacesAPayloadTheHandlerKept) {
+  std::mutex mu;
+  std::string seen;
+  bool done = false;
+  auto handler = std::make_shared<FnHandler>([&](Channel& ch, Frame& frame) {
+    ch.recycle(std::string(200, 'x'));
+    std::lock_guard lock(mu);
+    seen = frame.payload;
+    done = true;
+  });
+  ChannelPair p({}, handler);
+  p.channel().start();
+  p.send(encode(request(1, 100)));
+  ASSERT_TRUE(wait_until([&] {
+    std::lock_guard lock(mu);
+    return done;
+  }));
+  std::lock_guard lock(mu);
+  EXPECT_EQ(seen, request(1, 100).payload);
 }
 
 TEST(ChannelMemory, AnIdleChannelHoldsNoHeapBuffer) {

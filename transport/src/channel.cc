@@ -6,6 +6,7 @@
 #include <cassert>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <sys/socket.h>
 
 #include <boost/asio/bind_executor.hpp>
@@ -47,6 +48,10 @@ const std::size_t kSmallStringCapacity = std::string().capacity();
 std::size_t heap_bytes(const std::string& s) noexcept {
   return s.capacity() > kSmallStringCapacity ? s.capacity() + 1 : 0;
 }
+
+// The plaintext channel delivering a read on this thread (deliver_frames):
+// a send() from its handler there is on its strand.
+thread_local const Channel* t_delivering = nullptr;
 
 }  // namespace
 
@@ -117,14 +122,14 @@ ChannelTraffic Channel::traffic() const noexcept {
   t.bytes_in = bytes_in_.load(std::memory_order_relaxed);
   t.bytes_out = bytes_out_.load(std::memory_order_relaxed);
   t.frames_in = frames_in_.load(std::memory_order_relaxed);
-  t.frames_out = frames_out_.load(std::memory_order_relaxed);
+  t.frames_out = frames_out_.load(std::memory_order_relaxed) + strand_frames_out_.load(std::memory_order_relaxed);
   t.heartbeats_sent = heartbeats_sent_.load(std::memory_order_relaxed);
   return t;
 }
 
 std::size_t Channel::queued_bytes() const {
   std::lock_guard lock(write_mu_);
-  return queued_.size();
+  return queued_.size() + strand_queued_bytes_.load(std::memory_order_relaxed);
 }
 
 ChannelBufferStats Channel::buffer_stats() const {
@@ -137,6 +142,7 @@ ChannelBufferStats Channel::buffer_stats() const {
     std::lock_guard lock(write_mu_);
     queued = heap_bytes(queued_);
   }
+  queued += strand_capacity_stat_.load(std::memory_order_relaxed);
   stats.write_capacity = queued + inflight_capacity_stat_.load(std::memory_order_relaxed);
   return stats;
 }
@@ -286,11 +292,23 @@ void Channel::on_read(const error_code& ec, std::size_t n) {
   }
   if (quiet_ && !more_waiting && read_end_ == 0) trim_idle();
   do_read();
+  if (strand_sent_) {
+    strand_sent_ = false;
+    asio::post(strand_, [self = shared_from_this()] { self->do_write(); });
+  }
 }
 
 bool Channel::deliver_frames() {
   assert(strand_.running_in_this_thread());
   frames_since_flush_ = 0;
+  // Held for the whole batch (one count, not one per frame): a frame's
+  // handler may close the channel, which lets go of handler_.
+  const std::shared_ptr<ChannelHandler> handler = handler_;
+  struct Delivering {
+    const Channel* outer;
+    explicit Delivering(const Channel* self) : outer(std::exchange(t_delivering, self)) {}
+    ~Delivering() { t_delivering = outer; }
+  } delivering(tls_ ? nullptr : this);
   while (is_open() && !paused_.load(std::memory_order_relaxed)) {
     std::size_t consumed = 0;
     const auto r = decoder_.decode(read_data() + read_begin_, read_end_ - read_begin_, frame_, consumed);
@@ -323,7 +341,7 @@ bool Channel::deliver_frames() {
     }
     read_begin_ += consumed;
     frames_in_.store(frames_in_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    if (handler_) handler_->on_frame(*this, frame_);
+    if (handler) handler->on_frame(*this, frame_);
     if (++frames_since_flush_ >= kEarlyFlushFrames) {
       frames_since_flush_ = 0;
       if (read_begin_ != read_end_) flush_early(kEarlyFlushBytes);  // more frames to handle in this read
@@ -336,6 +354,11 @@ bool Channel::deliver_frames() {
     return false;
   }
   if (paused_.load(std::memory_order_relaxed)) {
+    flush_early(0);  // the replies its frames queued go out now, not at the resume
+    if (!is_open()) {  // the flush ended a graceful close
+      release_read_buffer();
+      return false;
+    }
     // What is left in the buffer waits for the resume. No read is pending to
     // keep the channel alive meanwhile: it keeps itself, until the resume or
     // its close.
@@ -372,6 +395,11 @@ void Channel::on_resume() {
   park_->cancel();  // its wait lets go of the channel
   if (!is_open()) return;
   if (!deliver_frames()) return;
+  flush_early(0);
+  if (!is_open()) {  // the flush ended a graceful close
+    release_read_buffer();
+    return;
+  }
   if (read_begin_ == read_end_) read_begin_ = read_end_ = 0;
   do_read();
 }
@@ -381,17 +409,34 @@ void Channel::trim_idle() {
   std::lock_guard lock(write_mu_);
   if (writing_) return;  // a write cycle is under way: inflight_ is not ours to touch
   if (queued_.empty() && heap_bytes(queued_) > kKeptWriteBytes) std::string().swap(queued_);
+  if (strand_queued_.empty() && heap_bytes(strand_queued_) > kKeptWriteBytes) std::string().swap(strand_queued_);
+  strand_capacity_stat_.store(heap_bytes(strand_queued_), std::memory_order_relaxed);
   if (heap_bytes(inflight_) > kKeptWriteBytes) std::string().swap(inflight_);
   inflight_capacity_stat_.store(heap_bytes(inflight_), std::memory_order_relaxed);
 }
 
 error_code Channel::send(const Frame& frame) {
+  if (t_delivering == this && !queued_any_.load(std::memory_order_acquire)) {
+    // From the handler, on the strand, with nothing queued by others before
+    // it: no lock, and the read's flush writes it (deliver_frames, on_read).
+    if (closed_for_write_ || refuse_sends_.load(std::memory_order_relaxed)) return make_error_code(errc::closed);
+    if (strand_queued_.size() >= options_.max_write_queue_bytes) return make_error_code(errc::write_queue_full);
+    encode_frame(frame, strand_queued_);
+    strand_queued_bytes_.store(strand_queued_.size(), std::memory_order_relaxed);
+    strand_capacity_stat_.store(heap_bytes(strand_queued_), std::memory_order_relaxed);
+    strand_frames_out_.store(strand_frames_out_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    strand_sent_ = true;
+    return {};
+  }
   bool kick = false;
   {
     std::lock_guard lock(write_mu_);
-    if (closed_for_write_ || refuse_sends_) return make_error_code(errc::closed);
-    if (queued_.size() >= options_.max_write_queue_bytes) return make_error_code(errc::write_queue_full);
+    if (closed_for_write_ || refuse_sends_.load(std::memory_order_relaxed)) return make_error_code(errc::closed);
+    if (queued_.size() + strand_queued_bytes_.load(std::memory_order_relaxed) >= options_.max_write_queue_bytes) {
+      return make_error_code(errc::write_queue_full);
+    }
     encode_frame(frame, queued_);
+    queued_any_.store(true, std::memory_order_release);
     frames_out_.store(frames_out_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if (!writing_) {
       writing_ = true;
@@ -404,6 +449,16 @@ error_code Channel::send(const Frame& frame) {
   return {};
 }
 
+void Channel::recycle(std::string&& bytes) noexcept {
+  assert(strand_.running_in_this_thread());
+  if (!frame_.payload.empty() || frame_.payload.capacity() >= bytes.capacity() ||
+      bytes.capacity() > kMaxRecycledBytes) {
+    return;
+  }
+  bytes.clear();
+  frame_.payload.swap(bytes);
+}
+
 // Writes what is queued, until nothing is. A plaintext channel first sends
 // it with one non-blocking send (no completion to wait for, and no write
 // under way while the strand goes on: see flush_early); what the socket does
@@ -414,7 +469,7 @@ void Channel::do_write() {
   for (;;) {
     {
       std::unique_lock lock(write_mu_);
-      if (closed_for_write_ || queued_.empty()) {
+      if (closed_for_write_ || (queued_.empty() && strand_queued_.empty())) {
         writing_ = false;
         if (pending_close_ && !closed_for_write_) {  // flushed: the graceful close
           lock.unlock();
@@ -429,8 +484,19 @@ void Channel::do_write() {
           now_rep() - last_write_.load(std::memory_order_relaxed) >= busy_interval_) {
         std::string().swap(inflight_);
       }
-      std::swap(queued_, inflight_);
-      queued_.clear();
+      writing_ = true;  // a cycle is under way (strand frames start one without send())
+      if (strand_queued_.empty()) {
+        std::swap(queued_, inflight_);
+        queued_.clear();
+      } else {  // the strand's frames first (see strand_queued_)
+        std::swap(strand_queued_, inflight_);
+        strand_queued_.clear();
+        inflight_.append(queued_);
+        queued_.clear();
+        strand_queued_bytes_.store(0, std::memory_order_relaxed);
+        strand_capacity_stat_.store(heap_bytes(strand_queued_), std::memory_order_relaxed);
+      }
+      queued_any_.store(false, std::memory_order_relaxed);
     }
     inflight_capacity_stat_.store(heap_bytes(inflight_), std::memory_order_relaxed);
     const std::size_t n = tls_ ? 0 : send_now();
@@ -483,9 +549,12 @@ void Channel::write_inflight(std::size_t from) {
 void Channel::flush_early(std::size_t min_bytes) {
   assert(strand_.running_in_this_thread());
   if (write_active_ || tls_) return;
-  {
+  const std::size_t mine = strand_queued_.size();
+  if (mine == 0 || mine < min_bytes) {  // what others queued may make up the rest
     std::lock_guard lock(write_mu_);
-    if (closed_for_write_ || queued_.empty() || queued_.size() < min_bytes) return;
+    if (closed_for_write_ || queued_.size() + mine == 0 || queued_.size() + mine < min_bytes) return;
+  } else if (closed_for_write_) {
+    return;
   }
   do_write();
 }
@@ -513,14 +582,14 @@ void Channel::on_write(const error_code& ec, std::size_t n) {
 void Channel::close_after_flush(error_code ec, std::string reason, std::chrono::milliseconds limit) {
   {
     std::lock_guard lock(write_mu_);
-    refuse_sends_ = true;
+    refuse_sends_.store(true, std::memory_order_relaxed);
   }
   asio::dispatch(strand_, [self = shared_from_this(), ec, reason = std::move(reason), limit]() mutable {
     if (self->state() == ChannelState::closed || self->pending_close_) return;
     bool idle = false;
     {
       std::lock_guard lock(self->write_mu_);
-      idle = !self->writing_ && self->queued_.empty();
+      idle = !self->writing_ && self->queued_.empty() && self->strand_queued_.empty();
     }
     if (idle) {
       self->do_close(ec, reason);
@@ -557,7 +626,11 @@ void Channel::do_close(const error_code& ec, const std::string& reason) {
     std::lock_guard lock(write_mu_);
     closed_for_write_ = true;
     std::string().swap(queued_);
+    queued_any_.store(false, std::memory_order_relaxed);
   }
+  std::string().swap(strand_queued_);
+  strand_queued_bytes_.store(0, std::memory_order_relaxed);
+  strand_capacity_stat_.store(0, std::memory_order_relaxed);
   error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);

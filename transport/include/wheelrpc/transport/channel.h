@@ -30,7 +30,8 @@ class Channel;
 class ChannelHandler {
  public:
   virtual ~ChannelHandler() = default;
-  /// A decoded frame; the handler may move from it.
+  /// A decoded frame; the handler may move from it. The channel keeps the
+  /// handler alive until on_frame returns, even if the frame closes it.
   virtual void on_frame(Channel& channel, Frame& frame) = 0;
   /// The channel closed: locally (`close()`), by the peer (end of stream), on an
   /// I/O error, or on bad input. Called exactly once; no on_frame follows.
@@ -147,6 +148,14 @@ class Channel : public std::enable_shared_from_this<Channel> {
   /// errc::write_queue_full when the queue is over its limit (the frame is not
   /// queued). Any thread.
   boost::system::error_code send(const Frame& frame);
+
+  /// Takes a string the handler is done with (say, the payload of a reply it
+  /// just sent) as the buffer of the next decoded frame's payload, so a stream
+  /// of requests does not allocate one each; kept only if the frame being
+  /// delivered holds no payload (the handler moved it out) and the string is
+  /// at most kMaxRecycledBytes. Strand only: from the handler, in on_frame.
+  void recycle(std::string&& bytes) noexcept;
+  static constexpr std::size_t kMaxRecycledBytes = 64 * 1024;
 
   /// Closes the channel with a reason (logged, passed to on_close). Idempotent;
   /// any thread; the close itself happens on the strand.
@@ -281,8 +290,19 @@ class Channel : public std::enable_shared_from_this<Channel> {
   mutable std::mutex write_mu_;
   std::string queued_;
   bool writing_ = false;
-  bool closed_for_write_ = false;
-  bool refuse_sends_ = false;  // close_after_flush(): nothing new, the queue still drains
+  bool closed_for_write_ = false;  // written on the strand, under write_mu_
+  std::atomic<bool> refuse_sends_{false};  // close_after_flush(): nothing new, the queue still drains
+  std::atomic<bool> queued_any_{false};    // queued_ holds a frame (written under write_mu_)
+  // Frames sent by this channel's own handler while it delivers a read (a
+  // reply from a handler that runs inline), on a plaintext channel whose
+  // queued_ is empty: encoded here without write_mu_, and written before
+  // queued_ (what is in queued_ came later, or from another thread at the
+  // same time). Strand only; the mirrors are for other threads' reads
+  // (single writer: the strand).
+  std::string strand_queued_;
+  std::atomic<std::size_t> strand_queued_bytes_{0}, strand_capacity_stat_{0};
+  std::atomic<std::uint64_t> strand_frames_out_{0};
+  bool strand_sent_ = false;
   std::string inflight_;  // strand only
   bool write_active_ = false;           // strand only: an async write of inflight_ is under way
   std::uint32_t frames_since_flush_ = 0;  // strand only: frames delivered since the last early flush
