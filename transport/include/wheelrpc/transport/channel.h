@@ -73,7 +73,10 @@ struct ChannelTraffic {
 /// batches are pipelined with the reads: every kEarlyFlushFrames frames of a
 /// read, and when a read's frames have all been handled, what their handlers
 /// queued is sent before the channel goes on, so the peer works on it while
-/// this end handles the rest.
+/// this end handles the rest. A frame that the handler sends while the channel
+/// delivers a read (a reply from a handler that runs inline) is queued
+/// without the write lock, unless another thread's frame is already queued,
+/// which it then follows.
 ///
 /// @par Memory
 /// A connection costs memory in proportion to what it carries. A channel that
