@@ -44,13 +44,18 @@ class SharedPtrCell {
     {
       std::lock_guard lock(mu_);
       ptr_.swap(p);
+      version_.store(version_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
     }
     // The old pointer is released here, outside the lock.
   }
+  /// Counts the stores: a load() after reading a version (acquire) returns
+  /// the pointer stored with it or a later one.
+  std::uint64_t version() const noexcept { return version_.load(std::memory_order_acquire); }
 
  private:
   mutable CheckedMutex mu_;
   std::shared_ptr<T> ptr_;
+  std::atomic<std::uint64_t> version_{0};  // written under mu_
 };
 
 class ClientConnection final : public transport::ChannelHandler,
@@ -100,7 +105,9 @@ class ClientConnection final : public transport::ChannelHandler,
   /// Its last connect attempt failed (cleared once ready): while `idle` too,
   /// it is in backoff, and calls that do not wait for ready do not wait for it.
   std::atomic<bool> failing{false};
-  std::atomic<std::uint64_t> active{0};    // attempts in flight on it
+  // Attempts in flight on it: only ever written under `mu` (with the table
+  // entry that each attempt has there), so a plain add; read anywhere.
+  std::atomic<std::uint64_t> active{0};
   std::atomic<std::uint64_t> attempts{0};  // attempts sent to it
   std::atomic<std::uint64_t> failures{0};  // of which failed
   std::atomic<std::uint64_t> oks{0};       // of which answered with a reply

@@ -360,6 +360,26 @@ std::optional<std::size_t> ClientCore::pick(CallLock& lock, const Call& call, co
   return balancer_->choose({snapshots.data(), snapshots.size()}, pref);
 }
 
+ClientCore::SetPin::SetPin(const ClientCore& core) {
+  const std::size_t slot = thread_slot();
+  if (slot != kSharedSlot) {
+    Line& line = core.set_cache_[slot];
+    const std::uint64_t version = core.set_.version();
+    if (line.version != version && line.pins == 0) {  // changed, and no outer pin holds the old one
+      line.set = core.set_.load();
+      line.version = version;
+    }
+    if (line.version == version) {
+      ++line.pins;
+      line_ = &line;
+      set_ = line.set.get();
+      return;
+    }
+  }
+  held_ = core.set_.load();
+  set_ = held_.get();
+}
+
 void ClientCore::dispatch(CallLock& lock, Call& call, Completion& done) {
   assert(lock.owns_lock() && call.mu.held());
   call.phase = Phase::idle;
@@ -367,7 +387,7 @@ void ClientCore::dispatch(CallLock& lock, Call& call, Completion& done) {
   // become ready while this call decides to wait: a few rounds settle both.
   constexpr int kRounds = 4;
   for (int round = 0; round < kRounds; ++round) {
-    const auto set = current_set();
+    const SetPin set(*this);
     for (std::size_t tries = 0; tries < set->conns.size(); ++tries) {
       const auto index = pick(lock, call, *set, false);
       if (!index) break;
@@ -489,7 +509,7 @@ bool ClientCore::send_attempt(CallLock& lock, Call& call, const std::shared_ptr<
     if (a.swept) call.cover = Call::Cover::swept;
     // Counted before the lock drops: a retire (under this lock) that sees
     // no attempt active closes the channel, which then fails this one.
-    conn.active.fetch_add(1, std::memory_order_seq_cst);
+    conn.active.store(conn.active.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     // Only ever written under this lock: a plain add.
     conn.attempts.store(conn.attempts.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
@@ -564,12 +584,14 @@ void ClientCore::drop_attempt(CallLock& lock, Call& call, std::size_t index, boo
   ClientConnection& conn = *a.conn;
   const bool keep_latest = a.conn.get() == call.latest;
   CallPtr entry;  // released after the connection's lock
+  std::uint64_t active_before = 0;
   {
     std::lock_guard conn_lock(conn.mu);
     entry = conn.table.take(a.id);
+    if (entry) active_before = take_active(conn);
   }
   if (failed) conn.failures.fetch_add(1, std::memory_order_relaxed);
-  if (entry) attempt_ended(conn, conn.active.fetch_sub(1, std::memory_order_seq_cst));
+  if (entry) attempt_ended(conn, active_before);
   if (keep_latest) call.latest_hold = std::move(a.conn);
   if (a.swept) {
     // Its deadline left with the entry: on the wheel for the rest of the call
@@ -714,15 +736,17 @@ void ClientCore::on_aux(const CallPtr& ptr) {
 
 void ClientCore::on_reply(ClientConnection& conn, transport::Frame& frame, TimePoint received) {
   CallPtr ptr;
+  std::uint64_t active_before = 0;
   {
     std::lock_guard conn_lock(conn.mu);
     ptr = conn.table.take(frame.header.request_id);
+    if (ptr) active_before = take_active(conn);
   }
   if (!ptr) {
     late_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  attempt_ended(conn, conn.active.fetch_sub(1, std::memory_order_seq_cst));
+  attempt_ended(conn, active_before);
   Call& call = *ptr;
   Completion done;
   {

@@ -30,7 +30,9 @@
 // - Completion handlers run on their associated executor (default: the
 //   client's): inline from a reply, posted otherwise.
 
+#include <array>
 #include <atomic>
+#include <cassert>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -58,6 +60,7 @@
 #include "load_balancer.h"
 #include "method_metrics.h"
 #include "retry_budget.h"
+#include "thread_slot.h"
 #include "work_gate.h"
 
 namespace wheelrpc::rpc::detail {
@@ -237,12 +240,50 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void forget_retired(ClientConnection& conn);
   /// The last attempt on a retired provider ended: close its channel.
   void close_drained(ClientConnection& conn);
+  /// An attempt on `conn` ended (its table entry taken, under `conn.mu`):
+  /// one fewer active there. Returns the count before.
+  static std::uint64_t take_active(ClientConnection& conn) noexcept {
+    assert(conn.mu.held());
+    const auto before = conn.active.load(std::memory_order_relaxed);
+    conn.active.store(before - 1, std::memory_order_relaxed);
+    return before;
+  }
   /// After an attempt on `conn` ended (its `active` decremented from `before`).
   void attempt_ended(ClientConnection& conn, std::uint64_t before);
   /// The current set's connections, then the retired ones still draining.
   std::vector<std::shared_ptr<ClientConnection>> all_connections() const;
   /// The current set (a pointer copy).
   std::shared_ptr<const ProviderSet> current_set() const { return set_.load(); }
+  /// The current set, held for the calling thread while the pin lives: from
+  /// the thread's own cache line (thread_slot.h), without a lock or a
+  /// reference count, while the set is the one the thread saw last; else
+  /// copied as current_set() does. Pins nest (a retry sent from inside a
+  /// dispatch): an inner pin never lets go of the set an outer one holds.
+  class SetPin {
+   public:
+    explicit SetPin(const ClientCore& core);
+    ~SetPin() {
+      if (line_) --line_->pins;
+    }
+    SetPin(const SetPin&) = delete;
+    SetPin& operator=(const SetPin&) = delete;
+    const ProviderSet& operator*() const noexcept { return *set_; }
+    const ProviderSet* operator->() const noexcept { return set_; }
+
+    // The cache (ClientCore::set_cache_): the set a thread slot saw last,
+    // with the version of set_ it came with. Only its slot's thread touches
+    // a line.
+    struct alignas(64) Line {
+      std::uint64_t version = ~std::uint64_t{0};
+      std::shared_ptr<const ProviderSet> set;
+      int pins = 0;
+    };
+
+   private:
+    Line* line_ = nullptr;  // null: held_ holds the set
+    std::shared_ptr<const ProviderSet> held_;
+    const ProviderSet* set_ = nullptr;
+  };
 
   void deliver(Completion& done);
   void schedule_deadline(const CallPtr& call, std::chrono::milliseconds budget, std::error_code& ec);
@@ -259,6 +300,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   const ClientOptions options_;
   const timer::Clock* const clock_;
   SharedPtrCell<const ProviderSet> set_;
+  mutable std::array<SetPin::Line, kThreadSlots> set_cache_;  // SetPin's, one line per thread slot
   std::shared_ptr<ProviderSource> source_;  // set by init(source), then fixed
   mutable std::mutex set_mu_;
   // Guarded by set_mu_: providers that left the set and still drain.

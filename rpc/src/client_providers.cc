@@ -299,8 +299,9 @@ void ClientCore::attempt_ended(ClientConnection& conn, std::uint64_t before) {
   if (cap != 0 && before == cap && conn.ready.load(std::memory_order_acquire)) {
     asio::post(ex_, [self = shared_from_this()] { self->dispatch_waiting(); });
   }
-  // Pairs with retire(): it marks the provider retired, then reads `active`;
-  // here `active` drops, then `retired` is read. One of the two sees the other.
+  // Pairs with retire(): it marks the provider retired and reads `active`
+  // under the connection's lock, under which `active` dropped; `retired` is
+  // read after. One of the two sees the other.
   if (before == 1 && conn.retired.load(std::memory_order_seq_cst)) {
     asio::post(ex_, [self = shared_from_this(), keep = conn.shared_from_this()] { self->close_drained(*keep); });
   }
