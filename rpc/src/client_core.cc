@@ -491,7 +491,11 @@ bool ClientCore::send_attempt(CallLock& lock, Call& call, const std::shared_ptr<
   a.number = call.attempts + 1;
   const AttemptBudget budget = attempt_budget(call.plan, a.number, call.waited, t);
   a.expires = budget.expires;
-  std::shared_ptr<transport::Channel> channel;
+  // The channel, held for the send; not counted when the call is made from
+  // inside that channel's own delivery (a call started by a reply's
+  // handler), which keeps it alive meanwhile.
+  std::shared_ptr<transport::Channel> held;
+  transport::Channel* channel = nullptr;
   {
     std::lock_guard conn_lock(conn.mu);
     if (conn.closed || conn.retired.load(std::memory_order_relaxed) ||
@@ -501,7 +505,8 @@ bool ClientCore::send_attempt(CallLock& lock, Call& call, const std::shared_ptr<
     // Two calls may have picked its last slot at once: one gets it.
     const std::size_t cap = options_.max_active_per_provider;
     if (cap != 0 && conn.active.load(std::memory_order_relaxed) >= cap) return false;
-    channel = conn.channel;
+    channel = conn.channel.get();
+    if (!channel->delivering_here()) held = conn.channel;
     // A call with nothing yet to end it at its deadline has it swept from
     // this entry: no timeout of its own on the wheel.
     a.swept = call.plan.has_deadline && call.cover == Call::Cover::none && arm_sweep(conn, call.plan.deadline, t);

@@ -449,6 +449,8 @@ error_code Channel::send(const Frame& frame) {
   return {};
 }
 
+bool Channel::delivering_here() const noexcept { return t_delivering == this; }
+
 void Channel::recycle(std::string&& bytes) noexcept {
   assert(strand_.running_in_this_thread());
   if (!frame_.payload.empty() || frame_.payload.capacity() >= bytes.capacity() ||

@@ -152,6 +152,11 @@ class Channel : public std::enable_shared_from_this<Channel> {
   /// queued). Any thread.
   boost::system::error_code send(const Frame& frame);
 
+  /// True while this (plaintext) channel delivers a read on the calling
+  /// thread: on its strand, inside its handler's on_frame, where the channel
+  /// stays alive until on_frame returns.
+  bool delivering_here() const noexcept;
+
   /// Takes a string the handler is done with (say, the payload of a reply it
   /// just sent) as the buffer of the next decoded frame's payload, so a stream
   /// of requests does not allocate one each; kept only if the frame being
