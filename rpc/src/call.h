@@ -46,6 +46,7 @@
 #include "attempt_policy.h"
 #include "checked_mutex.h"
 #include "recycled.h"
+#include "ref_count.h"
 
 namespace wheelrpc::rpc::detail {
 
@@ -145,11 +146,7 @@ struct Call : Recycled<Call> {
  private:
   friend void intrusive_ptr_add_ref(Call* c) noexcept { c->refs_.fetch_add(1, std::memory_order_relaxed); }
   friend void intrusive_ptr_release(Call* c) noexcept {
-    // The last reference needs no locked instruction: with the count at one,
-    // no other thread holds one, and only a holder can make another.
-    if (c->refs_.load(std::memory_order_acquire) == 1 || c->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      delete c;
-    }
+    if (drop_reference(c->refs_)) delete c;
   }
   std::atomic<int> refs_{0};
 };

@@ -272,9 +272,7 @@ void ServerCore::on_connection_closed(std::uint64_t id) {
 
 void intrusive_ptr_add_ref(ReplySlot* s) noexcept { s->refs.fetch_add(1, std::memory_order_relaxed); }
 void intrusive_ptr_release(ReplySlot* s) noexcept {
-  // The last reference needs no locked instruction: with the count at one,
-  // no other thread holds one, and only a holder can make another.
-  if (s->refs.load(std::memory_order_acquire) == 1 || s->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete s;
+  if (drop_reference(s->refs)) delete s;
 }
 
 namespace {

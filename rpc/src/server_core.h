@@ -27,6 +27,7 @@
 #include "lazy_trace.h"
 #include "method_metrics.h"
 #include "recycled.h"
+#include "ref_count.h"
 #include "work_gate.h"
 
 namespace wheelrpc::rpc::detail {
@@ -85,7 +86,7 @@ struct ServerConnContext {
 
   friend void intrusive_ptr_add_ref(ServerConnContext* c) noexcept { c->refs.fetch_add(1, std::memory_order_relaxed); }
   friend void intrusive_ptr_release(ServerConnContext* c) noexcept {
-    if (c->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete c;
+    if (drop_reference(c->refs)) delete c;
   }
 };
 using ConnContextPtr = boost::intrusive_ptr<ServerConnContext>;

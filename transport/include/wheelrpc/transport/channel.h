@@ -236,6 +236,9 @@ class Channel : public std::enable_shared_from_this<Channel> {
   bool deliver_frames();
   /// resume_reading() on the strand.
   void on_resume();
+  /// After a delivery: writes what its frames queued (flush_early); false,
+  /// with the read buffer given back, if that ended a graceful close.
+  bool flush_delivered();
   /// Picks the buffer for the next read: inline, the kept one, or one grown
   /// (or shrunk) to what the partial frame and the channel's traffic need;
   /// moves the partial frame to its front.
