@@ -88,6 +88,12 @@ void validate(const ServerOptions& o) {
   if (o.unregister_grace.count() < 0 || o.unregister_grace > kLongest) {
     throw std::invalid_argument("ServerOptions::unregister_grace must be 0 .. 0xffffffff ms");
   }
+  if (o.queue_interval.count() <= 0 || o.queue_interval > kLongest) {
+    throw std::invalid_argument("ServerOptions::queue_interval must be 1 .. 0xffffffff ms");
+  }
+  if (o.queue_target.count() < 0 || o.queue_target >= o.queue_interval) {
+    throw std::invalid_argument("ServerOptions::queue_target must be >= 0 and below queue_interval");
+  }
   detail::validate_concurrency_limit(o.max_concurrency);
   if (auto problem = transport::tls_options_problem(o.tls, transport::TlsRole::server); !problem.empty()) {
     throw std::invalid_argument("ServerOptions::tls: " + problem);

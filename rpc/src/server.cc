@@ -108,8 +108,9 @@ ServerCore::ServerCore(boost::asio::any_io_executor ex, timer::Timer& timer, Ser
 
 void ServerCore::handle(std::string method, Server::Handler handler, MethodOptions options) {
   MethodCells* cells = options_.metrics ? &methods_.get(method) : nullptr;
-  Method m{std::move(handler), cells, options.max_concurrency, nullptr};
+  Method m{std::move(handler), cells, options.max_concurrency, nullptr, nullptr};
   if (m.max_concurrency > 0) m.running = std::make_unique<std::atomic<std::size_t>>(0);
+  if (options_.handler_executor) m.service_ns = std::make_unique<std::atomic<std::int64_t>>(0);
   handlers_[std::move(method)] = std::move(m);
 }
 

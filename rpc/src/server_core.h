@@ -241,6 +241,9 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
     // Calls running now, counted only under a limit (shared by the threads
     // that run the method: the price of the limit).
     std::unique_ptr<std::atomic<std::size_t>> running;
+    // With a handler executor: the time (ns) its handler has recently held a
+    // handler thread, a moving average (server_overload.cc); 0: none yet.
+    std::unique_ptr<std::atomic<std::int64_t>> service_ns;
   };
   /// Admits a request of `method` under its concurrency limit (counting it in
   /// `slot`), or answers it overloaded; false if refused.
@@ -277,6 +280,16 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
     run_handler(method, std::move(req), std::move(slot), conn_id);
   }
   void queue_handler(const Method& method, Request&& req, ReplySlotPtr&& slot, std::uint64_t conn_id);
+  /// Adds a request's time on the handler thread to its method's average.
+  static void record_service_time(const Method& method, std::chrono::nanoseconds took);
+  /// Why a request whose turn came at `t` on the handler executor is shed
+  /// (deadline_admission: its deadline passed, too little of it is left, or
+  /// it waited past queue_target in a standing queue), or nothing.
+  std::optional<std::string> shed_reason(const Method& method, const ReplySlot& slot,
+                                         std::chrono::steady_clock::time_point t) const;
+  /// The handler executor's queue was seen empty at `t`.
+  void queue_emptied(std::chrono::steady_clock::time_point t);
+  std::atomic<std::int64_t> queue_emptied_ns_{0};  // steady ns (the server's clock)
   void count_shed(const ReplySlot& slot);
   /// Gives back the slot's place under the concurrency limit, with its latency.
   void release_limit(const ReplySlot& slot);

@@ -1,6 +1,10 @@
 // Overload control of a server: deadline-aware admission (shed what nobody
 // waits for), the server-wide concurrency limit, and the optional handler
 // executor whose queue makes a backlog visible.
+#include <algorithm>
+#include <optional>
+#include <string>
+
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
@@ -59,29 +63,73 @@ void ServerCore::release_limit(const ReplySlot& slot) {
 void ServerCore::queue_handler(const Method& method, Request&& req, ReplySlotPtr&& slot, std::uint64_t conn_id) {
   // `method` lives in handlers_, fixed once listening; the slot's connection
   // context keeps this core alive until the job has run.
-  queued_.fetch_add(1, std::memory_order_relaxed);
+  if (queued_.fetch_add(1, std::memory_order_relaxed) == 0) queue_emptied(now());
   boost::asio::post(options_.handler_executor,
                     [this, &method, req = std::move(req), slot = std::move(slot), conn_id]() mutable {
-                      queued_.fetch_sub(1, std::memory_order_relaxed);
                       const auto t = now();
+                      if (queued_.fetch_sub(1, std::memory_order_relaxed) == 1) queue_emptied(t);
                       if (options_.deadline_admission) {
                         if (slot->answered()) {
                           count_shed(*slot);  // its deadline answered it while it waited
                           return;
                         }
-                        if (slot->deadline && t >= *slot->deadline) {
+                        if (auto why = shed_reason(method, *slot, t)) {
                           count_shed(*slot);
-                          finish(*slot, Status::server_timeout,
-                                 fmt::format("'{}' waited {} us for a handler thread, past its deadline: "
-                                             "not processed",
-                                             slot->method, micros(t - slot->received)),
-                                 {});
+                          finish(*slot, Status::server_timeout, std::move(*why), {});
                           return;
                         }
                       }
                       slot->queued_ns.store(std::chrono::nanoseconds(t - slot->received).count(), std::memory_order_relaxed);
+                      // Keeps this core (and `method`, in its handlers_) alive past the
+                      // handler, which may let go of the slot's reference.
+                      const ConnContextPtr keep = slot->conn;
                       run_handler(method, std::move(req), std::move(slot), conn_id);
+                      record_service_time(method, now() - t);
                     });
+}
+
+std::optional<std::string> ServerCore::shed_reason(const Method& method, const ReplySlot& slot,
+                                                   std::chrono::steady_clock::time_point t) const {
+  const auto waited = t - slot.received;
+  if (slot.deadline && t >= *slot.deadline) {
+    return fmt::format("'{}' waited {} us for a handler thread, past its deadline: not processed", slot.method,
+                       micros(waited));
+  }
+  // Too little left for what the handler has been taking: it would answer
+  // after the caller stopped waiting.
+  const std::chrono::nanoseconds needs(method.service_ns->load(std::memory_order_relaxed));
+  if (slot.deadline && t + needs > *slot.deadline) {
+    return fmt::format("'{}' waited {} us for a handler thread; {} us of its budget left, less than the {} us "
+                       "its handler has recently taken: not processed",
+                       slot.method, micros(waited), micros(*slot.deadline - t), micros(needs));
+  }
+  if (options_.queue_target.count() > 0 && waited > options_.queue_target) {
+    const std::chrono::steady_clock::time_point emptied{
+        std::chrono::nanoseconds(queue_emptied_ns_.load(std::memory_order_relaxed))};
+    if (t - emptied > options_.queue_interval) {
+      return fmt::format("'{}' waited {} us for a handler thread in a queue not empty for {} ms: over "
+                         "ServerOptions::queue_target ({} ms) while the queue stands, not processed",
+                         slot.method, micros(waited),
+                         std::chrono::duration_cast<std::chrono::milliseconds>(t - emptied).count(),
+                         options_.queue_target.count());
+    }
+  }
+  return std::nullopt;
+}
+
+void ServerCore::queue_emptied(std::chrono::steady_clock::time_point t) {
+  queue_emptied_ns_.store(std::chrono::nanoseconds(t.time_since_epoch()).count(), std::memory_order_relaxed);
+}
+
+// A moving average over about the last eight requests (each weighs 1/8),
+// kept by plain loads and stores: two handler threads finishing at once may
+// lose one sample, never tear one. What a handler that replies later, from
+// another thread, holds its handler thread for is the time it is measured by.
+void ServerCore::record_service_time(const Method& method, std::chrono::nanoseconds took) {
+  auto& avg = *method.service_ns;
+  const std::int64_t sample = std::max<std::int64_t>(took.count(), 0);
+  const std::int64_t before = avg.load(std::memory_order_relaxed);
+  avg.store(before == 0 ? sample : before + (sample - before) / 8, std::memory_order_relaxed);
 }
 
 }  // namespace wheelrpc::rpc::detail

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdio>
 #include <future>
 #include <string>
 #include <vector>
@@ -125,6 +126,31 @@ TEST(Trace, ParseAndFormatRoundTrip) {
   root.write_traceparent(written.data());
   EXPECT_EQ(written, root.traceparent());
   EXPECT_NE(root.trace_id_hex(), TraceContext::make_root().trace_id_hex());
+}
+
+TEST(Trace, EveryByteValueIsWrittenAsItsTwoLowerCaseHexDigits) {
+  // Ids holding each of the 256 byte values at each position: the digits
+  // against a formatting by snprintf, and back through parse.
+  for (int start = 0; start < 256; start += 8) {
+    TraceContext t;
+    for (std::size_t i = 0; i < t.trace_id.size(); ++i) t.trace_id[i] = static_cast<std::uint8_t>(start + i * 7);
+    for (std::size_t i = 0; i < t.parent_id.size(); ++i) t.parent_id[i] = static_cast<std::uint8_t>(start + i + 1);
+    t.flags = static_cast<std::uint8_t>(start + 3);
+    std::string expected = "00-";
+    char digits[3];
+    for (auto b : t.trace_id) expected += (std::snprintf(digits, sizeof digits, "%02x", b), digits);
+    expected += '-';
+    for (auto b : t.parent_id) expected += (std::snprintf(digits, sizeof digits, "%02x", b), digits);
+    std::snprintf(digits, sizeof digits, "%02x", t.flags);
+    expected += '-';
+    expected += digits;
+    EXPECT_EQ(t.traceparent(), expected);
+    EXPECT_EQ(t.trace_id_hex(), expected.substr(3, 32));
+    const auto back = TraceContext::parse(expected);
+    ASSERT_TRUE(back) << expected;
+    EXPECT_EQ(back->trace_id, t.trace_id);
+    EXPECT_EQ(back->parent_id, t.parent_id);
+  }
 }
 
 TEST(Trace, ARequestsTraceIsParsedWhenAskedAndScopesNestAndRestore) {

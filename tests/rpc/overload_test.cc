@@ -131,15 +131,22 @@ namespace {
 /// A server whose handlers run on a pool the test holds busy, on a manual
 /// clock (the deadline on the wheel is far away in real time).
 struct QueuedFixture {
-  explicit QueuedFixture(bool admission) {
+  explicit QueuedFixture(bool admission, std::chrono::milliseconds queue_target = rpc::ServerOptions{}.queue_target) {
     rpc::ServerOptions so;
     so.handler_executor = pool.threads.io.get_executor();
     so.deadline_admission = admission;
+    so.queue_target = queue_target;
     so.clock = &clock;
     fx.emplace(so, rpc::ClientOptions{}, 2, [this](rpc::Server& s) {
       s.handle("count", [this](rpc::Request, rpc::Responder r) {
         ran.fetch_add(1);
         r.reply("counted");
+      });
+      // Takes 10 s of the server's (manual) time on the handler thread.
+      s.handle("work", [this](rpc::Request, rpc::Responder r) {
+        ran.fetch_add(1);
+        clock.advance(10s);
+        r.reply("worked");
       });
     });
   }
@@ -179,6 +186,87 @@ TEST(Overload, ARequestThatWaitsInTheQueuePastItsBudgetIsShedWithoutRunningItsHa
   // A request that did not wait that long runs.
   EXPECT_FALSE(wheelrpc::test::call_and_wait(*q.fx->client, "count", "", o).ec);
   EXPECT_EQ(q.ran.load(), 1);
+}
+
+TEST(Overload, AQueuedRequestWithLessBudgetLeftThanItsHandlerTakesIsShed) {
+  QueuedFixture q(/*admission=*/true, /*queue_target=*/0ms);  // no controlled delay: the queue stands 42 s
+  rpc::CallOptions o;
+  o.timeout = 60s;  // on the wire; the server's clock is the manual one
+  o.retries = 0;
+  // Two requests teach the server that "work" takes 10 s of a handler thread.
+  for (int i = 0; i < 2; ++i) ASSERT_FALSE(wheelrpc::test::call_and_wait(*q.fx->client, "work", "", o).ec);
+  q.pool.block();
+  auto enough = wheelrpc::test::start(*q.fx->client, "work", "", o);
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return q.fx->server.stats().queued == 1; }, 30s));
+  rpc::CallOptions shorter = o;
+  shorter.timeout = 58s;
+  auto too_little = wheelrpc::test::start(*q.fx->client, "work", "", shorter);
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return q.fx->server.stats().queued == 2; }, 30s));
+  q.clock.advance(42s);
+  q.pool.open();
+  // The first has 18 s left when its turn comes: it runs (10 s). Then the
+  // second has 6 s left, less than the 10 s the handler takes: shed, though
+  // its deadline has not passed.
+  ASSERT_EQ(enough.wait_for(30s), std::future_status::ready);
+  EXPECT_FALSE(enough.get().ec);
+  ASSERT_EQ(too_little.wait_for(30s), std::future_status::ready);
+  const auto out = too_little.get();
+  EXPECT_EQ(out.ec, rpc::errc::server_timeout);
+  EXPECT_NE(out.response.error_message.find("6000000 us of its budget left, less than the 10000000 us its handler "
+                                            "has recently taken"),
+            std::string::npos)
+      << out.response.error_message;
+  EXPECT_EQ(q.ran.load(), 3);
+  EXPECT_EQ(q.fx->server.stats().shed, 1u);
+  EXPECT_EQ(stats_of(q.fx->server, "work").shed, 1u);
+}
+
+TEST(Overload, InAQueueThatHasNotEmptiedForAnIntervalWhatWaitedPastTheTargetIsShed) {
+  QueuedFixture q(/*admission=*/true);  // target 5 ms, interval 100 ms
+  q.pool.block();
+  rpc::CallOptions o;
+  o.timeout = 60s;  // far from its deadline throughout
+  o.retries = 0;
+  auto first = wheelrpc::test::start(*q.fx->client, "count", "", o);
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return q.fx->server.stats().queued == 1; }, 30s));
+  auto second = wheelrpc::test::start(*q.fx->client, "count", "", o);
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return q.fx->server.stats().queued == 2; }, 30s));
+  q.clock.advance(150ms);  // both waited 150 ms; the queue has stood as long
+  q.pool.open();
+  // The first leaves one behind it, in a queue not empty for 150 ms: shed.
+  // The second empties the queue when its turn comes: it runs.
+  ASSERT_EQ(first.wait_for(30s), std::future_status::ready);
+  const auto out = first.get();
+  EXPECT_EQ(out.ec, rpc::errc::server_timeout);
+  EXPECT_NE(out.response.error_message.find("waited 150000 us for a handler thread in a queue not empty for 150 ms: "
+                                            "over ServerOptions::queue_target (5 ms)"),
+            std::string::npos)
+      << out.response.error_message;
+  ASSERT_EQ(second.wait_for(30s), std::future_status::ready);
+  EXPECT_FALSE(second.get().ec);
+  EXPECT_EQ(q.ran.load(), 1);
+  EXPECT_EQ(q.fx->server.stats().shed, 1u);
+  EXPECT_EQ(stats_of(q.fx->server, "count").shed, 1u);
+}
+
+TEST(Overload, AQueueThatEmptiesWithinTheIntervalShedsNothingForItsDelay) {
+  QueuedFixture q(/*admission=*/true);
+  q.pool.block();
+  rpc::CallOptions o;
+  o.timeout = 60s;
+  o.retries = 0;
+  auto first = wheelrpc::test::start(*q.fx->client, "count", "", o);
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return q.fx->server.stats().queued == 1; }, 30s));
+  auto second = wheelrpc::test::start(*q.fx->client, "count", "", o);
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return q.fx->server.stats().queued == 2; }, 30s));
+  q.clock.advance(80ms);  // past the target, but the queue was empty 80 ms ago: not standing
+  q.pool.open();
+  ASSERT_EQ(first.wait_for(30s), std::future_status::ready);
+  EXPECT_FALSE(first.get().ec);
+  ASSERT_EQ(second.wait_for(30s), std::future_status::ready);
+  EXPECT_FALSE(second.get().ec);
+  EXPECT_EQ(q.ran.load(), 2);
+  EXPECT_EQ(q.fx->server.stats().shed, 0u);
 }
 
 TEST(Overload, WithAdmissionOffAnExpiredRequestRunsItsHandler) {
@@ -310,4 +398,21 @@ TEST(Overload, InvalidLimitsAreRefusedAtConstruction) {
   rpc::ServerOptions so;
   so.max_concurrency = rpc::ConcurrencyLimit::fixed(0);
   EXPECT_THROW(rpc::Server(threads.io.get_executor(), timer, so), std::invalid_argument);
+  const auto refused = [&](std::chrono::milliseconds target, std::chrono::milliseconds interval) {
+    rpc::ServerOptions q;
+    q.queue_target = target;
+    q.queue_interval = interval;
+    try {
+      rpc::Server server(threads.io.get_executor(), timer, q);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(refused(-1ms, 100ms).find("queue_target"), std::string::npos);
+  EXPECT_NE(refused(100ms, 100ms).find("queue_target"), std::string::npos);
+  EXPECT_NE(refused(0ms, 0ms).find("queue_interval"), std::string::npos);
+  EXPECT_NE(refused(0ms, std::chrono::milliseconds(0x100000000LL)).find("queue_interval"), std::string::npos);
+  EXPECT_EQ(refused(0ms, 100ms), "");  // no controlled delay
+  EXPECT_EQ(refused(5ms, 100ms), "");
 }

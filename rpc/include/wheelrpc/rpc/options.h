@@ -319,6 +319,23 @@ struct ServerOptions {
   /// a request is handled anyway and its late reply dropped. Default true.
   bool deadline_admission = true;
 
+  /// Controlled delay of the handler executor's queue (CoDel's rule, as
+  /// request queues of large services apply it). While the queue empties now
+  /// and then, a queued request is shed only for its deadline (above). Once
+  /// it has not been empty for `queue_interval`, a standing queue has formed:
+  /// serving what waited long in it only keeps it standing and answers every
+  /// caller late. Then a request that waited longer than `queue_target` is
+  /// shed when its turn comes (answered Status::server_timeout without
+  /// running its handler, counted as shed), however much of its deadline is
+  /// left, until the queue empties again. A request is also shed when less of
+  /// its deadline is left than its method's handler has recently taken (a
+  /// moving average of its time on the handler thread). All of this only
+  /// with `handler_executor` set and `deadline_admission` on. `queue_target`
+  /// 0: no controlled delay. Defaults 5 ms and 100 ms; the target must be
+  /// below the interval.
+  std::chrono::milliseconds queue_target{5};
+  std::chrono::milliseconds queue_interval{100};
+
   /// Requests processed at once by the whole server (admitted and not yet
   /// answered, queued ones included): none (default), fixed(n), or
   /// automatic() (an adaptive gradient limit; see ConcurrencyLimit). Beyond
