@@ -515,16 +515,22 @@ bool ServerCore::finish(ReplySlot& s, Status status, std::string payload,
   } else {
     prior = slot->state.fetch_or(ReplySlot::kAnswered, std::memory_order_acq_rel);
   }
-  if (prior & ReplySlot::kAnswered) {
-    if (by != Answer::deadline) late_replies_.fetch_add(1, std::memory_order_relaxed);
-    return false;
-  }
   // The time, read once and only if needed.
   std::chrono::steady_clock::time_point t{};
   const auto now_once = [&] {
     if (t == std::chrono::steady_clock::time_point{}) t = now();
     return t;
   };
+  // A handler run from the handler executor: how long it took to answer
+  // (deadline_admission sheds by it), late or not.
+  if (by == Answer::handler && slot->service_ns) {  // written before the handler ran
+    const std::chrono::nanoseconds queued(slot->queued_ns.load(std::memory_order_relaxed));
+    record_service_time(*slot->service_ns, now_once() - (slot->received + queued));
+  }
+  if (prior & ReplySlot::kAnswered) {
+    if (by != Answer::deadline) late_replies_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
   // A deadline not on the wheel (the handler answered before returning) is
   // checked here: past it, the answer is the deadline's, as if the wheel had
   // fired while the handler ran, and the handler's reply is a late one.

@@ -138,6 +138,9 @@ struct ReplySlot : Recycled<ReplySlot> {
   // the handler executor (ns; -1 until its handler starts).
   bool limited = false;
   std::atomic<std::int64_t> queued_ns{-1};
+  // Its method's handler-time average, when its handler ran from the handler
+  // executor: the handler's answer adds its time to it (finish()).
+  std::atomic<std::int64_t>* service_ns = nullptr;
 };
 
 using ReplySlotPtr = boost::intrusive_ptr<ReplySlot>;
@@ -241,8 +244,9 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
     // Calls running now, counted only under a limit (shared by the threads
     // that run the method: the price of the limit).
     std::unique_ptr<std::atomic<std::size_t>> running;
-    // With a handler executor: the time (ns) its handler has recently held a
-    // handler thread, a moving average (server_overload.cc); 0: none yet.
+    // With a handler executor: the time (ns) its handler has recently taken
+    // to answer, from its start, a moving average (server_overload.cc); 0:
+    // none yet.
     std::unique_ptr<std::atomic<std::int64_t>> service_ns;
   };
   /// Admits a request of `method` under its concurrency limit (counting it in
@@ -280,8 +284,8 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
     run_handler(method, std::move(req), std::move(slot), conn_id);
   }
   void queue_handler(const Method& method, Request&& req, ReplySlotPtr&& slot, std::uint64_t conn_id);
-  /// Adds a request's time on the handler thread to its method's average.
-  static void record_service_time(const Method& method, std::chrono::nanoseconds took);
+  /// Adds the time a handler took to answer, from its start, to its method's average.
+  static void record_service_time(std::atomic<std::int64_t>& avg, std::chrono::nanoseconds took);
   /// Why a request whose turn came at `t` on the handler executor is shed
   /// (deadline_admission: its deadline passed, too little of it is left, or
   /// it waited past queue_target in a standing queue), or nothing.

@@ -80,11 +80,10 @@ void ServerCore::queue_handler(const Method& method, Request&& req, ReplySlotPtr
                         }
                       }
                       slot->queued_ns.store(std::chrono::nanoseconds(t - slot->received).count(), std::memory_order_relaxed);
-                      // Keeps this core (and `method`, in its handlers_) alive past the
-                      // handler, which may let go of the slot's reference.
-                      const ConnContextPtr keep = slot->conn;
+                      slot->service_ns = method.service_ns.get();  // the handler's answer adds to it (finish)
                       run_handler(method, std::move(req), std::move(slot), conn_id);
-                      record_service_time(method, now() - t);
+                      // Nothing of this core is touched past here: once the reply is out,
+                      // the server may be gone.
                     });
 }
 
@@ -103,15 +102,19 @@ std::optional<std::string> ServerCore::shed_reason(const Method& method, const R
                        "its handler has recently taken: not processed",
                        slot.method, micros(waited), micros(*slot.deadline - t), micros(needs));
   }
-  if (options_.queue_target.count() > 0 && waited > options_.queue_target) {
+  // A queue a couple of handler runs deep is no standing queue: the target
+  // is at least twice what the method's handler has recently taken.
+  const auto target = std::max<std::chrono::nanoseconds>(options_.queue_target, 2 * needs);
+  if (options_.queue_target.count() > 0 && waited > target) {
     const std::chrono::steady_clock::time_point emptied{
         std::chrono::nanoseconds(queue_emptied_ns_.load(std::memory_order_relaxed))};
     if (t - emptied > options_.queue_interval) {
-      return fmt::format("'{}' waited {} us for a handler thread in a queue not empty for {} ms: over "
-                         "ServerOptions::queue_target ({} ms) while the queue stands, not processed",
+      return fmt::format("'{}' waited {} us for a handler thread in a queue not empty for {} ms, over its "
+                         "target of {} us (ServerOptions::queue_target, or twice its handler's recent time): "
+                         "not processed",
                          slot.method, micros(waited),
                          std::chrono::duration_cast<std::chrono::milliseconds>(t - emptied).count(),
-                         options_.queue_target.count());
+                         micros(target));
     }
   }
   return std::nullopt;
@@ -122,11 +125,9 @@ void ServerCore::queue_emptied(std::chrono::steady_clock::time_point t) {
 }
 
 // A moving average over about the last eight requests (each weighs 1/8),
-// kept by plain loads and stores: two handler threads finishing at once may
-// lose one sample, never tear one. What a handler that replies later, from
-// another thread, holds its handler thread for is the time it is measured by.
-void ServerCore::record_service_time(const Method& method, std::chrono::nanoseconds took) {
-  auto& avg = *method.service_ns;
+// kept by plain loads and stores: two handlers answering at once may lose
+// one sample, never tear one.
+void ServerCore::record_service_time(std::atomic<std::int64_t>& avg, std::chrono::nanoseconds took) {
   const std::int64_t sample = std::max<std::int64_t>(took.count(), 0);
   const std::int64_t before = avg.load(std::memory_order_relaxed);
   avg.store(before == 0 ? sample : before + (sample - before) / 8, std::memory_order_relaxed);

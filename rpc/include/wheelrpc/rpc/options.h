@@ -303,9 +303,13 @@ struct ServerOptions {
   /// posted to it; the server counts them while they wait
   /// (ServerStats::queued), knows each one's queueing time (the concurrency
   /// limit's latency includes it), and sheds those whose deadline passed in
-  /// the queue (deadline_admission). Handlers then run on its threads, not on
+  /// the queue (deadline_admission) or that waited in a standing one
+  /// (queue_target). Handlers then run on its threads, not on
   /// a strand: two requests of one connection may run at once. It must run
-  /// (and stay alive) as long as the server has requests in flight.
+  /// (and stay alive) as long as the server has requests in flight, and its
+  /// threads must have returned from every handler before the server's
+  /// timer and executor are destroyed: a handler holding its Responder
+  /// holds the server's internals.
   boost::asio::any_io_executor handler_executor;
 
   /// Deadline-aware admission. A request whose deadline has passed by the
@@ -329,7 +333,7 @@ struct ServerOptions {
   /// running its handler, counted as shed), however much of its deadline is
   /// left, until the queue empties again. A request is also shed when less of
   /// its deadline is left than its method's handler has recently taken (a
-  /// moving average of its time on the handler thread). All of this only
+  /// moving average of the time from its start to its answer). All of this only
   /// with `handler_executor` set and `deadline_admission` on. `queue_target`
   /// 0: no controlled delay. Defaults 5 ms and 100 ms; the target must be
   /// below the interval.
