@@ -58,6 +58,14 @@ rpc::MethodStats stats_of(const rpc::Server& server, const std::string& method) 
 
 std::uint8_t status_byte(rpc::Status s) { return static_cast<std::uint8_t>(s); }
 
+/// A call with `timeout` and no retries.
+rpc::CallOptions once(std::chrono::milliseconds timeout) {
+  rpc::CallOptions o;
+  o.timeout = timeout;
+  o.retries = 0;
+  return o;
+}
+
 }  // namespace
 
 TEST(Overload, ARequestWhoseBudgetIsSpentWhenReadIsShedWithoutRunningItsHandler) {
@@ -161,6 +169,14 @@ struct QueuedFixture {
     fx.reset();
     pool.threads.stop();
   }
+  /// Starts a call of `method` with options `o` and waits until the server
+  /// has queued it for the (held) pool.
+  std::future<wheelrpc::test::Outcome> queue_call(const std::string& method, const rpc::CallOptions& o) {
+    const auto before = fx->server.stats().queued;
+    auto f = wheelrpc::test::start(*fx->client, method, "", o);
+    EXPECT_TRUE(wheelrpc::test::wait_until([&] { return fx->server.stats().queued == before + 1; }, 30s));
+    return f;
+  }
   BlockablePool pool;
   wheelrpc::timer::ManualClock clock;
   std::atomic<int> ran{0};
@@ -172,11 +188,8 @@ struct QueuedFixture {
 TEST(Overload, ARequestThatWaitsInTheQueuePastItsBudgetIsShedWithoutRunningItsHandler) {
   QueuedFixture q(/*admission=*/true);
   q.pool.block();
-  rpc::CallOptions o;
-  o.timeout = 30s;  // on the wire; the server's clock is the manual one
-  o.retries = 0;
-  auto pending = wheelrpc::test::start(*q.fx->client, "count", "", o);
-  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return q.fx->server.stats().queued == 1; }, 30s));
+  const auto o = once(30s);  // on the wire; the server's clock is the manual one
+  auto pending = q.queue_call("count", o);
   q.clock.advance(31s);  // it waited longer than its budget
   q.pool.open();
   ASSERT_EQ(pending.wait_for(30s), std::future_status::ready);
@@ -196,18 +209,14 @@ TEST(Overload, ARequestThatWaitsInTheQueuePastItsBudgetIsShedWithoutRunningItsHa
 
 TEST(Overload, AQueuedRequestWithLessBudgetLeftThanItsHandlerTakesIsShed) {
   QueuedFixture q(/*admission=*/true, /*queue_target=*/0ms);  // no controlled delay: the queue stands 42 s
-  rpc::CallOptions o;
-  o.timeout = 60s;  // on the wire; the server's clock is the manual one
-  o.retries = 0;
+  const auto o = once(60s);  // on the wire; the server's clock is the manual one
   // Two requests teach the server that "work" takes 10 s of a handler thread.
   for (int i = 0; i < 2; ++i) ASSERT_FALSE(wheelrpc::test::call_and_wait(*q.fx->client, "work", "", o).ec);
   q.pool.block();
-  auto enough = wheelrpc::test::start(*q.fx->client, "work", "", o);
-  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return q.fx->server.stats().queued == 1; }, 30s));
+  auto enough = q.queue_call("work", o);
   rpc::CallOptions shorter = o;
   shorter.timeout = 58s;
-  auto too_little = wheelrpc::test::start(*q.fx->client, "work", "", shorter);
-  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return q.fx->server.stats().queued == 2; }, 30s));
+  auto too_little = q.queue_call("work", shorter);
   q.clock.advance(42s);
   q.pool.open();
   // The first has 18 s left when its turn comes: it runs (10 s). Then the
@@ -230,13 +239,9 @@ TEST(Overload, AQueuedRequestWithLessBudgetLeftThanItsHandlerTakesIsShed) {
 TEST(Overload, InAQueueThatHasNotEmptiedForAnIntervalWhatWaitedPastTheTargetIsShed) {
   QueuedFixture q(/*admission=*/true);  // target 5 ms, interval 100 ms
   q.pool.block();
-  rpc::CallOptions o;
-  o.timeout = 60s;  // far from its deadline throughout
-  o.retries = 0;
-  auto first = wheelrpc::test::start(*q.fx->client, "count", "", o);
-  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return q.fx->server.stats().queued == 1; }, 30s));
-  auto second = wheelrpc::test::start(*q.fx->client, "count", "", o);
-  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return q.fx->server.stats().queued == 2; }, 30s));
+  const auto o = once(60s);  // far from its deadline throughout
+  auto first = q.queue_call("count", o);
+  auto second = q.queue_call("count", o);
   q.clock.advance(150ms);  // both waited 150 ms; the queue has stood as long
   q.pool.open();
   // The first leaves one behind it, in a queue not empty for 150 ms: shed.
@@ -257,17 +262,12 @@ TEST(Overload, InAQueueThatHasNotEmptiedForAnIntervalWhatWaitedPastTheTargetIsSh
 
 TEST(Overload, InAStandingQueueASlowHandlersRequestMayWaitTwiceItsTimeBeforeItIsShed) {
   QueuedFixture q(/*admission=*/true);  // target 5 ms, interval 100 ms
-  rpc::CallOptions o;
-  o.timeout = 60s;
-  o.retries = 0;
+  const auto o = once(60s);
   // "work" takes 10 s of a handler thread: its requests' target is 20 s.
   for (int i = 0; i < 2; ++i) ASSERT_FALSE(wheelrpc::test::call_and_wait(*q.fx->client, "work", "", o).ec);
   q.pool.block();
   std::vector<std::future<wheelrpc::test::Outcome>> calls;
-  for (std::uint64_t n = 1; n <= 3; ++n) {
-    calls.push_back(wheelrpc::test::start(*q.fx->client, "work", "", o));
-    ASSERT_TRUE(wheelrpc::test::wait_until([&] { return q.fx->server.stats().queued == n; }, 30s));
-  }
+  for (int n = 0; n < 3; ++n) calls.push_back(q.queue_call("work", o));
   q.clock.advance(15s);
   q.pool.open();
   // The first waited 15 s, under its 20 s: it runs (10 s). The second has
@@ -289,13 +289,9 @@ TEST(Overload, InAStandingQueueASlowHandlersRequestMayWaitTwiceItsTimeBeforeItIs
 TEST(Overload, AQueueThatEmptiesWithinTheIntervalShedsNothingForItsDelay) {
   QueuedFixture q(/*admission=*/true);
   q.pool.block();
-  rpc::CallOptions o;
-  o.timeout = 60s;
-  o.retries = 0;
-  auto first = wheelrpc::test::start(*q.fx->client, "count", "", o);
-  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return q.fx->server.stats().queued == 1; }, 30s));
-  auto second = wheelrpc::test::start(*q.fx->client, "count", "", o);
-  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return q.fx->server.stats().queued == 2; }, 30s));
+  const auto o = once(60s);
+  auto first = q.queue_call("count", o);
+  auto second = q.queue_call("count", o);
   q.clock.advance(80ms);  // past the target, but the queue was empty 80 ms ago: not standing
   q.pool.open();
   ASSERT_EQ(first.wait_for(30s), std::future_status::ready);
@@ -309,11 +305,8 @@ TEST(Overload, AQueueThatEmptiesWithinTheIntervalShedsNothingForItsDelay) {
 TEST(Overload, WithAdmissionOffAnExpiredRequestRunsItsHandler) {
   QueuedFixture q(/*admission=*/false);
   q.pool.block();
-  rpc::CallOptions o;
-  o.timeout = 30s;
-  o.retries = 0;
-  auto pending = wheelrpc::test::start(*q.fx->client, "count", "", o);
-  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return q.fx->server.stats().queued == 1; }, 30s));
+  const auto o = once(30s);
+  auto pending = q.queue_call("count", o);
   q.clock.advance(31s);
   q.pool.open();
   ASSERT_EQ(pending.wait_for(30s), std::future_status::ready);
@@ -324,9 +317,7 @@ TEST(Overload, WithAdmissionOffAnExpiredRequestRunsItsHandler) {
 TEST(Overload, TheDeadlineAnswersARequestStillQueuedAndItsHandlerNeverRuns) {
   QueuedFixture q(/*admission=*/true);
   q.pool.block();
-  rpc::CallOptions o;
-  o.timeout = 300ms;  // the wheel (real time) answers while the pool is held
-  o.retries = 0;
+  const auto o = once(300ms);  // the wheel (real time) answers while the pool is held
   auto pending = wheelrpc::test::start(*q.fx->client, "count", "", o);
   ASSERT_EQ(pending.wait_for(30s), std::future_status::ready);
   const auto out = pending.get();
@@ -350,9 +341,7 @@ TEST(Overload, AnAutomaticLimitRefusesBeyondItAtOnceWithResourceExhausted) {
     s.handle("hold", [&](rpc::Request, rpc::Responder r) { held.add(std::move(r)); });
   });
   EXPECT_EQ(fx.server.stats().concurrency_limit, 2u);
-  rpc::CallOptions o;
-  o.timeout = 20s;
-  o.retries = 0;
+  const auto o = once(20s);
   auto a = wheelrpc::test::start(*fx.client, "hold", "", o);
   auto b = wheelrpc::test::start(*fx.client, "hold", "", o);
   ASSERT_TRUE(wheelrpc::test::wait_until([&] { return held.size() == 2; }, 30s));
