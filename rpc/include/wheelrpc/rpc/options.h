@@ -328,7 +328,8 @@ struct ServerOptions {
   /// and then, a queued request is shed only for its deadline (above). Once
   /// it has not been empty for `queue_interval`, a standing queue has formed:
   /// serving what waited long in it only keeps it standing and answers every
-  /// caller late. Then a request that waited longer than `queue_target` is
+  /// caller late. Then a request that waited longer than `queue_target`
+  /// (or, if longer, twice what its method's handler has recently taken) is
   /// shed when its turn comes (answered Status::server_timeout without
   /// running its handler, counted as shed), however much of its deadline is
   /// left, until the queue empties again. A request is also shed when less of
