@@ -49,14 +49,20 @@ inline char* put_u64(char* p, std::uint64_t v) noexcept {
   return put_u32(p + 4, static_cast<std::uint32_t>(v));
 }
 
-// Copies n bytes to p. GCC expands a memcpy whose size it can bound (a name's
-// length is at most 255) into `rep movsq`, which made encoding ~4x slower than
-// the libc call does for the short names of a frame; the empty asm hides the bound.
-inline char* put_bytes(char* p, const char* src, std::size_t n) noexcept {
+// A length whose bound the compiler no longer sees. GCC expands a memcpy whose
+// size it can bound (a name's length is at most 255) into `rep movsq`, which
+// costs more than the libc call for the short names of a frame: measured ~4x
+// slower encoding, and 45 % of the decoder's time in a server profile.
+inline std::size_t unbounded(std::size_t n) noexcept {
 #if defined(__GNUC__)
   __asm__("" : "+r"(n));
 #endif
-  std::memcpy(p, src, n);
+  return n;
+}
+
+// Copies n bytes to p (see unbounded()).
+inline char* put_bytes(char* p, const char* src, std::size_t n) noexcept {
+  std::memcpy(p, src, unbounded(n));
   return p + n;
 }
 
@@ -224,7 +230,7 @@ FrameDecoder::Result FrameDecoder::decode(const std::uint8_t* data, std::size_t 
     // body_len >= 1 here, so method_len itself is in.
     const std::size_t method_len = *p++;
     if (method_len > left()) return overrun("method", method_len);
-    out.method.assign(text(p), method_len);
+    out.method.assign(text(p), unbounded(method_len));
     p += method_len;
     if (left() < 2) return overrun("attachment_count", 2);
     count = get_u16(p);
@@ -244,7 +250,7 @@ FrameDecoder::Result FrameDecoder::decode(const std::uint8_t* data, std::size_t 
     if (left() < 1) return overrun("key_len", 1, i);
     const std::size_t key_len = *p++;
     if (key_len > left()) return overrun("key", key_len, i);
-    key.assign(text(p), key_len);
+    key.assign(text(p), unbounded(key_len));
     p += key_len;
     if (left() < 4) return overrun("value_len", 4, i);
     const std::size_t value_len = get_u32(p);
