@@ -103,6 +103,11 @@ struct Call : Recycled<Call> {
   // ---- the exactly-once gate and the pins (atomics)
   std::atomic<bool> done{false};
   std::atomic<int> pins{0};
+  // Something that pins (a timeout on the wheel, the caller's cancellation
+  // slot) was given a reference to it. Set with `mu` held before that
+  // reference exists, never cleared: while false, nobody can pin the call,
+  // and marking it done needs no fence against pins (mark_done).
+  bool pinnable = false;
 
   // ---- guarded by `mu`
   CheckedMutex mu;
@@ -177,6 +182,12 @@ class CallPin {
 /// Marks the call done (false if it was already); then waits for pins taken
 /// before that to drop. Call with `mu` held.
 inline bool mark_done(Call& c) noexcept {
+  if (!c.pinnable) {
+    // Only ever read with `mu` held, as here: no locked exchange needed.
+    if (c.done.load(std::memory_order_relaxed)) return false;
+    c.done.store(true, std::memory_order_relaxed);
+    return true;
+  }
   if (c.done.exchange(true)) return false;
   while (c.pins.load() != 0) std::this_thread::yield();
   return true;

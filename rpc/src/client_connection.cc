@@ -276,7 +276,7 @@ void ClientCore::on_closed(ClientConnection& conn, const error_code& ec, const s
       auto it = std::find_if(call.live.begin(), call.live.end(),
                              [&](const Call::Attempt& a) { return a.id == id && a.conn.get() == &conn; });
       if (it == call.live.end()) continue;  // answered or abandoned meanwhile
-      drop_attempt(lock, call, static_cast<std::size_t>(it - call.live.begin()), true);
+      drop_attempt(lock, call, static_cast<std::size_t>(it - call.live.begin()), true, done);
       attempt_failed(lock, call, &conn, Failure::connection_lost, errc::connection_lost,
                      describe(call, what, &conn), done);
     }

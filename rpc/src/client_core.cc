@@ -250,6 +250,7 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
   c.plan.deadline = deadline;
 
   Completion done;
+  done.spare = std::move(call);  // for the first attempt's table entry
   {
     CallLock lock(c.mu);
     c.payload = std::move(payload);
@@ -261,7 +262,10 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
       complete_closed(lock, c, done);
     } else {
       auto slot = asio::get_associated_cancellation_slot(c.handler);
-      if (slot.is_connected()) slot.template emplace<CancelHandler>(call);
+      if (slot.is_connected()) {
+        c.pinnable = true;
+        slot.template emplace<CancelHandler>(CallPtr(&c));
+      }
       budget_.on_call(start);
       // Sent at once, the call's deadline rides in its table entry; else
       // (waiting, failed to send) it goes on the wheel now.
@@ -282,6 +286,7 @@ bool ClientCore::cover_deadline(CallLock& lock, Call& call, TimePoint t) {
     return true;
   }
   std::error_code tec;
+  call.pinnable = true;
   call.deadline_timeout = timer_.new_timeout(CallTimeoutTask<&ClientCore::on_deadline>{CallPtr(&call)},
                                              std::max(call.plan.deadline - t, TimePoint::duration::zero()), tec);
   if (tec) return false;
@@ -510,7 +515,9 @@ bool ClientCore::send_attempt(CallLock& lock, Call& call, const std::shared_ptr<
     // A call with nothing yet to end it at its deadline has it swept from
     // this entry: no timeout of its own on the wheel.
     a.swept = call.plan.has_deadline && call.cover == Call::Cover::none && arm_sweep(conn, call.plan.deadline, t);
-    a.id = conn.table.insert(CallPtr(&call), a.swept ? call.plan.deadline : kNever);
+    assert(!done.spare || done.spare.get() == &call);
+    a.id = conn.table.insert(done.spare ? std::move(done.spare) : CallPtr(&call),
+                             a.swept ? call.plan.deadline : kNever);
     if (a.swept) call.cover = Call::Cover::swept;
     // Counted before the lock drops: a retire (under this lock) that sees
     // no attempt active closes the channel, which then fails this one.
@@ -562,7 +569,7 @@ bool ClientCore::send_attempt(CallLock& lock, Call& call, const std::shared_ptr<
   call.attachments = std::move(f.attachments);
   if (!too_big && !ec) return true;
 
-  drop_attempt(lock, call, call.live.size() - 1, true);
+  drop_attempt(lock, call, call.live.size() - 1, true, done);
   if (too_big) {
     complete(lock, call, errc::bad_request,
              Response{{}, {}, describe(call, fmt::format("request body of {} bytes exceeds {} of {} bytes, not sent",
@@ -581,7 +588,7 @@ bool ClientCore::send_attempt(CallLock& lock, Call& call, const std::shared_ptr<
   return true;
 }
 
-void ClientCore::drop_attempt(CallLock& lock, Call& call, std::size_t index, bool failed) {
+void ClientCore::drop_attempt(CallLock& lock, Call& call, std::size_t index, bool failed, Completion& done) {
   assert(lock.owns_lock() && call.mu.held());
   (void)lock;
   Call::Attempt a = std::move(call.live[index]);
@@ -597,6 +604,9 @@ void ClientCore::drop_attempt(CallLock& lock, Call& call, std::size_t index, boo
   }
   if (failed) conn.failures.fetch_add(1, std::memory_order_relaxed);
   if (entry) attempt_ended(conn, active_before);
+  // Kept for the next attempt, or released after the call's lock: it may be
+  // the call's last reference (start_call gave its own to the entry).
+  if (entry && !done.spare) done.spare = std::move(entry);
   if (keep_latest) call.latest_hold = std::move(a.conn);
   if (a.swept) {
     // Its deadline left with the entry: on the wheel for the rest of the call
@@ -666,6 +676,7 @@ void ClientCore::rearm_aux(CallLock& lock, Call& call, TimePoint t) {
   call.aux = {};
   if (next == kNever) return;
   std::error_code tec;
+  call.pinnable = true;
   call.aux = timer_.new_timeout(CallTimeoutTask<&ClientCore::on_aux>{CallPtr(&call)}, next - t, tec);
   if (!tec) call.aux_at = next;  // else the deadline will end the call
 }
@@ -702,7 +713,7 @@ void ClientCore::on_aux(const CallPtr& ptr) {
         if (call.live[i].expires <= t) {
           timed_out = call.live[i].conn.get();
           message = attempt_timed_out(call, call.live[i], /*server_too=*/false);
-          drop_attempt(lock, call, i, true);
+          drop_attempt(lock, call, i, true, done);
           attempt_timeouts_.fetch_add(1, std::memory_order_relaxed);
         } else {
           ++i;
@@ -836,7 +847,7 @@ bool ClientCore::complete(CallLock& lock, Call& call, error_code ec, Response re
     }
     // At the deadline on_deadline() counted them failed already.
     if (origin != Origin::timer) a.conn->cancelled.fetch_add(1, std::memory_order_relaxed);
-    drop_attempt(lock, call, call.live.size() - 1, false);
+    drop_attempt(lock, call, call.live.size() - 1, false, done);
     cancelled_attempts_.fetch_add(1, std::memory_order_relaxed);
   }
   if (call.phase == Phase::backoff) {

@@ -154,6 +154,11 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
     std::optional<TraceContext> trace;  // put in force while the handler runs
     // Attempts abandoned in flight: their channel and request id (CANCEL).
     boost::container::small_vector<std::pair<std::shared_ptr<transport::Channel>, std::uint64_t>, 1> abandoned;
+    // A reference to the call being worked on that its holder no longer
+    // needs: start_call's own, and the table entry of an attempt dropped.
+    // The next attempt's table entry takes it over instead of counting a new
+    // one; else it is released with the completion, after the call's lock.
+    CallPtr spare;
   };
 
   // Each of these runs with the call's lock held (asserted).
@@ -181,7 +186,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// Schedules the aux timeout for the call's nearest event (or none).
   void rearm_aux(CallLock& lock, Call& call, TimePoint now);
   /// Removes the attempt at `index` from the call and its connection's table.
-  void drop_attempt(CallLock& lock, Call& call, std::size_t index, bool failed);
+  void drop_attempt(CallLock& lock, Call& call, std::size_t index, bool failed, Completion& done);
   /// Makes sure something ends a running call with a deadline at its deadline:
   /// if nothing does (it never had an attempt swept, or that attempt is
   /// gone), its own timeout goes on the wheel, due `plan.deadline - t`.
