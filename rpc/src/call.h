@@ -4,8 +4,8 @@
 // timeout (posted from the timer's worker to the executor), the caller's
 // cancellation slot, a lost connection, and close().
 //
-// Exactly once: `done` is flipped (exchange) under `mu` by whoever completes
-// the call; everyone else finds it set and backs off.
+// Exactly once: `done` is set under `mu` by whoever completes the call
+// (mark_done); everyone else finds it set and backs off.
 //
 // The core's lifetime: `core` is a plain pointer, valid while the call is not
 // done (close() completes every call before it returns, and completing takes
@@ -103,14 +103,14 @@ struct Call : Recycled<Call> {
   // ---- the exactly-once gate and the pins (atomics)
   std::atomic<bool> done{false};
   std::atomic<int> pins{0};
-  // Something that pins (a timeout on the wheel, the caller's cancellation
-  // slot) was given a reference to it. Set with `mu` held before that
-  // reference exists, never cleared: while false, nobody can pin the call,
-  // and marking it done needs no fence against pins (mark_done).
-  bool pinnable = false;
 
   // ---- guarded by `mu`
   CheckedMutex mu;
+  // Something that pins (a timeout on the wheel, the caller's cancellation
+  // slot) was given a reference to it. Set before that reference exists,
+  // never cleared: while false, nobody can pin the call, and marking it done
+  // needs no fence against pins (mark_done).
+  bool pinnable = false;
   std::string payload;  // kept for retries and hedges
   transport::Attachments attachments;  // the caller's
   // The traceparent every attempt carries after the caller's attachments
@@ -183,7 +183,8 @@ class CallPin {
 /// before that to drop. Call with `mu` held.
 inline bool mark_done(Call& c) noexcept {
   if (!c.pinnable) {
-    // Only ever read with `mu` held, as here: no locked exchange needed.
+    // Only a pin reads `done` without `mu`; with no pin possible, a plain
+    // store under `mu` (held here) is enough.
     if (c.done.load(std::memory_order_relaxed)) return false;
     c.done.store(true, std::memory_order_relaxed);
     return true;
