@@ -40,6 +40,11 @@ void ClientConnection::on_sweep_due(TimePoint due) {
   asio::post(ex, [core, self = shared_from_this(), due] { core->sweep(*self, due); });
 }
 
+ClientCore* ClientConnection::batch_core() {
+  if (!batch_core_) batch_core_ = core_.lock();
+  return batch_core_.get();
+}
+
 void ClientConnection::on_frame(transport::Channel& ch, transport::Frame& frame) {
   assert(ch.strand().running_in_this_thread());
   if (frame.header.is_event()) {
@@ -48,14 +53,22 @@ void ClientConnection::on_frame(transport::Channel& ch, transport::Frame& frame)
       return;
     }
     if (frame.attachments.empty()) return;  // a heartbeat reply: it refreshed last-read
-    if (auto core = core_.lock()) core->on_hello(*this, frame);
+    if (auto* core = batch_core()) core->on_hello(*this, frame);
     return;
   }
   if (frame.header.is_request()) {
     ch.close(transport::make_error_code(transport::errc::protocol_error), "the server sent a request");
     return;
   }
-  if (auto core = core_.lock()) core->on_reply(*this, frame, core->receipt_time(ch));
+  if (auto* core = batch_core()) core->on_reply(*this, frame, core->receipt_time(ch));
+}
+
+void ClientConnection::on_frames_delivered(transport::Channel& ch) {
+  assert(ch.strand().running_in_this_thread());
+  (void)ch;
+  // Released last: it may be the core's last reference, and the channel
+  // holds this connection until its delivery returns.
+  auto core = std::move(batch_core_);
 }
 
 void ClientConnection::on_close(transport::Channel& ch, const error_code& ec, const std::string& reason) {

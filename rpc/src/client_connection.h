@@ -70,6 +70,7 @@ class ClientConnection final : public transport::ChannelHandler,
   void on_frame(transport::Channel& channel, transport::Frame& frame) override;
   void on_close(transport::Channel& channel, const boost::system::error_code& ec,
                 const std::string& reason) override;
+  void on_frames_delivered(transport::Channel& channel) override;
 
   const boost::asio::ip::tcp::endpoint& endpoint() const noexcept { return endpoint_; }
   const std::string& peer() const noexcept { return peer_; }
@@ -143,6 +144,10 @@ class ClientConnection final : public transport::ChannelHandler,
 
  private:
   std::weak_ptr<ClientCore> core_;  // the core owns the connection
+  // The core, held while the channel delivers one read's frames (its
+  // strand only): one reference per batch instead of one per reply.
+  std::shared_ptr<ClientCore> batch_core_;
+  ClientCore* batch_core();
   const boost::asio::ip::tcp::endpoint endpoint_;
   const std::string peer_;
 };

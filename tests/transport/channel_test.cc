@@ -4,6 +4,8 @@
 // carries: none while it waits, none after a quiet spell.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <chrono>
 #include <atomic>
 #include <cstdint>
@@ -234,6 +236,68 @@ TEST(ChannelReads, ManyFramesInOneReadAreAllDeliveredInOrder) {
   // The first read takes the inline bytes, then the kept buffer doubles per
   // full read: a handful of reads, each of many frames.
   EXPECT_LE(p.stats().reads, 12u);
+}
+
+/// Logs frames ("f"), batch ends ("|") and the close ("c"), in order; closes
+/// the channel at the frame with id `close_at` (0: never).
+class BatchLog : public ChannelHandler {
+ public:
+  explicit BatchLog(std::uint64_t close_at = 0) : close_at_(close_at) {}
+  void on_frame(Channel& ch, Frame& frame) override {
+    add('f');
+    if (frame.header.request_id == close_at_) ch.close({}, "closed by a frame's handler");
+  }
+  void on_close(Channel&, const error_code&, const std::string&) override { add('c'); }
+  void on_frames_delivered(Channel&) override { add('|'); }
+  std::string log() const {
+    std::lock_guard lock(mu_);
+    return log_;
+  }
+
+ private:
+  void add(char c) {
+    std::lock_guard lock(mu_);
+    log_ += c;
+  }
+  const std::uint64_t close_at_;
+  mutable std::mutex mu_;
+  std::string log_;
+};
+
+// A handler may hold something for one read's frames (the client holds its
+// core): every batch ends with on_frames_delivered, after its last frame.
+TEST(ChannelReads, EveryBatchOfFramesEndsWithOneDeliveredCallAfterItsLastFrame) {
+  auto log = std::make_shared<BatchLog>();
+  ChannelPair p({}, log);
+  constexpr std::uint64_t kFrames = 500;
+  std::string bytes;
+  for (std::uint64_t i = 1; i <= kFrames; ++i) encode_frame(request(i, 8), bytes);
+  p.send(bytes);  // in the socket before the first read: a few reads of many frames
+  p.channel().start();
+  ASSERT_TRUE(wait_until([&] {
+    const auto l = log->log();
+    return std::count(l.begin(), l.end(), 'f') == kFrames && l.back() == '|';
+  }));
+  const auto l = log->log();
+  EXPECT_EQ(l.front(), 'f');
+  EXPECT_EQ(l.find("||"), std::string::npos) << "a batch without frames: " << l;
+  EXPECT_LT(std::count(l.begin(), l.end(), '|'), static_cast<long>(kFrames)) << "not batched: " << l;
+}
+
+// A frame that closes the channel ends its batch too, after on_close: a
+// reference held for the batch is not kept by a closed channel.
+TEST(ChannelReads, ABatchAFrameClosedEndsAfterTheClose) {
+  auto log = std::make_shared<BatchLog>(/*close_at=*/2);
+  ChannelPair p({}, log);
+  p.send(encode(request(1, 8)) + encode(request(2, 8)) + encode(request(3, 8)));
+  p.channel().start();
+  ASSERT_TRUE(wait_until([&] { return log->log().find('c') != std::string::npos; }));
+  ASSERT_TRUE(wait_until([&] { return log->log().back() == '|'; }));
+  // However the reads split them: frame 2's batch ends after the close, and
+  // no frame follows it.
+  const auto l = log->log();
+  EXPECT_EQ(std::count(l.begin(), l.end(), 'f'), 2) << l;
+  EXPECT_EQ(l.substr(l.size() - 3), "fc|") << l;
 }
 
 /// Answers every request with a reply of its id and notes, per frame, which

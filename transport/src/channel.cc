@@ -306,10 +306,17 @@ bool Channel::deliver_frames() {
   // handler may close the channel, which lets go of handler_.
   const std::shared_ptr<ChannelHandler> handler = handler_;
   struct Delivering {
+    Channel& self;
+    ChannelHandler* handler;
     const Channel* outer;
-    explicit Delivering(const Channel* self) : outer(std::exchange(t_delivering, self)) {}
-    ~Delivering() { t_delivering = outer; }
-  } delivering(tls_ ? nullptr : this);
+    bool any = false;  // a frame was handed over: the batch ends with on_frames_delivered
+    Delivering(Channel& c, ChannelHandler* h)
+        : self(c), handler(h), outer(std::exchange(t_delivering, c.tls_ ? nullptr : &c)) {}
+    ~Delivering() {
+      t_delivering = outer;
+      if (any) handler->on_frames_delivered(self);
+    }
+  } delivering(*this, handler.get());
   while (is_open() && !paused_.load(std::memory_order_relaxed)) {
     std::size_t consumed = 0;
     const auto r = decoder_.decode(read_data() + read_begin_, read_end_ - read_begin_, frame_, consumed);
@@ -342,7 +349,10 @@ bool Channel::deliver_frames() {
     }
     read_begin_ += consumed;
     frames_in_.store(frames_in_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    if (handler) handler->on_frame(*this, frame_);
+    if (handler) {
+      delivering.any = true;
+      handler->on_frame(*this, frame_);
+    }
     if (++frames_since_flush_ >= kEarlyFlushFrames) {
       frames_since_flush_ = 0;
       if (read_begin_ != read_end_) flush_early(kEarlyFlushBytes);  // more frames to handle in this read

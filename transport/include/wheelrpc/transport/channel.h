@@ -37,6 +37,11 @@ class ChannelHandler {
   /// I/O error, or on bad input. Called exactly once; no on_frame follows.
   virtual void on_close(Channel& channel, const boost::system::error_code& ec,
                         const std::string& reason) = 0;
+  /// The frames of one read were delivered (on the channel's strand): once
+  /// after the last on_frame of each such batch, also when a frame closed
+  /// the channel (then after on_close). What a handler set up for the
+  /// batch (say, a reference it would otherwise take per frame) ends here.
+  virtual void on_frames_delivered(Channel& channel) { (void)channel; }
 };
 
 /// Counters of every channel in the process (monotonic).
