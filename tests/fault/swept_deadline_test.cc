@@ -36,11 +36,15 @@ TEST(SweptDeadline, CallsSentAtOnceEndAtTheirDeadlinesWithOneTimeoutPerConnectio
   std::vector<std::future<Outcome>> first, second;
   for (int i = 0; i < 10; ++i) first.push_back(start(c, "work", "", opts(1s)));
   ASSERT_TRUE(wait_until([&] { return c.providers[0]->held_count() == 10; }));
+  // The server arms a held request's deadline after its handler returns,
+  // which may come a moment after the handler counted it held.
+  ASSERT_TRUE(wait_until([&] { return timer.stats().scheduled - before_first >= 10u + 1u; }));
   EXPECT_EQ(timer.stats().scheduled - before_first, 10u + 1u);
   c.advance(100ms);
   const auto before_second = timer.stats().scheduled;
   for (int i = 0; i < 10; ++i) second.push_back(start(c, "work", "", opts(1s)));
   ASSERT_TRUE(wait_until([&] { return c.providers[0]->held_count() == 20; }));
+  ASSERT_TRUE(wait_until([&] { return timer.stats().scheduled - before_second >= 10u; }));
   EXPECT_EQ(timer.stats().scheduled - before_second, 10u);
 
   c.advance(899ms);  // 999 ms after the first ten
