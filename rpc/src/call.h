@@ -161,6 +161,14 @@ inline CallPtr share_unpublished(Call& c) noexcept {
   return CallPtr(&c, /*add_ref=*/false);
 }
 
+/// A reference for something that may pin the call (a timeout on the wheel,
+/// the caller's cancellation slot): marks the call pinnable before the
+/// reference exists. Call with `mu` held.
+inline CallPtr share_with_pinner(Call& c) noexcept {
+  c.pinnable = true;
+  return CallPtr(&c);
+}
+
 /// Scoped pin of a call (see above). `alive()`: the call was not done when
 /// pinned, so its core may be used until the pin is released.
 class CallPin {

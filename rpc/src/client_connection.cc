@@ -74,6 +74,8 @@ void ClientConnection::on_frames_delivered(transport::Channel& ch) {
 void ClientConnection::on_close(transport::Channel& ch, const error_code& ec, const std::string& reason) {
   assert(ch.strand().running_in_this_thread());
   (void)ch;
+  // Not batch_core(): a close may come outside a delivery (an I/O error),
+  // where no on_frames_delivered would let go of it.
   if (auto core = core_.lock()) core->on_closed(*this, ec, reason);
 }
 

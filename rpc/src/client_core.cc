@@ -262,10 +262,7 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
       complete_closed(lock, c, done);
     } else {
       auto slot = asio::get_associated_cancellation_slot(c.handler);
-      if (slot.is_connected()) {
-        c.pinnable = true;
-        slot.template emplace<CancelHandler>(CallPtr(&c));
-      }
+      if (slot.is_connected()) slot.template emplace<CancelHandler>(share_with_pinner(c));
       budget_.on_call(start);
       // Sent at once, the call's deadline rides in its table entry; else
       // (waiting, failed to send) it goes on the wheel now.
@@ -286,8 +283,7 @@ bool ClientCore::cover_deadline(CallLock& lock, Call& call, TimePoint t) {
     return true;
   }
   std::error_code tec;
-  call.pinnable = true;
-  call.deadline_timeout = timer_.new_timeout(CallTimeoutTask<&ClientCore::on_deadline>{CallPtr(&call)},
+  call.deadline_timeout = timer_.new_timeout(CallTimeoutTask<&ClientCore::on_deadline>{share_with_pinner(call)},
                                              std::max(call.plan.deadline - t, TimePoint::duration::zero()), tec);
   if (tec) return false;
   call.cover = Call::Cover::own;
@@ -676,8 +672,7 @@ void ClientCore::rearm_aux(CallLock& lock, Call& call, TimePoint t) {
   call.aux = {};
   if (next == kNever) return;
   std::error_code tec;
-  call.pinnable = true;
-  call.aux = timer_.new_timeout(CallTimeoutTask<&ClientCore::on_aux>{CallPtr(&call)}, next - t, tec);
+  call.aux = timer_.new_timeout(CallTimeoutTask<&ClientCore::on_aux>{share_with_pinner(call)}, next - t, tec);
   if (!tec) call.aux_at = next;  // else the deadline will end the call
 }
 
