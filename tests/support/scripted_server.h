@@ -5,6 +5,7 @@
 // Server never does.
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -47,6 +48,11 @@ class ScriptedServer {
   int heartbeats() const { return state_->heartbeats.load(); }
   /// Whether heartbeats are answered (default yes). No: a half-open peer.
   void answer_heartbeats(bool yes) { state_->answer_heartbeats.store(yes); }
+  /// When the last heartbeat answer was sent (steady clock; its epoch if
+  /// none): the client read it later than this.
+  std::chrono::steady_clock::time_point last_heartbeat_answer() const {
+    return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(state_->answered_at.load()));
+  }
 
   /// Closes the listener and every connection.
   void stop() {
@@ -74,6 +80,7 @@ class ScriptedServer {
     std::vector<std::shared_ptr<transport::Channel>> channels;
     std::atomic<int> accepted{0}, requests{0}, heartbeats{0};
     std::atomic<bool> answer_heartbeats{true};
+    std::atomic<std::chrono::steady_clock::rep> answered_at{0};
   };
   struct Conn : transport::ChannelHandler {
     explicit Conn(std::shared_ptr<State> s) : state(std::move(s)) {}
@@ -88,6 +95,7 @@ class ScriptedServer {
         } else if (f.header.is_request() && f.method.empty()) {
           state->heartbeats.fetch_add(1);
           if (!state->answer_heartbeats.load()) return;
+          state->answered_at.store(std::chrono::steady_clock::now().time_since_epoch().count());
           transport::Frame r;
           r.header.flags = transport::kFlagEvent;
           r.header.request_id = f.header.request_id;
