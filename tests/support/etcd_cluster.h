@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -110,6 +111,18 @@ class EtcdCluster {
   }
   void freeze(int i) { signal_member(i, SIGSTOP); }
   void thaw(int i) { signal_member(i, SIGCONT); }
+
+  /// The watchers member `i` serves now (its `etcd_debugging_mvcc_watcher_total`
+  /// gauge, from GET /metrics), or -1 if it does not answer.
+  int watchers(int i) {
+    const boost::asio::ip::tcp::endpoint ep(boost::asio::ip::make_address("127.0.0.1"), client_port(i));
+    const auto reply = http_exchange(ep, http_request_text("GET", "/metrics"), std::chrono::seconds(2));
+    if (reply.status != 200) return -1;
+    const std::string_view name = "\netcd_debugging_mvcc_watcher_total ";
+    const auto at = reply.body.find(name);
+    if (at == std::string::npos) return -1;
+    return std::atoi(reply.body.c_str() + at + name.size());
+  }
 
   /// Kills member `i` if it runs, starts it again on its ports and data
   /// directory, and waits for its health up to `limit`.
