@@ -237,17 +237,24 @@ void ClientCore::on_closed(ClientConnection& conn, const error_code& ec, const s
   bool was_ready = false, client_closed = false, retired = false;
   std::shared_ptr<ReconnectTimerTask> task;
   std::chrono::nanoseconds reconnect_in{0};
+  // Closed by this client because the provider left the set: not the
+  // provider's failure, even before it was ready (it may have come back
+  // before this close landed: then it reconnects as usual, not in backoff).
+  const bool ours = ec == transport::errc::closed;
+  // A connection lost before it was ready, by the peer's doing: a failed connect.
+  bool failed_connect = false;
   {
     std::unique_lock conn_lock(conn.mu);
     was_ready = conn.state == State::ready;
     client_closed = conn.closed;
     retired = conn.retired.load(std::memory_order_relaxed);
-    conn.failing.store(!was_ready, std::memory_order_release);
+    failed_connect = !was_ready && !ours;
+    if (was_ready || failed_connect) conn.failing.store(failed_connect, std::memory_order_release);
     conn.set_state(State::idle);
     conn.channel.reset();
     conn.watched_channel.store(nullptr);
     if (was_ready) conn.next_attempt = now() + options_.reconnect.first;  // the first attempt's delay
-    if (!was_ready) conn.last_error = "the connection to " + conn.peer() + " closed before it was ready: " + reason;
+    if (failed_connect) conn.last_error = "the connection to " + conn.peer() + " closed before it was ready: " + reason;
     if (!was_ready && !conn.closed &&
         (ec == transport::errc::tls_handshake_failed || ec == transport::errc::tls_not_spoken ||
          ec == transport::errc::tls_required)) {
@@ -279,7 +286,7 @@ void ClientCore::on_closed(ClientConnection& conn, const error_code& ec, const s
       waiting = !waiting_.empty();
     }
     if (waiting) maybe_reconnect(conn, now());
-    if (!was_ready) fail_fast_waiting();  // a failed handshake is a failed connect
+    if (failed_connect) fail_fast_waiting();  // a failed handshake is a failed connect
   }
   const std::string what = "connection lost (" + reason + (ec ? ": " + ec.message() : "") + ")";
   for (auto& entry : lost) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -16,6 +17,7 @@
 #include <wheelrpc/rpc/provider_source.h>
 
 #include "support/cluster.h"
+#include "support/toxic.h"
 
 using namespace std::chrono_literals;
 using boost::asio::ip::tcp;
@@ -363,6 +365,50 @@ TEST(ProviderSet, ACallWaitingForASetWithNoReadyProviderGoesWhenAReadyOneComesBa
   EXPECT_EQ(out_y.response.payload, "p0");
   EXPECT_LT(out_y.took, 15s) << "it went when p0 came back, not at its deadline";
   EXPECT_FALSE(wheelrpc::test::wait(x).ec);
+}
+
+// p0's connection is still in its handshake when p0 leaves the set and comes
+// back before the close for leaving has run. That close is this client's own
+// doing, not a failed connect: p0 must not be put in backoff, and a call that
+// does not wait for ready must not fail fast with "every provider is in
+// backoff" (seen with a churning set on a loaded machine).
+TEST(ProviderSet, AProviderBackBeforeItsHandshakeWasClosedIsNotInBackoff) {
+  SourcedCluster s({Mode::reply, Mode::reply});
+  // The server's HELLO answer takes 300 ms to reach the client.
+  ASSERT_FALSE(s.c.providers[0]->proxy->add_toxic(
+      wheelrpc::test::toxic("slow_hello", wheelrpc::fault::Stream::downstream, wheelrpc::fault::Latency{300ms, 0ms})));
+  s.source->report({s.ep(0)});
+  s.c.connect_all();
+  ASSERT_TRUE(wait_until([&] {
+    const auto conns = s.c.client->connections();
+    return conns.size() == 1 && conns[0].state == wheelrpc::rpc::ConnectionInfo::State::connecting &&
+           !conns[0].local.empty();  // TCP connected, HELLO sent, no answer yet
+  }));
+  // Every io thread held, so the close that leaving asks for runs only after
+  // p0 is back.
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> held{0};
+  for (int i = 0; i < s.c.io.size(); ++i) {
+    boost::asio::post(s.c.io.io, [&held, released] {
+      held.fetch_add(1);
+      released.wait();
+    });
+  }
+  ASSERT_TRUE(wait_until([&] { return held.load() == s.c.io.size(); }));
+  s.source->report({s.ep(1)});  // p0 leaves (an empty set would be ignored)
+  s.source->report({s.ep(0)});  // and is back
+  release.set_value();
+  ASSERT_FALSE(s.c.providers[0]->proxy->remove_toxic("slow_hello"));  // (it would also delay heartbeats)
+  // The close lands. p0 is not in backoff: the call waits for it to reconnect.
+  const auto out = s.call(wheelrpc::test::opts(10s));  // does not wait for ready
+  ASSERT_FALSE(out.ec) << out.response.error_message;
+  EXPECT_EQ(out.response.payload, "p0");
+  for (const auto& p : s.c.client->providers()) {
+    if (!p.removed) {
+      EXPECT_EQ(p.last_error, "") << p.peer;
+    }
+  }
 }
 
 TEST(ProviderSet, EveryCallCompletesOnceWhileTheSetChurns) {

@@ -34,6 +34,8 @@ class IoThreads {
       if (t.joinable()) t.join();
     }
   }
+  /// The threads running `io`.
+  int size() const { return static_cast<int>(threads_.size()); }
   boost::asio::io_context io;
 
  private:
