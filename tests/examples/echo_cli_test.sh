@@ -223,6 +223,14 @@ bad_usage "--lb bogus" --lb --lb bogus
 bad_usage "--retries 99" --retries --retries 99
 bad_usage "--hedge-ms without --idempotent" --idempotent --hedge-ms 10
 
+# The --json interval lines of a run (all lines but the last) have exactly the
+# documented shape: {"t_ms":T,"ok":N,"errors":{...},"providers_now":P}.
+interval_lines_ok() {  # what file
+  head -n -1 "$2" | grep -Evq '^\{"t_ms":[0-9]+,"ok":[0-9]+,"errors":\{[^}]*\},"providers_now":[0-9]+\}$' &&
+    fail "$1: malformed interval line in: $(head -n -1 "$2")"
+  return 0
+}
+
 # ---- echo: 200 calls, 4 in flight ------------------------------------------------
 set +e
 timeout 30 "$client_bin" --server "$endpoint" --calls 200 --concurrency 4 --json >"$tmp/echo.out" 2>"$tmp/echo.err"
@@ -236,16 +244,17 @@ expect_field "$last" ok 200
 expect_field "$last" lost 0
 expect_field "$last" completed_twice 0
 grep -q '"errors":{}' <<<"$last" || fail "echo: expected no errors in: $last"
-# Interval lines, if any, have exactly the documented shape.
+# Interval lines, if any (a slow machine), have exactly the documented shape.
 if [ "$(wc -l <"$tmp/echo.out")" -gt 1 ]; then
-  head -n -1 "$tmp/echo.out" | grep -Evq '^\{"t_ms":[0-9]+,"ok":[0-9]+,"errors":\{[^}]*\}\}$' &&
-    fail "echo: malformed interval line in: $(head -n -1 "$tmp/echo.out")"
+  interval_lines_ok echo "$tmp/echo.out"
 fi
 
 # ---- sleep 300 ms with a 30 ms deadline: every call times out on time ------------
 set +e
+# Five rounds of 30 ms deadlines last at least 150 ms, so a report every
+# 50 ms comes at least once before the summary: an interval line to check.
 timeout 30 "$client_bin" --server "$endpoint" --method sleep --sleep-ms 300 --timeout-ms 30 \
-  --calls 20 --concurrency 4 --json >"$tmp/sleep.out" 2>"$tmp/sleep.err"
+  --calls 20 --concurrency 4 --report-interval-ms 50 --json >"$tmp/sleep.out" 2>"$tmp/sleep.err"
 rc=$?
 set -e
 last=$(tail -n 1 "$tmp/sleep.out")
@@ -254,11 +263,15 @@ echo "sleep: $last"
 expect_field "$last" calls 20
 expect_field "$last" ok 0
 expect_field "$last" timeout 20
+[ "$(wc -l <"$tmp/sleep.out")" -ge 2 ] || fail "sleep: expected interval lines every 50 ms: $(cat "$tmp/sleep.out")"
+interval_lines_ok sleep "$tmp/sleep.out"
 expect_field "$last" lost 0
 expect_field "$last" completed_twice 0
 overrun=$(field "$last" max_overrun_ms)
-if [ -z "$overrun" ] || ! awk -v v="$overrun" 'BEGIN { exit !(v < 50) }'; then
-  fail "sleep: max_overrun_ms is '$overrun', expected < 50"
+# Generous, as in the C++ fault tests: a sanitizer build beside other suites
+# on a loaded 2-core machine delays handlers (it measured 13 ms there under TSan).
+if [ -z "$overrun" ] || ! awk -v v="$overrun" 'BEGIN { exit !(v < 300) }'; then
+  fail "sleep: max_overrun_ms is '$overrun', expected < 300"
 fi
 
 # ---- the text output names the error precisely ------------------------------------
