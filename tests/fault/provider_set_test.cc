@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <wheelrpc/rpc/provider_source.h>
@@ -373,21 +374,30 @@ TEST(ProviderSet, ACallWaitingForASetWithNoReadyProviderGoesWhenAReadyOneComesBa
 // does not wait for ready must not fail fast with "every provider is in
 // backoff" (seen with a churning set on a loaded machine).
 TEST(ProviderSet, AProviderBackBeforeItsHandshakeWasClosedIsNotInBackoff) {
-  SourcedCluster s({Mode::reply, Mode::reply});
-  // The server's HELLO answer takes 300 ms to reach the client.
+  auto co = wheelrpc::test::client_options();
+  co.connect_timeout = 30s;  // the handshake below stays in progress, however slow the machine
+  SourcedCluster s({Mode::reply, Mode::reply}, co);
+  // The server's HELLO answer never reaches the client while this is on.
   ASSERT_FALSE(s.c.providers[0]->proxy->add_toxic(
-      wheelrpc::test::toxic("slow_hello", wheelrpc::fault::Stream::downstream, wheelrpc::fault::Latency{300ms, 0ms})));
+      wheelrpc::test::toxic("no_hello", wheelrpc::fault::Stream::downstream, wheelrpc::fault::Blackhole{})));
   s.source->report({s.ep(0)});
-  s.c.connect_all();
+  s.c.client->connect();  // (not connect_all: that waits for ready)
   ASSERT_TRUE(wait_until([&] {
     const auto conns = s.c.client->connections();
     return conns.size() == 1 && conns[0].state == wheelrpc::rpc::ConnectionInfo::State::connecting &&
            !conns[0].local.empty();  // TCP connected, HELLO sent, no answer yet
   }));
-  // Every io thread held, so the close that leaving asks for runs only after
-  // p0 is back.
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
+  // Every io thread held (let go on any way out of this test), so the close
+  // that leaving asks for runs only after p0 is back.
+  struct Release {
+    std::promise<void> promise;
+    bool done = false;
+    void operator()() {
+      if (!std::exchange(done, true)) promise.set_value();
+    }
+    ~Release() { (*this)(); }
+  } release;
+  std::shared_future<void> released = release.promise.get_future().share();
   std::atomic<int> held{0};
   for (int i = 0; i < s.c.io.size(); ++i) {
     boost::asio::post(s.c.io.io, [&held, released] {
@@ -398,8 +408,8 @@ TEST(ProviderSet, AProviderBackBeforeItsHandshakeWasClosedIsNotInBackoff) {
   ASSERT_TRUE(wait_until([&] { return held.load() == s.c.io.size(); }));
   s.source->report({s.ep(1)});  // p0 leaves (an empty set would be ignored)
   s.source->report({s.ep(0)});  // and is back
-  release.set_value();
-  ASSERT_FALSE(s.c.providers[0]->proxy->remove_toxic("slow_hello"));  // (it would also delay heartbeats)
+  release();
+  ASSERT_FALSE(s.c.providers[0]->proxy->remove_toxic("no_hello"));
   // The close lands. p0 is not in backoff: the call waits for it to reconnect.
   const auto out = s.call(wheelrpc::test::opts(10s));  // does not wait for ready
   ASSERT_FALSE(out.ec) << out.response.error_message;
