@@ -149,8 +149,15 @@ TEST(WheelThread, ABlockedRetrySendDoesNotDelayAnUnrelatedTimeout) {
   BlockingSendHook hook(/*attempt=*/2);  // the retry
   CallOptions o;
   o.timeout = 5s;
+  const auto scheduled_before = mt.timer.stats().scheduled;
   auto f = start(client, o);  // round robin: the busy provider first
   ASSERT_TRUE(wait_until([&] { return client.stats().retries == 1; })) << "the retry's backoff never started";
+  // The backoff goes on the wheel a moment after the retry is counted, due
+  // 10 ms from the wheel's time then: time must not move before. It is one of
+  // the three timeouts the call schedules (with its attempt's sweep and its
+  // own deadline once it has no attempt in flight).
+  ASSERT_TRUE(wait_until([&] { return mt.timer.stats().scheduled - scheduled_before >= 3; }))
+      << "the retry's backoff is not on the wheel";
 
   std::atomic<bool> unrelated{false};
   mt.timer.new_timeout([&] { unrelated = true; }, 10ms);
