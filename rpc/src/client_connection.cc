@@ -255,7 +255,7 @@ void ClientCore::on_closed(ClientConnection& conn, const error_code& ec, const s
     conn.watched_channel.store(nullptr);
     if (was_ready) conn.next_attempt = now() + options_.reconnect.first;  // the first attempt's delay
     if (failed_connect) conn.last_error = "the connection to " + conn.peer() + " closed before it was ready: " + reason;
-    if (!was_ready && !conn.closed &&
+    if (failed_connect && !conn.closed &&
         (ec == transport::errc::tls_handshake_failed || ec == transport::errc::tls_not_spoken ||
          ec == transport::errc::tls_required)) {
       connect_failures_.fetch_add(1, std::memory_order_relaxed);  // a failed handshake: as a refused connect

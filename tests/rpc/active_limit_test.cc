@@ -105,10 +105,10 @@ TEST(ActiveLimit, ACallWaitsForASlotAndGoesWhenOneFrees) {
   // runs, and release_all() below lets go of what is held by then.
   ASSERT_TRUE(wheelrpc::test::wait_until([&] { return p.server.stats().requests == 3 && p.count() == 2; }));
   // The one released is whichever of the first two reached the server first.
-  const auto ended = [](std::future<wheelrpc::test::Outcome>& f) { return f.wait_for(0s) == std::future_status::ready; };
-  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return ended(a) || ended(b); }));
-  auto& released = ended(a) ? a : b;
-  auto& still_held = ended(a) ? b : a;
+  using wheelrpc::test::done;
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return done(a) || done(b); }));
+  auto& released = done(a) ? a : b;
+  auto& still_held = done(a) ? b : a;
   EXPECT_FALSE(wait(released).ec);
   EXPECT_EQ(client.providers()[0].active, 2u);
   p.release_all();

@@ -247,7 +247,6 @@ inline Outcome wait(std::future<Outcome>& f) {
 }
 
 /// True once the call completed (without waiting).
-inline bool done(const std::future<Outcome>& f) { return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
 
 inline rpc::CallOptions opts(std::chrono::milliseconds timeout, bool idempotent = false) {
   rpc::CallOptions o;

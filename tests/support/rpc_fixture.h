@@ -61,6 +61,9 @@ struct Outcome {
   std::chrono::nanoseconds took{};
 };
 
+/// The call behind `f` has completed (without waiting).
+inline bool done(const std::future<Outcome>& f) { return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
+
 /// Starts a call; the future holds its outcome (a second completion would
 /// throw std::future_error: exactly once). `took` is read on `clock`
 /// (nullptr: the steady clock) when the handler runs: on a manual clock that
