@@ -244,12 +244,19 @@ TEST(ProviderSet, ARemovedProvidersCallsBeyondTheGraceAreRetriedElsewhere) {
 TEST(ProviderSet, AProviderThatLeftAndCameBackGoesOnCountingFromWhereItWas) {
   SourcedCluster s({Mode::reply, Mode::reply});
   s.source->report({s.ep(0), s.ep(1)});
+  // Round robin goes over the ready providers only: both connect first, or
+  // on a slow machine every call could go to p1 while p0 is still connecting.
+  s.c.connect_all();
   for (int i = 0; i < 10; ++i) ASSERT_FALSE(s.call().ec);
   s.source->report({s.ep(1)});
   ASSERT_TRUE(wait_until([&] { return s.c.providers[0]->server.stats().connections == 0; }));
   const auto before = s.c.client->providers().back().attempts;
   EXPECT_GE(before, 1u);
   s.source->report({s.ep(0), s.ep(1)});
+  ASSERT_TRUE(wait_until([&] {
+    auto ps = s.c.client->providers();
+    return ps.size() == 2 && ps[0].ready && ps[1].ready;
+  })) << "p0 back and connected again";
   for (int i = 0; i < 10; ++i) ASSERT_FALSE(s.call().ec);
   auto ps = s.c.client->providers();
   ASSERT_EQ(ps.size(), 2u) << "back in the set, no longer listed as left";
