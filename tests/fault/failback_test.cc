@@ -42,7 +42,10 @@ ClientOptions failback_options(std::chrono::milliseconds interval, unsigned retr
 
 CallOptions fire_and_forget() {
   CallOptions o;
-  o.timeout = 100ms;
+  // Long enough for any reply on a loaded machine: a try that timed out after
+  // the provider had it would be tried again (and counted twice). A try
+  // while the provider is down fails at once (wait_for_ready is off).
+  o.timeout = 2s;
   o.wait_for_ready = false;
   return o;
 }

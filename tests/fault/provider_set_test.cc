@@ -177,18 +177,23 @@ TEST(ProviderSet, ANewProviderGetsCallsAndARemovedOneGetsNoMore) {
 }
 
 TEST(ProviderSet, CallsInFlightOnARemovedProviderFinishThenItsChannelCloses) {
-  SourcedCluster s({Mode::delay, Mode::reply});
-  s.c.providers[0]->delay = 300ms;
+  // p0 holds the calls until the test has seen them drain (a reply after a
+  // fixed delay could come before a slow test thread looked).
+  SourcedCluster s({Mode::hold, Mode::reply});
   s.source->report({s.ep(0)});
-  ASSERT_FALSE(s.call().ec);
+  s.c.connect_all();
   std::vector<std::future<Outcome>> inflight;
   for (int i = 0; i < 4; ++i) inflight.push_back(start(s.c, "work", "", wheelrpc::test::opts(10s)));
-  ASSERT_TRUE(wait_until([&] { return s.c.client->providers()[0].active == 4; }));
+  ASSERT_TRUE(wait_until([&] { return s.c.providers[0]->held_count() == 4; }));
   s.source->report({s.ep(1)});
   auto ps = s.c.client->providers();
   ASSERT_EQ(ps.size(), 2u) << "p0 drains";
   EXPECT_TRUE(ps[1].removed);
   EXPECT_EQ(ps[1].active, 4u);
+  {
+    std::lock_guard lock(s.c.providers[0]->mu);
+    for (auto& h : s.c.providers[0]->held) h.reply("p0");
+  }
   for (auto& f : inflight) {
     auto out = wheelrpc::test::wait(f);
     EXPECT_FALSE(out.ec) << out.response.error_message;

@@ -45,12 +45,12 @@ namespace {
 /// Server <- FaultProxy <- Client, millisecond-scale heartbeats (30 ms: the
 /// client's idle timeout is 90 ms, the server's close timeout 90 ms).
 struct FaultFixture {
-  FaultFixture()
-      : server(io.io.get_executor(), timer, server_options()),
+  explicit FaultFixture(const ServerOptions& so = server_options(), const ClientOptions& co = client_options())
+      : server(io.io.get_executor(), timer, so),
         proxy(io.io.get_executor(), wheelrpc::test::loopback0(), listen_server()) {
     if (auto ec = proxy.start()) throw boost::system::system_error(ec);
     client.emplace(io.io.get_executor(), timer,
-                   std::vector<boost::asio::ip::tcp::endpoint>{proxy.local_endpoint()}, client_options());
+                   std::vector<boost::asio::ip::tcp::endpoint>{proxy.local_endpoint()}, co);
   }
   ~FaultFixture() {
     client->close();
@@ -225,10 +225,16 @@ TEST(Fault, LimitDataClosesTheStreamPendingCallsFailCleanly) {
 }
 
 TEST(Fault, LatencyAboveTheTimeoutTimesOutWhileSentBelowItAllSucceed) {
-  FaultFixture fx;
+  // Idle timeouts of 600 ms here, not 90: with 50 ms of latency a stall of
+  // 40 ms on a loaded machine would otherwise look like a dead peer.
+  auto so = FaultFixture::server_options();
+  so.close_timeout = 600ms;
+  auto co = FaultFixture::client_options();
+  co.idle_timeout = 600ms;
+  FaultFixture fx(so, co);
   ASSERT_EQ(fx.client->call("echo", "up").payload, "up");
-  // 50 ms: above the calls' 20 ms timeout, below the 90 ms idle timeout (a
-  // latency beyond the idle timeout looks like a dead peer, and is treated so).
+  // 50 ms: above the calls' 20 ms timeout, below the idle timeout (a latency
+  // beyond the idle timeout looks like a dead peer, and is treated so).
   ASSERT_FALSE(fx.proxy.add_toxic(toxic("slow", Stream::downstream, wheelrpc::fault::Latency{50ms, 0ms})));
   Recorder above;
   for (int i = 0; i < 10; ++i) above.call(*fx.client, "echo", "x", 20ms);

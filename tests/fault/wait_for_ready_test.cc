@@ -70,7 +70,11 @@ TEST(WaitForReady, ByDefaultACallWaitsWhileTheConnectionIsBeingMade) {
 // A provider in backoff does not fail calls while another one is connecting
 // or ready: without a single retry, every call reaches the live provider.
 TEST(WaitForReady, ADownProviderDoesNotFailCallsWhileAnotherOneConnects) {
-  Cluster c({Mode::reply, Mode::reply});
+  // p1's handshake may take long on a loaded machine; it must not time out
+  // (then both would be in backoff). p0's connects are refused at once.
+  auto co = wheelrpc::test::client_options();
+  co.connect_timeout = 10s;
+  Cluster c({Mode::reply, Mode::reply}, co);
   c.providers[0]->proxy->down();
   std::vector<std::future<wheelrpc::test::Outcome>> fs;
   for (int i = 0; i < 20; ++i) fs.push_back(start(c, "work", "", with_timeout(10s, /*retries=*/0)));

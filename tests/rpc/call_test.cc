@@ -166,12 +166,16 @@ TEST(Call, ConcurrentCallsFromManyThreads) {
   RpcFixture fx;
   constexpr int kThreads = 8, kCalls = 300;
   std::atomic<int> ok{0}, wrong{0}, completions{0};
+  // 2,400 calls at once, the first connect among them: under a sanitizer on
+  // a loaded machine the default 1 s deadline could pass for some.
+  CallOptions o;
+  o.timeout = std::chrono::seconds(30);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kCalls; ++i) {
         std::string payload = std::to_string(t) + ":" + std::to_string(i);
-        fx.client->async_call("echo", payload, {}, [&, payload](error_code ec, Response r) {
+        fx.client->async_call("echo", payload, o, [&, payload](error_code ec, Response r) {
           if (!ec && r.payload == payload) ++ok; else ++wrong;
           ++completions;
         });

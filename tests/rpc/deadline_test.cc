@@ -131,6 +131,9 @@ TEST(Deadline, ServerAnswersServerTimeoutAndDropsTheLateResult) {
       late_reply_result.set_value(r.reply("too late"));
     });
   });
+  // Connected first: a connect slower than 100 ms would time the call out
+  // before it was sent, and the handler would never run.
+  ASSERT_FALSE(fx.client->call("echo", "warm up").payload.empty());
   auto f = start(*fx.client, "slow", "", with_timeout(100ms));
   auto out = wait(f);
   // Both ends know the deadline; whichever notices first, the call fails by it.
@@ -154,6 +157,9 @@ TEST(Deadline, LateReplyIsCountedAndNeverDelivered) {
     });
   });
   Client client(io.io.get_executor(), timer, {slow.endpoint()});
+  // Connected first (its reply comes well within 5 s, not late): a connect
+  // slower than 20 ms would time the call out before it was sent.
+  ASSERT_EQ(client.call("echo", "x", with_timeout(5000ms)).payload, "late");
   auto runs = std::make_shared<std::atomic<int>>(0);
   auto f = start(client, "echo", "x", with_timeout(20ms), runs);
   auto out = wait(f);

@@ -70,13 +70,21 @@ error_code call_ec(Client& c, std::chrono::milliseconds t, std::string* message 
 TEST(KeepAlive, HeartbeatsKeepAnIdleConnectionOpen) {
   wheelrpc::timer::HashedWheelTimer timer;
   IoThreads io;
-  Server server(io.io.get_executor(), timer, server_options(30ms));  // closes after 90 ms idle
+  // Heartbeats every 30 ms; each side closes after 600 ms idle, so a
+  // heartbeat late by half a second on a loaded machine still counts.
+  ServerOptions so = server_options(30ms);
+  so.close_timeout = 600ms;
+  Server server(io.io.get_executor(), timer, so);
   wheelrpc::test::register_test_methods(server, io.io);
   ASSERT_FALSE(server.listen(wheelrpc::test::loopback0()));
-  Client client(io.io.get_executor(), timer, {server.local_endpoint()}, client_options(30ms));
+  ClientOptions co = client_options(30ms);
+  co.idle_timeout = 600ms;
+  Client client(io.io.get_executor(), timer, {server.local_endpoint()}, co);
   ASSERT_FALSE(call_ec(client, 2s));
-  std::this_thread::sleep_for(500ms);  // five close timeouts without a call
+  // 30 heartbeats: at least 900 ms without a call, longer than either timeout.
+  ASSERT_TRUE(wait_until([&] { return client.stats().heartbeats_sent >= 30; }, 20s));
   EXPECT_EQ(server.stats().connections, 1u);
+  EXPECT_EQ(server.stats().idle_closes, 0u);
   EXPECT_EQ(client.stats().connects, 1u) << "never closed, never reconnected";
   EXPECT_FALSE(call_ec(client, 2s));
   client.close();
@@ -89,11 +97,13 @@ TEST(KeepAlive, ABusyConnectionSendsNoHeartbeats) {
   ScriptedServer scripted(io.io.get_executor(), true, [](wheelrpc::transport::Channel& ch, wheelrpc::transport::Frame& f) {
     ch.send(ScriptedServer::reply_to(f, f.payload));
   });
-  Client client(io.io.get_executor(), timer, {scripted.endpoint()}, client_options(100ms));
-  const auto end = Clock::now() + 400ms;
+  // A 1 s heartbeat: a gap between two calls on a loaded machine is far
+  // shorter, so the connection is never idle for a heartbeat while busy.
+  Client client(io.io.get_executor(), timer, {scripted.endpoint()}, client_options(1s));
+  const auto end = Clock::now() + 2500ms;
   while (Clock::now() < end) ASSERT_FALSE(call_ec(client, 2s));  // a call every few microseconds
   EXPECT_EQ(scripted.heartbeats(), 0);
-  ASSERT_TRUE(wait_until([&] { return scripted.heartbeats() >= 1; }, 5s)) << "idle now: heartbeats start";
+  ASSERT_TRUE(wait_until([&] { return scripted.heartbeats() >= 1; }, 10s)) << "idle now: heartbeats start";
   client.close();
 }
 

@@ -97,7 +97,9 @@ TEST_F(TlsTest, RoundTripOverTlsCarriesSmallAndLargePayloads) {
   ASSERT_FALSE(r.ec) << r.response.error_message;
   EXPECT_EQ(r.response.payload, big);
   std::vector<std::future<Outcome>> calls;
-  for (int i = 0; i < 200; ++i) calls.push_back(wheelrpc::test::start(*fx.client, "echo", std::to_string(i), {}));
+  CallOptions many;
+  many.timeout = 30s;  // 200 at once under a sanitizer on a loaded machine
+  for (int i = 0; i < 200; ++i) calls.push_back(wheelrpc::test::start(*fx.client, "echo", std::to_string(i), many));
   for (int i = 0; i < 200; ++i) {
     ASSERT_EQ(calls[static_cast<std::size_t>(i)].wait_for(30s), std::future_status::ready);
     auto o = calls[static_cast<std::size_t>(i)].get();
@@ -111,11 +113,14 @@ TEST_F(TlsTest, RoundTripOverTlsCarriesSmallAndLargePayloads) {
 TEST_F(TlsTest, HeartbeatsKeepAnIdleTlsConnectionOpen) {
   auto so = server_with(server_tls());
   so.heartbeat = 30ms;
+  so.close_timeout = 600ms;  // a heartbeat late by half a second on a loaded machine still counts
   auto co = client_with(client_tls());
   co.heartbeat = 30ms;
+  co.idle_timeout = 600ms;
   RpcFixture fx(so, co);
   ASSERT_FALSE(call_once(*fx.client).ec);
-  ASSERT_TRUE(wait_until([&] { return fx.client->stats().heartbeats_sent >= 10; }, 20s));
+  // At least 900 ms without a call, longer than either side's idle timeout.
+  ASSERT_TRUE(wait_until([&] { return fx.client->stats().heartbeats_sent >= 30; }, 20s));
   EXPECT_EQ(fx.client->stats().connects, 1u) << "heartbeats over TLS keep the connection";
   EXPECT_EQ(fx.server.stats().idle_closes, 0u);
   EXPECT_FALSE(call_once(*fx.client).ec);
