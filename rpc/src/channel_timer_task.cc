@@ -130,9 +130,10 @@ std::chrono::nanoseconds AbstractTimerTask::check() {
       }
     }
     if (channels->size() == 1) {
-      // One channel: sleep until it needs a check, if that is before the tick.
+      // One channel: sleep until it needs a check, if that is before the
+      // tick (or whenever it is, for a task that may sleep past the tick).
       const auto due = next_check(channels->front(), now);
-      if (due != std::chrono::steady_clock::time_point::max() && due - now < delay) {
+      if (due != std::chrono::steady_clock::time_point::max() && (due - now < delay || sleeps_past_tick())) {
         delay = std::max<std::chrono::nanoseconds>(due - now, std::chrono::milliseconds(1));
       }
     }

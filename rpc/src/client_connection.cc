@@ -196,13 +196,17 @@ void ClientCore::on_connected(ClientConnection& conn, error_code ec, asio::ip::t
 }
 
 void ClientCore::on_hello(ClientConnection& conn, const transport::Frame& frame) {
+  std::shared_ptr<ReconnectTimerTask> task;
+  std::chrono::milliseconds idle{0};
   {
     std::unique_lock conn_lock(conn.mu);
     if (conn.closed || conn.state != State::handshaking) return;
     const auto heartbeat = std::max(hello_heartbeat(frame).value_or(options_.heartbeat), options_.heartbeat);
     conn.heartbeat_ms.store(heartbeat.count(), std::memory_order_relaxed);
     conn.peer_max_body.store(hello_max_body(frame), std::memory_order_relaxed);
-    conn.idle_timeout_ms.store(idle_timeout_for(heartbeat).count(), std::memory_order_relaxed);
+    idle = idle_timeout_for(heartbeat);
+    conn.idle_timeout_ms.store(idle.count(), std::memory_order_relaxed);
+    task = conn.reconnect_task;
     conn.failing.store(false, std::memory_order_release);
     conn.set_state(State::ready);
     conn.backoff.reset();
@@ -211,6 +215,9 @@ void ClientCore::on_hello(ClientConnection& conn, const transport::Frame& frame)
     logger()->debug("conn={} peer={} ready, heartbeat {} ms", conn.channel ? conn.channel->id() : 0, conn.peer(),
                     heartbeat.count());
   }
+  // The reconnect task sleeps until the idle deadline it last saw, the
+  // handshake's (connect_timeout from its start): the agreed one may be sooner.
+  if (task) task->check_within(idle);
   connects_.fetch_add(1, std::memory_order_relaxed);
   dispatch_waiting();
 }

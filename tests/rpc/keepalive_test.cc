@@ -207,6 +207,27 @@ TEST(KeepAlive, HalfOpenPeerIsDetectedWithinTheIdleTimeoutAndReconnected) {
   client.close();
 }
 
+// The handshake has the connect timeout (30 s here), and a reconnect task
+// that checks it then sleeps until that ends; once the HELLO agrees the
+// heartbeat, a silent peer is found by the agreed idle timeout (90 ms), not
+// at the end of the handshake's budget.
+TEST(KeepAlive, AfterTheHelloTheAgreedIdleTimeoutAppliesNotTheConnectTimeout) {
+  wheelrpc::timer::HashedWheelTimer timer;
+  IoThreads io;
+  ScriptedServer scripted(io.io.get_executor(), true, [](wheelrpc::transport::Channel& ch, wheelrpc::transport::Frame& f) {
+    ch.send(ScriptedServer::reply_to(f, f.payload));
+  });
+  scripted.hello_delay(300ms);        // the reconnect task (every 30 ms) sees the handshake
+  scripted.answer_heartbeats(false);  // answers the HELLO and calls, never a heartbeat
+  ClientOptions co = client_options(30ms);
+  co.connect_timeout = 30s;
+  Client client(io.io.get_executor(), timer, {scripted.endpoint()}, co);
+  ASSERT_FALSE(call_ec(client, 2s));
+  ASSERT_TRUE(wait_until([&] { return scripted.accepted() >= 2; }, 10s)) << "the silent peer was not found";
+  EXPECT_GE(client.stats().idle_closes, 1u);
+  client.close();
+}
+
 TEST(KeepAlive, ClientReconnectsToARestartedServerOnTheSamePort) {
   wheelrpc::timer::HashedWheelTimer timer;
   IoThreads io;

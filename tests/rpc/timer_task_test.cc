@@ -116,8 +116,8 @@ TEST(TimerTask, CheckWithinDuringARunAppliesToItsReschedule) {
 // a tick); over several channels it runs every tick.
 class DueTask final : public AbstractTimerTask {
  public:
-  DueTask(ChannelProvider p, std::chrono::milliseconds tick, std::chrono::milliseconds every)
-      : AbstractTimerTask(std::move(p), tick), every_(every) {}
+  DueTask(ChannelProvider p, std::chrono::milliseconds tick, std::chrono::milliseconds every, bool past_tick = false)
+      : AbstractTimerTask(std::move(p), tick), every_(every), past_tick_(past_tick) {}
 
  private:
   void do_task(const WatchedChannel&, std::chrono::steady_clock::time_point) override {}
@@ -125,8 +125,10 @@ class DueTask final : public AbstractTimerTask {
                                                    std::chrono::steady_clock::time_point now) const override {
     return now + every_;
   }
+  bool sleeps_past_tick() const noexcept override { return past_tick_; }
   const char* name() const noexcept override { return "DueTask"; }
   std::chrono::milliseconds every_;
+  bool past_tick_;
 };
 
 ChannelProvider entries(std::size_t n) {
@@ -155,6 +157,33 @@ TEST(TimerTask, OneChannelRunsWhenItIsDueAtMostATickApart) {
   EXPECT_EQ(late->runs(), 2u) << "never more than a tick apart";
   EXPECT_EQ(many->runs(), 2u);
   soon->cancel();
+  late->cancel();
+  many->cancel();
+}
+
+// A task that may sleep past the tick (ReconnectTimerTask on an open channel)
+// runs when its one channel is due, however far; check_within() still brings
+// it forward; over several channels it runs every tick.
+TEST(TimerTask, OneChannelThatMaySleepPastTheTickRunsWhenItIsDue) {
+  ManualTimer mt;
+  auto late = std::make_shared<DueTask>(entries(1), 100ms, 500ms, /*past_tick=*/true);
+  auto many = std::make_shared<DueTask>(entries(2), 100ms, 500ms, /*past_tick=*/true);
+  late->start(mt.timer);
+  many->start(mt.timer);
+  mt.advance(100ms);  // the first run is one tick after start()
+  EXPECT_EQ(late->runs(), 1u);
+  EXPECT_EQ(many->runs(), 1u);
+  for (int i = 0; i < 499; ++i) mt.advance(1ms);
+  EXPECT_EQ(late->runs(), 1u) << "asleep past four ticks until its channel is due";
+  EXPECT_EQ(many->runs(), 5u) << "several channels: every tick";
+  mt.advance(1ms);
+  EXPECT_EQ(late->runs(), 2u) << "due 500 ms after its run";
+  late->check_within(50ms);  // an owner that knows better
+  for (int i = 0; i < 49; ++i) mt.advance(1ms);
+  EXPECT_EQ(late->runs(), 2u);
+  mt.advance(1ms);
+  EXPECT_EQ(late->runs(), 3u) << "brought forward by check_within";
+  EXPECT_EQ(mt.timer.stats().pending, 2u) << "one next run each";
   late->cancel();
   many->cancel();
 }

@@ -13,6 +13,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <wheelrpc/transport/acceptor.h>
 #include <wheelrpc/transport/channel.h>
@@ -46,6 +47,8 @@ class ScriptedServer {
   int accepted() const { return state_->accepted.load(); }
   int requests() const { return state_->requests.load(); }
   int heartbeats() const { return state_->heartbeats.load(); }
+  /// How long the HELLO answer waits (default none): a slow handshake.
+  void hello_delay(std::chrono::milliseconds d) { state_->hello_delay_ms.store(d.count()); }
   /// Whether heartbeats are answered (default yes). No: a half-open peer.
   void answer_heartbeats(bool yes) { state_->answer_heartbeats.store(yes); }
   /// When the last heartbeat answer was sent (steady clock; its epoch if
@@ -80,6 +83,7 @@ class ScriptedServer {
     std::vector<std::shared_ptr<transport::Channel>> channels;
     std::atomic<int> accepted{0}, requests{0}, heartbeats{0};
     std::atomic<bool> answer_heartbeats{true};
+    std::atomic<std::int64_t> hello_delay_ms{0};
     std::atomic<std::chrono::steady_clock::rep> answered_at{0};
   };
   struct Conn : transport::ChannelHandler {
@@ -91,7 +95,13 @@ class ScriptedServer {
           r.header.flags = transport::kFlagEvent;
           r.header.request_id = f.header.request_id;
           r.attachments = f.attachments;
-          ch.send(r);
+          const std::chrono::milliseconds delay(state->hello_delay_ms.load());
+          if (delay.count() > 0) {
+            auto t = std::make_shared<boost::asio::steady_timer>(ch.strand(), delay);
+            t->async_wait([t, c = ch.shared_from_this(), r](const boost::system::error_code&) { c->send(r); });
+          } else {
+            ch.send(r);
+          }
         } else if (f.header.is_request() && f.method.empty()) {
           state->heartbeats.fetch_add(1);
           if (!state->answer_heartbeats.load()) return;

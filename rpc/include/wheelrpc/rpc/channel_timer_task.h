@@ -55,10 +55,10 @@ using ChannelProvider = std::function<std::optional<std::vector<WatchedChannel>>
 ///
 /// A task that watches a single channel and checks it on the timer's worker
 /// (no executor: a client's per-connection tasks) sleeps until that channel
-/// next needs it (`next_check`: its heartbeat due, its idle timeout) and at
-/// most `tick`; so an idle connection costs about one run per heartbeat, not
-/// one per tick, and nothing is checked later than its due time. A task over
-/// many channels runs every tick.
+/// next needs it (`next_check`: its heartbeat due, its idle timeout), at most
+/// `tick` unless `sleeps_past_tick()`; so an idle connection costs about one
+/// run per heartbeat, not one per tick, and nothing is checked later than its
+/// due time. A task over many channels runs every tick.
 ///
 /// Where the check runs: with an `executor`, the timer's worker only posts it
 /// there (a provider that walks many channels or takes its owner's lock runs
@@ -110,6 +110,11 @@ class AbstractTimerTask : public timer::TimerTask, public std::enable_shared_fro
   /// O(1) and read only atomics.
   virtual std::chrono::steady_clock::time_point next_check(const WatchedChannel& watched,
                                                            std::chrono::steady_clock::time_point now) const;
+  /// Whether a single-channel task on the worker may sleep past the tick until
+  /// `next_check` (default false: at most one tick). Only for a task whose due
+  /// time moves no earlier by itself; an owner that brings it forward calls
+  /// check_within().
+  virtual bool sleeps_past_tick() const noexcept { return false; }
   /// A name for logs.
   virtual const char* name() const noexcept = 0;
 
@@ -178,6 +183,14 @@ class CloseTimerTask final : public AbstractTimerTask {
 /// says an attempt is due) and closes, to reconnect, every connection that has
 /// read nothing for its idle timeout (a half-open peer: heartbeats go out,
 /// nothing comes back).
+///
+/// Watching one open channel from the timer's worker, it sleeps until that
+/// channel's idle deadline (last read + idle timeout), past the tick: on a
+/// healthy connection it runs about once per idle timeout less one heartbeat,
+/// not once per heartbeat. A down channel is checked every tick. An owner that
+/// shortens a channel's idle timeout (a client's HELLO: from the connect
+/// timeout to the agreed one) or brings a reconnect forward calls
+/// check_within() with the new limit.
 class ReconnectTimerTask final : public AbstractTimerTask {
  public:
   ReconnectTimerTask(ChannelProvider provider, std::chrono::milliseconds tick,
@@ -189,6 +202,7 @@ class ReconnectTimerTask final : public AbstractTimerTask {
   void do_task(const WatchedChannel& w, std::chrono::steady_clock::time_point now) override;
   std::chrono::steady_clock::time_point next_check(const WatchedChannel& w,
                                                    std::chrono::steady_clock::time_point now) const override;
+  bool sleeps_past_tick() const noexcept override { return true; }
   const char* name() const noexcept override { return "ReconnectTimerTask"; }
   std::atomic<std::uint64_t> idle_closes_{0};
 };
