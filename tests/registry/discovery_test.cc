@@ -66,6 +66,12 @@ struct Follower {
     for (const auto& p : client.providers()) n += !p.removed;
     return n;
   }
+  /// Providers of the current set whose connection is ready.
+  std::size_t ready() {
+    std::size_t n = 0;
+    for (const auto& p : client.providers()) n += !p.removed && p.ready;
+    return n;
+  }
   /// One call; its error (empty on success) and reply.
   std::pair<error_code, std::string> call(std::chrono::milliseconds timeout = 5s) {
     rpc::CallOptions o;
@@ -101,11 +107,7 @@ TEST_F(Discovery, AProviderThatStartsMidRunGetsCallsAndAGracefulStopFailsNone) {
   Provider p2(io_, etcd_->endpoints(), "p2");
   ASSERT_TRUE(wait_until([&] { return f.current() == 2; }, 20s));
   // Calls go to ready providers only: p2 is connected before they start.
-  ASSERT_TRUE(wait_until([&] {
-    std::size_t ready = 0;
-    for (const auto& p : f.client.providers()) ready += !p.removed && p.ready;
-    return ready == 2;
-  }, 20s));
+  ASSERT_TRUE(wait_until([&] { return f.ready() == 2; }, 20s));
   bool p2_called = false;
   for (int i = 0; i < 20 && !p2_called; ++i) {
     auto [ec, who] = f.call();

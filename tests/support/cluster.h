@@ -246,8 +246,6 @@ inline Outcome wait(std::future<Outcome>& f) {
   return f.get();
 }
 
-/// True once the call completed (without waiting).
-
 inline rpc::CallOptions opts(std::chrono::milliseconds timeout, bool idempotent = false) {
   rpc::CallOptions o;
   o.timeout = timeout;
