@@ -206,8 +206,11 @@ TEST(ProviderSet, CallsInFlightOnARemovedProviderFinishThenItsChannelCloses) {
 
 TEST(ProviderSet, ADrainingConnectionKeepsItsHeartbeatsSoNeitherSideClosesItAsIdle) {
   // The servers idle-close a connection that sends nothing for three
-  // heartbeats (300 ms here); the call below is held far longer than that.
-  SourcedCluster s({Mode::hold, Mode::reply});
+  // heartbeats (900 ms here: a 300 ms heartbeat, so a stall on a loaded
+  // machine is not mistaken for silence); the call below is held far longer.
+  auto co = wheelrpc::test::client_options();
+  co.heartbeat = 300ms;
+  SourcedCluster s({Mode::hold, Mode::reply}, co);
   auto f = s.call_held_by_a_provider_that_leaves();
   auto heartbeats_to_p0 = [&]() -> std::uint64_t {
     for (const auto& row : s.c.client->connections()) {
@@ -267,7 +270,11 @@ TEST(ProviderSet, AProviderThatLeftAndCameBackGoesOnCountingFromWhereItWas) {
 }
 
 TEST(ProviderSet, AProviderBackBeforeItClosedKeepsItsConnection) {
-  SourcedCluster s({Mode::delay, Mode::reply});
+  // A 1 s heartbeat (3 s idle timeouts on both sides): a stall on a loaded
+  // machine must not close the connection this test expects to be kept.
+  auto co = wheelrpc::test::client_options();
+  co.heartbeat = 1s;
+  SourcedCluster s({Mode::delay, Mode::reply}, co);
   s.c.providers[0]->delay = 500ms;
   s.source->report({s.ep(0), s.ep(1)});
   s.c.connect_all();
