@@ -125,7 +125,11 @@ constexpr const char* kUsage =
     "  --port P          TCP port to listen on, 0..65535 (0 = pick a free one)\n"
     "  --host A          address to bind (IPv4/IPv6 literal or localhost; default 127.0.0.1)\n"
     "  --threads N       threads running the io_context, 1..256 (default 1)\n"
-    "  --heartbeat-ms H  heartbeat interval proposed to clients (default 15000)\n"
+    "  --heartbeat-ms H  heartbeat interval proposed to clients (default 15000); each\n"
+    "                    connection agrees on the LARGER of this and the client's\n"
+    "                    proposal in its HELLO (echo_client proposes 15000 unless its\n"
+    "                    --heartbeat-ms says otherwise), so this flag alone can raise\n"
+    "                    the interval but not lower it\n"
     "  --idle-timeout-ms I  close connections idle (no read or no write) for I ms\n"
     "                    (default 0 = 3 x the agreed heartbeat; never below 2 x it)\n"
     "  --drain-timeout-ms D  on SIGINT/SIGTERM, let calls in flight finish for at most\n"
@@ -133,7 +137,8 @@ constexpr const char* kUsage =
     "  --registry URL    register in etcd (etcd://127.0.0.1:2379[,HOST:PORT...])\n"
     "  --service NAME    the service name to register (with --registry)\n"
     "  --lease-ttl-s N   lease TTL of the registration, 2..3600 s (default 10)\n"
-    "  --registry-check  fail (exit 1) unless the registration is in etcd within 5 s;\n"
+    "  --registry-check  exit 1 if the registration fails (at its first failure, e.g.\n"
+    "                    etcd refused the connection) or is not in etcd within 5 s;\n"
     "                    without it the server serves and keeps retrying\n"
     "  --unregister-grace-ms G  on SIGINT/SIGTERM, serve for G ms after unregistering,\n"
     "                    so clients see it leave, 0..600000 (default 2000)\n"
@@ -371,7 +376,15 @@ int run(const Config& cfg) {
   // The one report of this error: the library returns it without logging it.
   std::string why;
   if (const error_code ec = server.listen(endpoint, why)) {
-    std::fprintf(stderr, "echo_server: cannot listen on %s: %s\n", endpoint_text(endpoint).c_str(), why.c_str());
+    // local_endpoint() is set once the socket listened: then it was the
+    // registration (--registry-check) that failed, not the listen.
+    const auto bound = server.local_endpoint();
+    if (bound.port() != 0) {
+      std::fprintf(stderr, "echo_server: listened on %s, but registration failed: %s\n", endpoint_text(bound).c_str(),
+                   why.c_str());
+    } else {
+      std::fprintf(stderr, "echo_server: cannot listen on %s: %s\n", endpoint_text(endpoint).c_str(), why.c_str());
+    }
     server.stop();
     close_registry();
     join_all();
@@ -464,6 +477,15 @@ int run(const Config& cfg) {
                static_cast<unsigned long long>(s.method_not_found),
                static_cast<unsigned long long>(s.protocol_errors),
                static_cast<unsigned long long>(s.connections));
+  // The connections closed for bad input, by reason (each was logged, one
+  // line a second at most): a port scanner or a misconfigured client shows here.
+  std::fprintf(stderr,
+               "echo_server: closed for bad input: %llu (bad_magic=%llu bad_version=%llu oversize_frame=%llu "
+               "malformed_frame=%llu no_hello=%llu hello_timeout=%llu)\n",
+               static_cast<unsigned long long>(s.protocol_errors), static_cast<unsigned long long>(s.bad_magic),
+               static_cast<unsigned long long>(s.bad_version), static_cast<unsigned long long>(s.oversize_frames),
+               static_cast<unsigned long long>(s.malformed_frames), static_cast<unsigned long long>(s.no_hello),
+               static_cast<unsigned long long>(s.hello_timeouts));
   if (registry) {
     const auto r = registry->stats();
     std::fprintf(stderr,

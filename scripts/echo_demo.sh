@@ -8,7 +8,8 @@
 #   scripts/echo_demo.sh [BUILD_DIR]      # default build/release; takes < 10 s
 #
 # Exits non-zero if a step fails: the server does not start or stop cleanly, or
-# a client exits non-zero (which it does when a call is lost or completes twice,
+# a client exits with an unexpected status (it exits 1 when a call is lost or
+# completes twice, when no call succeeded -- as in the sleep step, by design --
 # and, in the echo step, run with --fail-on-error, when any call fails).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,8 +54,14 @@ step "echo for 2 s, 8 calls in flight (every call should succeed)"
 timeout 20 "$client_bin" --server "$endpoint" --duration-s 2 --concurrency 8 --fail-on-error
 
 step "sleep 200 ms on the server with a 50 ms deadline, 5 calls at once (every call should time out)"
+# No call succeeds, so the client exits 1 by design; any other status is a failure.
+sleep_status=0
 timeout 20 "$client_bin" --server "$endpoint" --method sleep --sleep-ms 200 --timeout-ms 50 \
-  --calls 5 --concurrency 5
+  --calls 5 --concurrency 5 || sleep_status=$?
+if [ "$sleep_status" != 1 ]; then
+  echo "echo_demo.sh: the sleep step's client exited with status $sleep_status, expected 1 (no call succeeded)" >&2
+  exit 1
+fi
 
 step "stopping echo_server (SIGTERM)"
 kill -TERM "$server_pid"

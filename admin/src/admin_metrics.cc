@@ -143,6 +143,17 @@ std::string AdminCore::metrics_text() const {
   if (!clients_.empty()) out.sample({{"side", "client"}}, static_cast<double>(sum.idle_closes));
   if (server_) out.sample({{"side", "server"}}, static_cast<double>(server_stats.idle_closes));
 
+  if (server_) {
+    // Every reason present, zeros included, so a rate() sees the first one.
+    out.begin("wheelrpc_server_bad_input_total", MetricType::counter,
+              "Connections the server closed for bad input, by reason.");
+    const std::pair<const char*, std::uint64_t> reasons[] = {
+        {"bad_magic", server_stats.bad_magic},           {"bad_version", server_stats.bad_version},
+        {"oversize_frame", server_stats.oversize_frames}, {"malformed_frame", server_stats.malformed_frames},
+        {"no_hello", server_stats.no_hello},             {"hello_timeout", server_stats.hello_timeouts}};
+    for (const auto& [reason, n] : reasons) out.sample({{"reason", reason}}, static_cast<double>(n));
+  }
+
   // Connections by side and state, every state present.
   constexpr rpc::ConnectionInfo::State kStates[] = {
       rpc::ConnectionInfo::State::idle, rpc::ConnectionInfo::State::connecting, rpc::ConnectionInfo::State::ready,

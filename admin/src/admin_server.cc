@@ -15,6 +15,7 @@
 #include "admin_core.h"
 #include "log.h"
 #include "pages.h"
+#include "plain_json.h"
 
 namespace wheelrpc::admin {
 namespace asio = boost::asio;
@@ -42,7 +43,7 @@ HttpResponse json_response(unsigned status, const json::value& v) {
   HttpResponse r;
   r.status = status;
   r.content_type = "application/json";
-  r.body = json::serialize(v);
+  r.body = detail::plain_json(v);  // 50, not 5E1
   r.body += '\n';
   return r;
 }

@@ -192,7 +192,8 @@ json::object AdminCore::connections_json() const {
     r["frames_out"] = c.frames_out;
     r["last_read_age_ms"] = c.local.empty() ? json::value(nullptr) : ms_or_null(c.last_read_age);
     r["last_write_age_ms"] = c.local.empty() ? json::value(nullptr) : ms_or_null(c.last_write_age);
-    r["heartbeats_sent"] = c.heartbeats_sent;
+    // null where this side sends none (a server with heartbeats off): not a 0 that looks like a fault.
+    r["heartbeats_sent"] = c.sends_heartbeats ? json::value(c.heartbeats_sent) : json::value(nullptr);
     r["heartbeat_interval_ms"] = c.heartbeat.count() > 0 ? json::value(c.heartbeat.count()) : json::value(nullptr);
     r["reconnect_attempts"] = c.server_side ? json::value(nullptr) : json::value(c.reconnect_attempts);
     r["next_attempt_in_ms"] = ms_or_null(c.next_attempt_in);
@@ -226,13 +227,16 @@ json::object AdminCore::timeouts_json() const {
     r["time"] = iso_time(t.time);
     r["side"] = t.server_side ? "server" : "client";
     r["method"] = t.method;
-    r["provider"] = text_or_null(t.provider);
+    // The peer, named for what it is: a client's provider, a server's caller.
+    r["provider"] = t.server_side ? json::value(nullptr) : text_or_null(t.provider);
+    r["caller"] = t.server_side ? text_or_null(t.provider) : json::value(nullptr);
     r["phase"] = rpc::timeout_phase_name(t.phase);
     r["code"] = rpc::call_code_name(t.code);
     r["budget_ms"] = static_cast<double>(t.budget.count()) / 1000;
     r["elapsed_ms"] = static_cast<double>(t.elapsed.count()) / 1000;
     r["attempts"] = t.attempts;
     r["trace_id"] = text_or_null(t.trace_id);
+    r["timeline"] = text_or_null(t.timeline);
     rows.push_back(std::move(r));
   }
   json::object o;

@@ -14,19 +14,23 @@
 
 namespace wheelrpc::examples::load {
 
-/// True when the calls may start: the client knows at least one server (a
-/// provider source may not have reported any yet) and every server is ready or has failed a
-/// connect attempt (it is being retried, and a call that waited for it would
-/// only measure the wait; with none ready the calls fail at once, as they
-/// would for any user of the client).
-bool connections_settled(const std::vector<rpc::ProviderStats>& providers);
+/// True when the calls may start: either the source has no provider and has
+/// said why (it failed: "host name 'x' does not resolve: ...", "etcd at ...
+/// refused the connection"; or it reported an empty set: "service 'echo' has
+/// no providers registered in etcd at ..."), known within milliseconds; or the
+/// client knows at least one server and every server in the set is ready or
+/// has failed a connect attempt (it is being retried, and a call that waited
+/// for it would only measure the wait).
+bool connections_settled(const std::vector<rpc::ProviderStats>& providers, const rpc::SourceState& source);
 
-/// Why no server is ready: each server's last connect error ("cannot connect
-/// to ..."), or "<peer>: still connecting", joined by "; ".
-std::string not_ready_text(const std::vector<rpc::ProviderStats>& providers);
+/// Why no server is ready: the source's reason when it has no provider, else
+/// each server's last connect error ("cannot connect to ..."), or "<peer>:
+/// still connecting", joined by "; ".
+std::string not_ready_text(const std::vector<rpc::ProviderStats>& providers, const rpc::SourceState& source);
 
-/// Makes the client connect, then looks at `client.providers()` every kPoll
-/// on a steady timer until connections_settled() or kBound passed, whatever
+/// Makes the client connect, then looks at `client.source_state()` and
+/// `client.providers()` every kPoll on a steady timer until
+/// connections_settled() or kBound passed, whatever
 /// the calls' deadline is: so that a call's deadline measures the call, not a
 /// connect and a HELLO on a loaded machine. If no server is ready when it
 /// ends it says so on stderr ("echo_client: no server ready after N ms:

@@ -44,7 +44,11 @@ constexpr const char* kUsage =
     "  --sleep-ms X      how long the server sleeps per sleep call (default 0)\n"
     "  --report-interval-ms I  progress every I ms (default 1000)\n"
     "  --json            JSON lines instead of text\n"
-    "  --heartbeat-ms H  heartbeat interval proposed to the server (default 15000)\n"
+    "  --heartbeat-ms H  heartbeat interval proposed to the server (default 15000);\n"
+    "                    each connection agrees on the LARGER of the client's and\n"
+    "                    the server's proposals in its HELLO, so a server's shorter\n"
+    "                    --heartbeat-ms is raised to this one; the summary prints the\n"
+    "                    agreed interval\n"
     "  --idle-timeout-ms I  reconnect a connection that read nothing for I ms\n"
     "                    (default 0 = 3 x the agreed heartbeat; else at least 2 x H)\n"
     "  --retries N       further attempts after a failed one, 0..16 (default 2)\n"
@@ -53,7 +57,8 @@ constexpr const char* kUsage =
     "                    least_active or p2c\n"
     "  --hedge-ms H      with --idempotent: start a backup attempt on another server\n"
     "                    when no reply came within H ms (default 0 = off)\n"
-    "  --fail-on-error   exit 1 if any call failed (timed out, failed, wrong reply)\n"
+    "  --fail-on-error   exit 1 if any call failed (timed out, failed, wrong reply);\n"
+    "                    without it, only a run in which no call succeeded exits 1\n"
     "  --admin-port A    serve the admin pages and /metrics of this client on\n"
     "                    http://127.0.0.1:A while it runs (0 = pick a free port);\n"
     "                    prints \"admin on http://127.0.0.1:PORT\"\n"
@@ -67,9 +72,10 @@ constexpr const char* kUsage =
     "Flags take their value as --flag V or --flag=V.\n"
     "SIGINT or SIGTERM: stop issuing, wait for the calls in flight, print the summary;\n"
     "a second one exits at once with status 128 + the signal (130 for SIGINT).\n"
-    "Exit status: 0 ok (failed calls included, unless --fail-on-error), 1 if a call\n"
-    "was lost or completed twice or (--fail-on-error) failed, 2 usage error,\n"
-    "130 on a second SIGINT.\n";
+    "Exit status: 0 if at least one call succeeded (failed calls are reported, not\n"
+    "fatal, unless --fail-on-error); 1 if no call succeeded, a call was lost or\n"
+    "completed twice, or (--fail-on-error) any call failed; 2 usage error; 130 on\n"
+    "a second SIGINT.\n";
 
 /// A positive number of seconds, decimals allowed, at most a day.
 std::optional<double> parse_seconds(const std::string& text) {

@@ -201,8 +201,16 @@ void Load::finish() {
   s.lost = in_flight_;
   s.stats = client_.stats();
   s.providers = client_.providers();  // those that left included
+  s.proposed_heartbeat = cfg_.heartbeat;
+  for (const auto& c : client_.connections()) {
+    if (c.heartbeat.count() > 0 && std::find(s.heartbeats.begin(), s.heartbeats.end(), c.heartbeat) == s.heartbeats.end())
+      s.heartbeats.push_back(c.heartbeat);
+  }
+  std::sort(s.heartbeats.begin(), s.heartbeats.end());
   print_summary(cfg_, tally_, s);
-  const bool failed = cfg_.fail_on_error && tally_.total_errors() > 0;
+  // A run in which no call succeeded is a failed run, whatever the flags: a
+  // script that checks only the status must not take it for a working service.
+  const bool failed = tally_.ok == 0 || (cfg_.fail_on_error && tally_.total_errors() > 0);
   exit_status_ = s.lost > 0 || tally_.completed_twice > 0 || failed ? 1 : 0;
   // Fails whatever is still pending (errc::cancelled) and releases the
   // io_context, so run() returns.

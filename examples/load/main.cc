@@ -29,9 +29,10 @@
 // counted by error code; each call must complete exactly once: "lost" counts
 // calls that never completed (within T + 5 s after the last one was issued) and
 // "completed_twice" calls that completed more than once. Both must be 0: the
-// exit status is 1 otherwise, 2 on a usage error (one line on stderr, ending
-// "(see --help)"), 0 else: failed calls are reported, not fatal, unless
-// --fail-on-error makes any failed call exit status 1.
+// exit status is 1 otherwise, and 1 when no call succeeded; 2 on a usage error
+// (one line on stderr, ending "(see --help)"); 0 else: failed calls are
+// reported, not fatal, unless --fail-on-error makes any failed call exit
+// status 1.
 //
 // SIGINT or SIGTERM stops issuing; the calls in flight are waited for and the
 // summary printed as usual. A second one exits at once, without a summary,

@@ -1,6 +1,7 @@
 #include "load/report.h"
 
 #include <cstdio>
+#include <string>
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
@@ -22,16 +23,29 @@ json::object errors_json(const Tally& tally) {
   return o;
 }
 
-/// [{"peer":"ip:port","attempts":N,"failures":N,"removed":B},...]: every
-/// provider ever in the set, in the order first seen (--server order for a
-/// fixed list); "removed": it is no longer in the set.
+/// [{"peer":"ip:port","attempts":N,"failures":N,"removed":B,"ok":N,
+/// "cancelled":N,"in_flight":N},...]: every provider ever in the set, in the
+/// order first seen (--server order for a fixed list); "removed": it is no
+/// longer in the set. attempts = ok + failures + cancelled + in_flight.
 json::array providers_json(const std::vector<rpc::ProviderStats>& providers) {
   json::array a;
   for (const auto& p : providers) {
-    a.push_back(
-        json::object{{"peer", p.peer}, {"attempts", p.attempts}, {"failures", p.failures}, {"removed", p.removed}});
+    a.push_back(json::object{{"peer", p.peer},
+                             {"attempts", p.attempts},
+                             {"failures", p.failures},
+                             {"removed", p.removed},
+                             {"ok", p.ok},
+                             {"cancelled", p.cancelled},
+                             {"in_flight", p.active}});
   }
   return a;
+}
+
+/// {"name":"the message of its first failed call",...}
+json::object examples_json(const Tally& tally) {
+  json::object o;
+  for (const auto& [name, message] : tally.examples) o[name] = message;
+  return o;
 }
 
 using ull = unsigned long long;
@@ -83,8 +97,12 @@ void print_summary(const Config& cfg, const Tally& tally, const Summary& s) {
         .num("retries", static_cast<ull>(s.stats.retries))
         .num("hedges", static_cast<ull>(s.stats.hedges))
         .num("budget_refusals", static_cast<ull>(s.stats.budget_refusals))
+        .num("attempts_unplaced", static_cast<ull>(s.stats.attempts_unplaced))
         .str("lb", lb)
         .value("providers", providers_json(s.providers))
+        .value("error_examples", examples_json(tally))
+        .value("heartbeat_ms", s.heartbeats.empty() ? json::value(nullptr)
+                                                    : json::value(static_cast<long long>(s.heartbeats.back().count())))
         .print();
     return;
   }
@@ -102,13 +120,30 @@ void print_summary(const Config& cfg, const Tally& tally, const Summary& s) {
   std::printf("  attempts: %llu (%llu retries, %llu hedges, %llu budget refusals), lb %s\n",
               static_cast<ull>(s.stats.attempts), static_cast<ull>(s.stats.retries), static_cast<ull>(s.stats.hedges),
               static_cast<ull>(s.stats.budget_refusals), lb);
+  // Attempts, not calls: they add up to the line above.
   for (const auto& p : s.providers) {
-    std::printf("  provider %s: %llu attempts, %llu failed%s\n", p.peer.c_str(), static_cast<ull>(p.attempts),
-                static_cast<ull>(p.failures), p.removed ? " (left the set)" : "");
+    std::printf("  provider %s: %llu attempts: %llu ok, %llu failed, %llu cancelled", p.peer.c_str(),
+                static_cast<ull>(p.attempts), static_cast<ull>(p.ok), static_cast<ull>(p.failures),
+                static_cast<ull>(p.cancelled));
+    if (p.active > 0) std::printf(", %llu in flight", static_cast<ull>(p.active));
+    std::printf("%s\n", p.removed ? " (left the set)" : "");
   }
-  if (!tally.first_messages.empty()) {
-    std::printf("  first distinct errors:\n");
-    for (const auto& m : tally.first_messages) std::printf("    %s\n", m.c_str());
+  if (s.stats.attempts_unplaced > 0) {
+    std::printf("  no provider to send to: %llu attempts, failed at once (unavailable)\n",
+                static_cast<ull>(s.stats.attempts_unplaced));
+  }
+  if (s.heartbeats.empty()) {
+    std::printf("  heartbeat: none agreed (no connection open at the end); proposed %lld ms\n",
+                static_cast<long long>(s.proposed_heartbeat.count()));
+  } else {
+    std::string agreed;
+    for (const auto& h : s.heartbeats) agreed += (agreed.empty() ? "" : ", ") + std::to_string(h.count()) + " ms";
+    std::printf("  heartbeat: %s agreed (the larger of this client's %lld ms and the server's)\n", agreed.c_str(),
+                static_cast<long long>(s.proposed_heartbeat.count()));
+  }
+  if (!tally.examples.empty()) {
+    std::printf("  an example of each error:\n");
+    for (const auto& [name, message] : tally.examples) std::printf("    %s: %s\n", name.c_str(), message.c_str());
   }
   if (s.lost > 0) std::printf("  LOST: %llu calls never completed\n", static_cast<ull>(s.lost));
   if (tally.completed_twice > 0) {

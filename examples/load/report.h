@@ -34,12 +34,20 @@ struct Summary {
   std::uint64_t lost = 0;  ///< calls that never completed
   rpc::ClientStats stats;
   std::vector<rpc::ProviderStats> providers;  ///< every provider ever in the set (Client::providers(), those that left included)
+  /// The heartbeat intervals agreed with the servers (distinct, ascending;
+  /// from the connections open at the end), and the one this client proposed.
+  std::vector<std::chrono::milliseconds> heartbeats;
+  std::chrono::milliseconds proposed_heartbeat{0};
 };
 
 /// JSON: one line with every counter (README.md lists the fields); text: the
-/// counts, latencies, errors by code, attempts, a line per provider, the
-/// first distinct error messages and, last, the latency histogram of the ok
-/// calls (text_histogram).
+/// counts, latencies, errors by code, attempts, a line per provider and one
+/// for the attempts that found none, the agreed heartbeat, one example
+/// message per error code and, last, the latency histogram of the ok calls
+/// (text_histogram). Every count adds up with the others: calls = ok + timed
+/// out + failed otherwise + lost; the errors by code sum to the failed calls;
+/// attempts = the providers' attempts + those with no provider; a provider's
+/// attempts = ok + failed + cancelled + in flight.
 void print_summary(const Config& cfg, const Tally& tally, const Summary& s);
 
 }  // namespace wheelrpc::examples::load

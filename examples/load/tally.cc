@@ -1,8 +1,5 @@
 #include "load/tally.h"
 
-#include <cctype>
-#include <string_view>
-
 #include <boost/asio/error.hpp>
 
 #include <wheelrpc/rpc/errc.h>
@@ -11,24 +8,6 @@
 namespace wheelrpc::examples::load {
 
 namespace rpc = wheelrpc::rpc;
-
-namespace {
-
-/// Replaces every run of digits by '#', so that messages differing only in
-/// numbers ("after 50 ms" / "after 51 ms") count as one.
-std::string digits_folded(std::string_view s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (std::isdigit(static_cast<unsigned char>(s[i]))) {
-      if (out.empty() || out.back() != '#') out += '#';
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string error_name(const boost::system::error_code& ec) {
   // The errc names (and "aborted"), as the metrics count them.
@@ -39,9 +18,7 @@ std::string error_name(const boost::system::error_code& ec) {
 void Tally::note_error(const std::string& name, const std::string& message) {
   ++errors[name];
   if (name == "timeout") ++timeouts;
-  if (first_messages.size() < 3 && seen_messages_.insert(name + "|" + digits_folded(message)).second) {
-    first_messages.push_back(name + ": " + message);
-  }
+  examples.try_emplace(name, message);
 }
 
 std::uint64_t Tally::total_errors() const {

@@ -4,9 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <set>
 #include <string>
-#include <vector>
 
 #include <boost/system/error_code.hpp>
 
@@ -30,18 +28,15 @@ struct Tally {
   std::uint64_t timeouts = 0;         ///< failed with "timeout" (also in `errors`)
   std::uint64_t completed_twice = 0;  ///< completions of a call that had completed already
   std::map<std::string, std::uint64_t> errors;  ///< failed calls per error_name (or kWrongReply)
-  std::vector<std::string> first_messages;      ///< the first 3 distinct "name: message"
+  std::map<std::string, std::string> examples;  ///< per error name, the message of its first failed call
   std::chrono::steady_clock::duration max_overrun{0};  ///< latest completion after its deadline
   support::LatencyHistogram latency_us;                ///< of the calls with the expected reply
 
-  /// Counts a failed call; keeps its message if it is one of the first three
-  /// that differ in more than numbers.
+  /// Counts a failed call; keeps its message as the example of its error
+  /// name if it is the first of that name.
   void note_error(const std::string& name, const std::string& message);
   /// Failed calls of every kind.
   std::uint64_t total_errors() const;
-
- private:
-  std::set<std::string> seen_messages_;  // name|message with digits folded
 };
 
 }  // namespace wheelrpc::examples::load

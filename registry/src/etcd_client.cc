@@ -105,6 +105,11 @@ class UnaryRequest : public std::enable_shared_from_this<UnaryRequest> {
       last_why_ = "etcd " + path_ + " to " + to_string(endpoint()) + ": no answer within " +
                   std::to_string(client_->options().request_timeout.count()) + " ms (in " +
                   std::string(phase) + ")";
+    } else if (phase == "connect" && ec == asio::error::connection_refused) {
+      // The commonest first-hour mistake (etcd not started, a wrong port):
+      // say it plainly.
+      last_ec_ = make_error_code(errc::unavailable);
+      last_why_ = "etcd at " + to_string(endpoint()) + " refused the connection (" + path_ + ")";
     } else {
       last_ec_ = make_error_code(phase == "read" ? errc::truncated : errc::unavailable);
       last_why_ = "etcd " + path_ + " to " + to_string(endpoint()) + ": " + std::string(phase) + " failed after " +

@@ -47,6 +47,7 @@ class EtcdRegistryHandle final : public EtcdRegistry {
   }
   RegistryStats stats() const override { return impl_->stats(); }
   std::int64_t lease_id() const override { return impl_->lease_id(); }
+  std::string describe() const override { return impl_->describe(); }
 
  private:
   std::shared_ptr<detail::EtcdRegistryImpl> impl_;
@@ -216,6 +217,12 @@ void EtcdRegistryImpl::run_after(std::uint64_t id) {
     afters_.erase(it);
   }
   fn();
+}
+
+std::string EtcdRegistryImpl::describe() const {
+  std::string out = "etcd at ";
+  for (const auto& ep : client_->endpoints()) out += (out.size() > 8 ? "," : "") + to_string(ep);
+  return out;
 }
 
 RegistryStats EtcdRegistryImpl::stats() const {

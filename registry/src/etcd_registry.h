@@ -46,6 +46,8 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
   RegistryStats stats() const;
   std::int64_t lease_id() const noexcept { return lease_public_.load(std::memory_order_acquire); }
   bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
+  /// "etcd at h1:p1,h2:p2". Thread-safe.
+  std::string describe() const;
   const Strand& strand() const noexcept { return client_->strand(); }
 
   // Called by the timer tasks, on the strand.

@@ -23,7 +23,6 @@ namespace {
 struct PendingAnnounce {
   std::mutex mu;
   rpc::ServiceAnnouncer::Done done;  // guarded by mu; empty once completed
-  std::string last_why;              // guarded by mu: the last failure heard
 
   rpc::ServiceAnnouncer::Done take() {
     std::lock_guard l(mu);
@@ -61,33 +60,29 @@ class RegistryAnnouncer final : public rpc::ServiceAnnouncer {
     }
     auto pending = std::make_shared<PendingAnnounce>();
     pending->done = std::move(done);
-    registry_->register_instance(inst, [pending, on_state](error_code ec, const std::string& why) {
+    // A failed attempt fails the check at once (Dubbo's check=true): etcd
+    // that refused in a millisecond is not worth check_timeout of waiting.
+    // The timeout is for an etcd that does not answer at all.
+    std::weak_ptr<Registry> weak = registry_;
+    registry_->register_instance(inst, [pending, on_state, weak, inst, what](error_code ec, const std::string& why) {
       on_state(ec, why);
-      Done d;
-      {
-        std::lock_guard l(pending->mu);
-        if (ec) {
-          pending->last_why = why.empty() ? ec.message() : why;
-          return;
-        }
-        d = std::move(pending->done);
-      }
-      if (d) d({}, {});
+      Done d = pending->take();
+      if (!d) return;  // completed already (confirmed, failed, or timed out)
+      if (!ec) return d({}, {});
+      // Check failed: the registration is withdrawn, its retry cancelled.
+      if (auto r = weak.lock()) r->unregister_instance(inst.service, inst.endpoint);
+      const std::string msg = what + " failed: " + (why.empty() ? ec.message() : why);
+      detail::logger()->error("{}", msg);
+      d(ec, msg);
     });
     const auto limit = options_.check_timeout;
-    std::weak_ptr<Registry> weak = registry_;
-    const bool timed = registry_->call_after(limit, [pending, weak, inst, what, limit] {
-      std::string last;
-      {
-        std::lock_guard l(pending->mu);
-        last = pending->last_why;
-      }
+    const bool timed = registry_->call_after(limit, [pending, weak, inst, what, limit, where = registry_->describe()] {
       auto d = pending->take();
-      if (!d) return;  // confirmed in time
+      if (!d) return;  // confirmed or failed in time
       // Check failed: the registration is withdrawn, its retry cancelled.
       if (auto r = weak.lock()) r->unregister_instance(inst.service, inst.endpoint);
       const std::string msg = what + " not confirmed within " + std::to_string(limit.count()) + " ms: " +
-                              (last.empty() ? "no answer from etcd yet" : last);
+                              "no answer from " + where;
       detail::logger()->error("{}", msg);
       d(make_error_code(errc::timeout), msg);
     });

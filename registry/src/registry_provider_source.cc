@@ -27,10 +27,9 @@ class RegistryProviderSource final : public rpc::ProviderSource {
     std::lock_guard l(mu_);
     if (started_) return;
     started_ = true;
-    // Both callbacks run on the registry's strand, never concurrently.
-    auto on_error = [listener, service = service_](boost::system::error_code ec, const std::string& why) {
-      listener(ec, {}, "etcd service '" + service + "': " + why);
-    };
+    // Both callbacks run on the registry's strand, never concurrently. The
+    // client names the source (describe()) before `why`: no prefix here.
+    auto on_error = [listener](boost::system::error_code ec, const std::string& why) { listener(ec, {}, why); };
     auto on_set = [listener = std::move(listener), service = service_](
                       const std::vector<ServiceInstance>& providers) {
       std::vector<boost::asio::ip::tcp::endpoint> eps;
@@ -56,6 +55,9 @@ class RegistryProviderSource final : public rpc::ProviderSource {
   }
 
   std::string describe() const override { return "etcd service '" + service_ + "'"; }
+  std::string why_empty() const override {
+    return "service '" + service_ + "' has no providers registered in " + registry_->describe();
+  }
 
  private:
   std::shared_ptr<Registry> registry_;

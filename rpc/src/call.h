@@ -143,6 +143,14 @@ struct Call : Recycled<Call> {
   // Where it was when it timed out, when complete() cannot tell (the reply
   // that said the server timed out too has left `live`).
   std::optional<TimeoutPhase> timeout_phase;
+  // For the timeline of a call that times out (timeline.h): when its first
+  // and latest attempts were handed to a connection ({}: never), when a
+  // reply came after the deadline, and when the timer that ended it ran on
+  // the timer's worker ({}: not ended by a timer).
+  TimePoint first_sent{};
+  TimePoint last_sent{};
+  TimePoint late_reply{};
+  TimePoint fired{};
 
   /// Another reference to a call that no other thread can see yet (just
   /// made): counted with a plain store instead of a locked add.

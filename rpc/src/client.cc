@@ -57,6 +57,7 @@ void Client::send_failback(std::string method, std::string payload, CallOptions 
 
 void Client::connect() { core_->connect_all(); }
 std::vector<ProviderStats> Client::providers() const { return core_->providers(); }
+SourceState Client::source_state() const { return core_->source_state(); }
 
 void Client::close() { core_->close(); }
 ClientStats Client::stats() const { return core_->stats(); }

@@ -37,7 +37,8 @@ void ClientConnection::on_sweep_due(TimePoint due) {
   WorkGate::Scope in(core->sweep_work());
   if (!in) return;  // the client closed: it ended every call
   const auto ex = core->executor();
-  asio::post(ex, [core, self = shared_from_this(), due] { core->sweep(*self, due); });
+  const auto fired = core->now();  // when the worker ran it, for the timeline
+  asio::post(ex, [core, self = shared_from_this(), due, fired] { core->sweep(*self, due, fired); });
 }
 
 ClientCore* ClientConnection::batch_core() {

@@ -19,6 +19,7 @@
 
 #include "control_frames.h"
 #include "log.h"
+#include "timeline.h"
 
 namespace wheelrpc::rpc::detail {
 namespace asio = boost::asio;
@@ -35,7 +36,7 @@ std::chrono::milliseconds ms_between(TimePoint from, TimePoint to) {
 // record itself (no allocation), released when the timeout runs, is
 // cancelled or is dropped. On the timer's worker it only pins the call and,
 // if the call is still running, posts `Member` to the client's executor.
-template <void (ClientCore::*Member)(const CallPtr&)>
+template <void (ClientCore::*Member)(const CallPtr&, TimePoint)>
 struct CallTimeoutTask {
   using wheelrpc_relocatable = void;
   CallPtr call;
@@ -43,7 +44,10 @@ struct CallTimeoutTask {
     CallPin pin(*call);
     if (!pin.alive()) return;  // completed: its core may be gone
     auto core = call->core->shared_from_this();
-    asio::post(core->executor(), [core, c = call] { ((*core).*Member)(c); });
+    // When the worker ran it, for the timeline: how late the timer was,
+    // apart from how long the executor then took to run the posted work.
+    const TimePoint fired = core->now();
+    asio::post(core->executor(), [core, c = call, fired] { ((*core).*Member)(c, fired); });
   }
 };
 
@@ -308,7 +312,7 @@ bool ClientCore::arm_sweep(ClientConnection& conn, TimePoint deadline, TimePoint
   return !tec;
 }
 
-void ClientCore::sweep(ClientConnection& conn, TimePoint reached) {
+void ClientCore::sweep(ClientConnection& conn, TimePoint reached, TimePoint fired) {
   boost::container::small_vector<CallPtr, 8> due;
   {
     std::lock_guard conn_lock(conn.mu);
@@ -321,7 +325,7 @@ void ClientCore::sweep(ClientConnection& conn, TimePoint reached) {
   }
   // Each takes its call's lock (never under a connection's) and completes it
   // as its own deadline would; taking its attempts out of the table.
-  for (const auto& c : due) on_deadline(c);
+  for (const auto& c : due) on_deadline(c, fired);
 }
 
 // ---------------------------------------------------------------- attempts
@@ -443,7 +447,7 @@ void ClientCore::fail_unavailable(CallLock& lock, Call& call, const ProviderSet&
   if (set.conns.empty() && !set.known) {
     why = "unavailable (no provider yet: " + set.source_error + ")";
   } else if (set.conns.empty()) {
-    why = "unavailable (no provider: " + set.peers + " has none)";
+    why = "unavailable (no provider: " + (set.empty_why.empty() ? set.peers + " has none" : set.empty_why) + ")";
   } else {
     why = "unavailable (every provider is in backoff after a failed connect";
     for (const auto& c : set.conns) {
@@ -455,6 +459,7 @@ void ClientCore::fail_unavailable(CallLock& lock, Call& call, const ProviderSet&
   call.phase = Phase::idle;
   ++call.attempts;
   hot_.add(kAttemptsCounter);
+  attempts_unplaced_.fetch_add(1, std::memory_order_relaxed);  // an attempt on no provider
   attempt_failed(lock, call, nullptr, Failure::unavailable, errc::unavailable, describe(call, why), done);
 }
 
@@ -489,6 +494,8 @@ bool ClientCore::send_attempt(CallLock& lock, Call& call, const std::shared_ptr<
   const auto t = call.attempts == 0 && !call.waited ? call.start : now();
   Call::Attempt a;
   a.sent = t;
+  if (call.first_sent == TimePoint{}) call.first_sent = t;
+  call.last_sent = t;
   a.number = call.attempts + 1;
   const AttemptBudget budget = attempt_budget(call.plan, a.number, call.waited, t);
   a.expires = budget.expires;
@@ -676,7 +683,7 @@ void ClientCore::rearm_aux(CallLock& lock, Call& call, TimePoint t) {
   if (!tec) call.aux_at = next;  // else the deadline will end the call
 }
 
-void ClientCore::on_aux(const CallPtr& ptr) {
+void ClientCore::on_aux(const CallPtr& ptr, TimePoint fired) {
   Call& call = *ptr;
   Completion done;
   {
@@ -716,7 +723,10 @@ void ClientCore::on_aux(const CallPtr& ptr) {
       }
       if (timed_out) {
         rearm_aux(lock, call, t);
+        // Its timer, for the timeline if this ends the call.
+        call.fired = fired;
         attempt_failed(lock, call, timed_out, Failure::attempt_timeout, errc::timeout, std::move(message), done);
+        if (!call.done.load(std::memory_order_relaxed)) call.fired = TimePoint{};
       } else if (t >= call.hedge_at && !call.live.empty() && call.attempts < call.plan.max_attempts) {
         // Hedge on a provider the call is not already waiting on.
         call.hedge_at = kNever;
@@ -799,7 +809,13 @@ void ClientCore::on_reply(ClientConnection& conn, transport::Frame& frame, TimeP
       call.timeout_phase = TimeoutPhase::sent_waiting;
       complete(lock, call, errc::timeout, std::move(r), Origin::reply, done);
     } else if (ec) {
-      std::string message = describe(call, ec.message(), &conn) + ": " + frame.payload;
+      // Said by the server: the prefix says so where the code alone is vague
+      // (the same codes also come from the client's own checks).
+      const char* what = ec == errc::unavailable   ? "unavailable (refused by the server)"
+                         : ec == errc::bad_request ? "bad request (rejected by the server)"
+                                                   : nullptr;
+      std::string message = describe(call, what ? std::string_view(what) : std::string_view(ec.message()), &conn) +
+                            ": " + frame.payload;
       const Failure failure = failure_of(status);
       if (may_retry(failure, call.plan.idempotent)) {
         attempt_failed(lock, call, &conn, failure, ec, std::move(message), done);
@@ -807,6 +823,17 @@ void ClientCore::on_reply(ClientConnection& conn, transport::Frame& frame, TimeP
         r.error_message = std::move(message) + attempt_note(call.attempts, call.plan.max_attempts, false);
         complete(lock, call, ec, std::move(r), Origin::reply, done);
       }
+    } else if (call.plan.has_deadline && received >= call.plan.deadline) [[unlikely]] {
+      // The reply came after the deadline, before the deadline's timer ran
+      // (the timer's worker or this executor was short of CPU). The deadline
+      // is the contract: a success never completes after it. The call ends
+      // as its timer would have ended it, and the reply counts as late.
+      late_.fetch_add(1, std::memory_order_relaxed);
+      call.late_reply = received;
+      call.timeout_phase = TimeoutPhase::sent_waiting;
+      r.error_message = describe(call, "timeout (sent; the reply arrived after the deadline)", &conn) +
+                        attempt_note(call.attempts, call.plan.max_attempts, false);
+      complete(lock, call, errc::timeout, std::move(r), Origin::reply, done, received);
     } else {
       r.payload = std::move(frame.payload);
       r.attachments = std::move(frame.attachments);
@@ -825,11 +852,17 @@ bool ClientCore::complete(CallLock& lock, Call& call, error_code ec, Response re
                           Completion& done, TimePoint at) {
   assert(lock.owns_lock() && call.mu.held());
   if (!mark_done(call)) return false;
+  std::string timeline;
+  if (ec == errc::timeout) [[unlikely]] {
+    // Where the time went, told with the error (built only for timeouts).
+    timeline = timeline_of(call, at == TimePoint{} ? now() : std::max(at, call.start));
+    response.error_message += "; " + timeline;
+  }
   if (call.cells) {
     const auto code = call_code(ec);
     const auto t = at == TimePoint{} ? now() : std::max(at, call.start);
     call.cells->completed(code, t - call.start);
-    if (code == CallCode::timeout || code == CallCode::server_timeout) record_timeout(call, code, t);
+    if (code == CallCode::timeout || code == CallCode::server_timeout) record_timeout(call, code, t, std::move(timeline));
   }
   // Out of every book. Attempts still in flight when another won or the
   // caller cancelled are told to their servers, which drop the reply.
@@ -870,8 +903,30 @@ bool ClientCore::complete(CallLock& lock, Call& call, error_code ec, Response re
   return true;
 }
 
-void ClientCore::record_timeout(const Call& call, CallCode code, TimePoint t) {
+std::string ClientCore::timeline_of(const Call& call, TimePoint t) const {
+  TimelineFacts f;
+  f.start = call.start;
+  f.first_sent = call.first_sent;
+  f.last_sent = call.last_sent;
+  f.attempts = call.attempts;
+  f.reply = call.late_reply;
+  f.deadline = call.plan.deadline;
+  f.fired = call.fired;
+  f.completed = t;
+  // The socket's last write is on the steady clock: comparable only when the
+  // client reads that clock too (not a manual one).
+  if (!clock_ && call.latest && call.last_sent != TimePoint{}) {
+    if (const auto ch = call.latest->watched_channel.load()) {
+      const auto wrote = ch->last_write();
+      if (wrote >= call.last_sent && wrote <= t) f.socket_wrote = wrote;
+    }
+  }
+  return timeline_text(f);
+}
+
+void ClientCore::record_timeout(const Call& call, CallCode code, TimePoint t, std::string timeline) {
   TimeoutRecord r;
+  r.timeline = std::move(timeline);
   r.time = std::chrono::system_clock::now();
   r.method = call.method;
   if (call.latest) r.provider = call.latest->peer();
@@ -965,12 +1020,13 @@ void ClientCore::cancel(const CallPtr& ptr, error_code ec, std::string message, 
   deliver(done);
 }
 
-void ClientCore::on_deadline(const CallPtr& ptr) {
+void ClientCore::on_deadline(const CallPtr& ptr, TimePoint fired) {
   Call& call = *ptr;
   Completion done;
   {
     CallLock lock(call.mu);
     if (call.done.load(std::memory_order_relaxed)) return;
+    call.fired = fired;
     DeadlineFacts f;
     f.sent = !call.live.empty();
     f.inherited = call.inherited;
@@ -1069,6 +1125,7 @@ ClientStats ClientCore::stats() const {
   s.retries = get(retries_);
   s.hedges = get(hedges_);
   s.budget_refusals = get(refusals_);
+  s.attempts_unplaced = get(attempts_unplaced_);
   s.attempts_cancelled = get(cancelled_attempts_);
   s.attempt_timeouts = get(attempt_timeouts_);
   s.failback_pending = failback_->pending();

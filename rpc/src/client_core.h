@@ -75,6 +75,9 @@ struct ProviderSet {
   bool known = false;
   /// Why the source could produce no set (only while none is known).
   std::string source_error;
+  /// Why a known set has no provider (ProviderSource::why_empty()); "" when
+  /// it has some.
+  std::string empty_why;
 };
 
 class ClientCore : public std::enable_shared_from_this<ClientCore> {
@@ -96,6 +99,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void close();
   ClientStats stats() const;
   std::vector<ProviderStats> providers() const;
+  SourceState source_state() const;
   std::vector<MethodStats> method_stats() const { return methods_.snapshot(); }
   std::vector<TimeoutRecord> recent_timeouts() const { return timeout_log_.snapshot(); }
   std::vector<ConnectionInfo> connections() const;
@@ -125,13 +129,14 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// Completes `call` with `ec` unless it is done already (any thread but
   /// the timer's worker).
   void cancel(const CallPtr& call, boost::system::error_code ec, std::string message, Origin origin);
-  // Posted from the call's timeouts (executor).
-  void on_deadline(const CallPtr& call);
-  void on_aux(const CallPtr& call);
-  /// Posted from a connection's sweep timeout, due at `reached` (executor):
-  /// ends the calls in its table past their deadline and arms the sweep for
-  /// the next one.
-  void sweep(ClientConnection& conn, TimePoint reached);
+  // Posted from the call's timeouts (executor); `fired`: when the timer's
+  // worker ran the timeout (on the client's clock), for the timeline.
+  void on_deadline(const CallPtr& call, TimePoint fired);
+  void on_aux(const CallPtr& call, TimePoint fired);
+  /// Posted from a connection's sweep timeout, due at `reached`, run by the
+  /// timer's worker at `fired` (executor): ends the calls in its table past
+  /// their deadline and arms the sweep for the next one.
+  void sweep(ClientConnection& conn, TimePoint reached, TimePoint fired);
   /// Sweep timeouts in progress on the timer's worker: close() waits for
   /// them, so none posts into an executor after it returned.
   WorkGate& sweep_work() noexcept { return sweep_work_; }
@@ -180,7 +185,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// ChannelOptions::max_body (the strings are lent and given back).
   bool fits_with_traceparent(std::string& method, std::string& payload, transport::Attachments& attachments) const;
   /// Adds the call to the recent timeouts (and logs it at debug level).
-  void record_timeout(const Call& call, CallCode code, TimePoint t);
+  void record_timeout(const Call& call, CallCode code, TimePoint t, std::string timeline);
+  /// The timeline of `call`, timed out at `t` (timeline.h).
+  std::string timeline_of(const Call& call, TimePoint t) const;
   /// Completes the call with errc::cancelled, "client closed".
   void complete_closed(CallLock& lock, Call& call, Completion& done);
   /// Schedules the aux timeout for the call's nearest event (or none).
@@ -342,7 +349,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   static constexpr std::size_t kOkCounter = 0, kAttemptsCounter = 1;
   SlotCounters<2> hot_;
   std::atomic<std::uint64_t> failed_{0}, timeouts_{0}, late_{0}, connects_{0},
-      connect_failures_{0}, pending_{0}, retries_{0}, hedges_{0}, refusals_{0},
+      connect_failures_{0}, pending_{0}, retries_{0}, hedges_{0}, refusals_{0}, attempts_unplaced_{0},
       cancelled_attempts_{0}, attempt_timeouts_{0}, provider_sets_{0}, providers_added_{0},
       providers_removed_{0}, empty_sets_ignored_{0}, forgotten_heartbeats_{0}, forgotten_idle_closes_{0};
   // ClientOptions::tls, loaded by the constructor; last, so the members above

@@ -77,11 +77,17 @@ void ClientCore::on_source_report(error_code ec, std::vector<tcp::endpoint> endp
       if (!set->known) {
         auto next = std::make_shared<ProviderSet>(*set);
         next->known = true;  // known to be empty: calls that do not wait for ready fail now
+        next->source_error.clear();
+        next->empty_why = source_->why_empty();
         set_.store(std::move(next));
         check_waiting = true;
+        // Nothing was ever known, so nothing is kept: no alarm about empty
+        // protection, just the fact.
+        logger()->warn("{}", source_->why_empty());
+      } else {
+        logger()->warn("{} reported no provider: keeping the last {} (empty protection)", source_->describe(),
+                       set->conns.size());
       }
-      logger()->warn("provider source {} reported no provider: keeping the last {} (empty protection)",
-                     source_->describe(), set->conns.size());
     } else {
       apply_set(set_lock, std::move(endpoints), to_close);
       check_waiting = true;
@@ -96,6 +102,20 @@ void ClientCore::on_source_report(error_code ec, std::vector<tcp::endpoint> endp
   // saw this set (dispatch reads it under books_mu_) and did not wait.
   if (any_slot(*current_set())) dispatch_waiting();
   fail_fast_waiting();
+}
+
+SourceState ClientCore::source_state() const {
+  const auto set = current_set();
+  SourceState s;
+  s.source = source_ ? source_->describe() : set->peers;
+  s.reported = set->known;
+  s.providers = set->conns.size();
+  if (!set->known) {
+    s.error = set->source_error;
+  } else if (set->conns.empty()) {
+    s.error = set->empty_why;
+  }
+  return s;
 }
 
 void ClientCore::remember_left(const ClientConnection& conn) {
@@ -188,6 +208,7 @@ void ClientCore::apply_set(std::unique_lock<std::mutex>& set_lock, std::vector<t
     if (std::find(next->conns.begin(), next->conns.end(), c) == next->conns.end()) left.push_back(c);
   }
   next->peers = next->conns.empty() && source_ ? source_->describe() : join_peers(next->conns);
+  if (next->conns.empty()) next->empty_why = source_ ? source_->why_empty() : "the provider list is empty";
   if (old->known && joined.empty() && left.empty()) return;  // nothing changed
   set_.store(next);
   provider_sets_.fetch_add(1, std::memory_order_relaxed);

@@ -17,9 +17,9 @@ class RpcCategory final : public boost::system::error_category {
       case errc::timeout: return "call timed out";
       case errc::server_timeout: return "server timed out";
       case errc::connection_lost: return "connection lost before the reply";
-      case errc::unavailable: return "no server available";
+      case errc::unavailable: return "unavailable: no server could take the call";
       case errc::method_not_found: return "method not found";
-      case errc::bad_request: return "bad request: invalid call options or body, or rejected by the server";
+      case errc::bad_request: return "bad request";
       case errc::server_error: return "server error";
       case errc::cancelled: return "call cancelled: the client was closed";
       case errc::too_many_pending: return "too many calls pending";

@@ -164,7 +164,7 @@ void ResolvedProviders::on_resolved(std::uint64_t round, std::size_t index, erro
     t.last_error.clear();
   } else if (!stopped()) {
     t.last_ec = ec;
-    t.last_error = "cannot resolve '" + t.target.text + "': " + ec.message();
+    t.last_error = "host name '" + t.target.host + "' does not resolve: " + ec.message();
     logger()->warn("{}: {}{}", description_, t.last_error,
                    t.resolved ? "; keeping its last addresses" : "");
   }

@@ -41,7 +41,7 @@ class ServerConnection final : public transport::ChannelHandler {
     assert(channel.strand().running_in_this_thread());
     if (!hello_done_) {
       if (!is_hello(frame)) {
-        context_->core->count_protocol_error();
+        first_frame_not_hello_ = true;  // counted and logged by on_close
         channel.close(transport::make_error_code(transport::errc::protocol_error),
                       "the first frame was not a HELLO");
         return;
@@ -81,8 +81,17 @@ class ServerConnection final : public transport::ChannelHandler {
     }
   }
 
-  void on_close(transport::Channel& channel, const error_code&, const std::string&) override {
+  void on_close(transport::Channel& channel, const error_code& ec, const std::string& reason) override {
     hello_timeout_.cancel();
+    // Bad input, counted and logged here, where every close passes: the
+    // decoder's errors, and the two protocol errors of a connection without
+    // a HELLO (the only protocol errors a server connection closes with).
+    if (auto kind = bad_input_of(ec)) {
+      context_->core->note_bad_input(*kind, channel, reason);
+    } else if (ec == transport::errc::protocol_error && !hello_done_) {
+      context_->core->note_bad_input(first_frame_not_hello_ ? BadInput::no_hello : BadInput::hello_timeout, channel,
+                                     reason);
+    }
     context_->core->on_connection_closed(channel.id());
   }
 
@@ -93,6 +102,7 @@ class ServerConnection final : public transport::ChannelHandler {
  private:
   std::shared_ptr<std::atomic<std::int64_t>> heartbeat_ms_;  // agreed; read by the timer tasks
   bool hello_done_ = false;
+  bool first_frame_not_hello_ = false;
   ConnContextPtr context_;
 };
 
@@ -841,7 +851,13 @@ ServerStats ServerCore::stats() const {
   s.read_pauses = read_pauses_.load(std::memory_order_relaxed);
   s.memory_returns = memory_return_ ? memory_return_->returns() : 0;
   s.method_not_found = method_not_found_.load(std::memory_order_relaxed);
-  s.protocol_errors = protocol_errors_.load(std::memory_order_relaxed);
+  s.protocol_errors = bad_input_.total();
+  s.bad_magic = bad_input_.count(BadInput::bad_magic);
+  s.bad_version = bad_input_.count(BadInput::bad_version);
+  s.oversize_frames = bad_input_.count(BadInput::oversize_frame);
+  s.malformed_frames = bad_input_.count(BadInput::malformed_frame);
+  s.no_hello = bad_input_.count(BadInput::no_hello);
+  s.hello_timeouts = bad_input_.count(BadInput::hello_timeout);
   s.in_flight = in_flight();
   s.refused_shutting_down = refused_shutting_down_.load(std::memory_order_relaxed);
   s.refused_offline = refused_offline_.load(std::memory_order_relaxed);
@@ -870,6 +886,7 @@ std::vector<ConnectionInfo> ServerCore::connections() const {
     info.server_side = true;
     fill_channel_info(info, *ch);
     info.heartbeat = std::chrono::milliseconds(c.heartbeat_ms->load(std::memory_order_relaxed));
+    info.sends_heartbeats = options_.send_heartbeats;
     info.state = !ch->is_open() ? ConnectionInfo::State::closing
                  : info.heartbeat.count() == 0 ? ConnectionInfo::State::connecting  // no HELLO yet
                                                : ConnectionInfo::State::ready;

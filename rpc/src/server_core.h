@@ -22,6 +22,7 @@
 
 #include <wheelrpc/rpc/trace.h>
 
+#include "bad_input.h"
 #include "memory_return.h"
 #include "concurrency_limiter.h"
 #include "lazy_trace.h"
@@ -205,7 +206,10 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   void on_request(transport::Channel& channel, transport::Frame& frame, const ConnContextPtr& conn);
   void on_connection_closed(std::uint64_t id);
   std::chrono::milliseconds close_timeout_for(std::chrono::milliseconds agreed) const;
-  void count_protocol_error() { protocol_errors_.fetch_add(1, std::memory_order_relaxed); }
+  /// A connection closed for bad input: counted by reason, logged (rate-limited).
+  void note_bad_input(BadInput kind, const transport::Channel& channel, std::string_view reason) {
+    bad_input_.note(kind, channel.id(), channel.remote(), reason);
+  }
   void count_read_pause() { read_pauses_.fetch_add(1, std::memory_order_relaxed); }
   const ServerOptions& options() const noexcept { return options_; }
 
@@ -345,7 +349,8 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   static constexpr std::size_t kRequestsCounter = 0, kRepliesCounter = 1;
   SlotCounters<2> hot_;
   std::atomic<std::uint64_t> accepted_{0}, errors_{0}, server_timeouts_{0},
-      late_replies_{0}, method_not_found_{0}, protocol_errors_{0}, cancelled_{0}, oversize_replies_{0}, read_pauses_{0};
+      late_replies_{0}, method_not_found_{0}, cancelled_{0}, oversize_replies_{0}, read_pauses_{0};
+  BadInputLog bad_input_;  // connections closed for breaking the protocol, by reason
   // ServerOptions::tls, loaded by the constructor; last, so the members above
   // keep their places with or without it.
   std::optional<transport::TlsContext> tls_;

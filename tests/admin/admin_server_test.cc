@@ -16,6 +16,7 @@
 #include <string>
 
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
 
 #include <wheelrpc/admin/admin_server.h>
 #include <wheelrpc/admin/exposition.h>
@@ -245,9 +246,28 @@ TEST(AdminServer, JsonViewsShowMethodsConnectionsAndTimeouts) {
   EXPECT_EQ(json::parse(fx.get("/status?format=json").body).at("process"), "wheelrpc");
   auto conns = json::parse(fx.get("/connections.json").body).at("connections").as_array();
   ASSERT_GE(conns.size(), 2u);  // the client's and the server's
-  auto timeouts = json::parse(fx.get("/timeouts.json").body).at("timeouts").as_array();
+  for (const auto& c : conns) {
+    // The server sends no heartbeats (ServerOptions::send_heartbeats off):
+    // null, not a 0 that reads like a fault; the client sends them.
+    if (c.at("side") == "server") {
+      EXPECT_TRUE(c.at("heartbeats_sent").is_null()) << json::serialize(c);
+    } else {
+      EXPECT_TRUE(c.at("heartbeats_sent").is_number()) << json::serialize(c);
+    }
+  }
+  const std::string timeouts_text = fx.get("/timeouts.json").body;
+  // Numbers as the docs show them: a 50 ms budget is 50, not 5E1.
+  EXPECT_NE(timeouts_text.find("\"budget_ms\":50,"), std::string::npos) << timeouts_text;
+  EXPECT_EQ(timeouts_text.find("E1"), std::string::npos) << timeouts_text;
+  auto timeouts = json::parse(timeouts_text).at("timeouts").as_array();
   ASSERT_GE(timeouts.size(), 1u);
   EXPECT_EQ(timeouts.at(0).at("method"), "sleep");
+  // Each row names its peer for what it is: a client's provider, a server's caller.
+  for (const auto& t : timeouts) {
+    const bool server = t.at("side") == "server";
+    EXPECT_EQ(t.at("provider").is_null(), server) << json::serialize(t);
+    EXPECT_EQ(t.at("caller").is_null(), !server) << json::serialize(t);
+  }
   EXPECT_EQ(timeouts.at(0).at("trace_id").as_string().size(), 32u);
   auto page = fx.get("/status");
   EXPECT_EQ(page.status, 200);

@@ -18,6 +18,13 @@
 # and, in the browser's console log, no uncaught exception and nothing blocked
 # by a Content-Security-Policy.
 #
+# With LAYOUT_CHECKS set (only the fixture server has the harness), e.g.
+# LAYOUT_CHECKS="connections:td.in-flight timeouts", also loads each
+# BASE_URL/layout-check?page=PAGE&cells=SELECTOR in a 1280x900 window: the
+# harness (tests/admin/fixture_server.py) measures the page in a 1280x900 frame
+# and fails when it, or its .scroll table container, scrolls sideways, or an
+# element matching SELECTOR is not wholly in view (OUT_DIR/<page>.layout.html).
+#
 # Exits 0 when all pass, 1 with a FAIL: line per problem, 77 ("SKIP:") when
 # chromium is not installed. $CHROMIUM overrides the binary (default chromium).
 #
@@ -217,6 +224,23 @@ check_timeouts() {
   echo "/timeouts: $rows rows"
 }
 
+# layout SPEC: SPEC is PAGE or PAGE:SELECTOR (see LAYOUT_CHECKS above).
+layout() {
+  local page=${1%%:*} cells="" dom result
+  [[ $1 == *:* ]] && cells=${1#*:}
+  dom="$out/$page.layout.html"
+  run_chromium "$page.layout" "$dom" --window-size=1280,900 \
+    --dump-dom "$base/layout-check?page=$page&cells=$cells" || return 0
+  result=$(grep -oP '<pre id="layout-result">\K[^<]*' "$dom" || true)
+  if [[ $result == "LAYOUT OK"* ]]; then
+    echo "/$page: $result"
+  elif [[ $result != "LAYOUT FAIL"* ]]; then
+    fail "/$page: the layout check gave no verdict within 3 s of page time ('$result'; DOM: $dom)"
+  else
+    fail "/$page: $result (DOM: $dom)"
+  fi
+}
+
 echo "chromium: $("$chromium" --version 2>/dev/null | tail -n 1)"
 if dump status; then check_status; fi
 if dump connections; then check_connections; fi
@@ -224,6 +248,7 @@ if dump timeouts; then check_timeouts; fi
 screenshot status
 screenshot connections
 screenshot timeouts
+for spec in ${LAYOUT_CHECKS:-}; do layout "$spec"; done
 
 if ((failures)); then
   echo "FAIL: $failures problem(s) in the admin pages at $base (output in $out)" >&2

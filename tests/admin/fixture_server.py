@@ -18,6 +18,16 @@ and serves:
                                        the page must retry and recover
     /fixture/requests.json             how many times each path was asked for,
                                        e.g. {"/status.json": 4, ...}
+    /layout-check?page=connections     a test-only harness: loads /layout/<page>
+      [&cells=td.in-flight]            (the page, allowed in a same-origin frame)
+      [&width=1280&height=900]         in a frame of that size, waits until the
+                                       page has rendered its JSON, measures it
+                                       and writes "LAYOUT OK: ..." or
+                                       "LAYOUT FAIL: <details>" into its
+                                       <pre id="layout-result">: fails when the
+                                       page or its .scroll container scrolls
+                                       sideways, or a `cells` element is not
+                                       wholly in view
 
 Each answer is read from disk, so edits to a page or a fixture show on the next
 refresh. Pages go out with the Content-Security-Policy the C++ side offers.
@@ -41,6 +51,86 @@ PAGES = ("status", "connections", "timeouts")
 CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
                            "img-src data:; connect-src 'self'; base-uri 'none'; form-action 'none'; "
                            "frame-ancestors 'none'")
+# The same pages under /layout/, for the layout check's frame: only
+# frame-ancestors differs.
+FRAMED_CONTENT_SECURITY_POLICY = CONTENT_SECURITY_POLICY.replace("frame-ancestors 'none'",
+                                                                 "frame-ancestors 'self'")
+assert FRAMED_CONTENT_SECURITY_POLICY != CONTENT_SECURITY_POLICY
+LAYOUT_CHECK_CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'unsafe-inline'; "
+                                        "style-src 'unsafe-inline'; frame-src 'self'; base-uri 'none'; "
+                                        "form-action 'none'; frame-ancestors 'none'")
+
+# /layout-check: Chromium's --dump-dom runs scripts but shows no layout, so
+# this page measures one in a frame and writes the verdict into its own DOM.
+LAYOUT_CHECK_PAGE = b"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>layout check</title>
+<style>
+  body { margin: 0; }
+  iframe { display: block; border: 0; }
+</style>
+</head>
+<body>
+<pre id="layout-result">LAYOUT PENDING</pre>
+<iframe id="frame"></iframe>
+<script>
+'use strict';
+const params = new URLSearchParams(location.search);
+const page = params.get('page') || 'status';
+const cells = params.get('cells') || '';
+const width = Number(params.get('width') || 1280), height = Number(params.get('height') || 900);
+const frame = document.getElementById('frame');
+frame.style.width = `${width}px`;
+frame.style.height = `${height}px`;
+const report = text => { document.getElementById('layout-result').textContent = text; };
+
+let tries = 0;
+function measure() {
+  const win = frame.contentWindow, doc = frame.contentDocument;
+  const updated = doc && doc.getElementById('updated');
+  if (!updated || !/^\\d{2}:\\d{2}:\\d{2}$/.test(updated.textContent)) {
+    if (++tries > 250) report(`LAYOUT FAIL: /${page} never rendered its JSON`);
+    else setTimeout(measure, 20);
+    return;
+  }
+  const facts = [], problems = [];
+  if (win.innerWidth !== width) problems.push(`the frame is ${win.innerWidth} px wide, not ${width} px`);
+  const root = doc.documentElement;
+  facts.push(`page ${root.scrollWidth}/${win.innerWidth} px`);
+  if (root.scrollWidth > win.innerWidth) {
+    problems.push(`the page is ${root.scrollWidth} px wide in a ${win.innerWidth} px window`);
+  }
+  doc.querySelectorAll('.scroll').forEach((box, i) => {
+    facts.push(`.scroll[${i}] ${box.scrollWidth}/${box.clientWidth} px`);
+    if (box.scrollWidth > box.clientWidth) {
+      problems.push(`.scroll[${i}] scrolls sideways: ${box.scrollWidth} px of content in ${box.clientWidth} px`);
+    }
+  });
+  if (cells) {
+    // In view: inside the window and not clipped by a scrolling container.
+    const found = [...doc.querySelectorAll(cells)];
+    const hidden = found.map(cell => {
+      const r = cell.getBoundingClientRect();
+      const box = cell.closest('.scroll');
+      const right = Math.min(win.innerWidth, box ? box.getBoundingClientRect().right : Infinity);
+      return r.width > 0 && r.left >= 0 && r.right <= right + 0.5 ? null
+        : `x ${Math.round(r.left)}..${Math.round(r.right)} px, visible up to ${Math.round(right)} px`;
+    }).filter(Boolean);
+    if (!found.length) problems.push(`no ${cells} on the page`);
+    if (hidden.length) problems.push(`${hidden.length} of ${found.length} ${cells} out of view (first at ${hidden[0]})`);
+    facts.push(`${found.length - hidden.length}/${found.length} ${cells} in view`);
+  }
+  report(`LAYOUT ${problems.length ? 'FAIL' : 'OK'}: /${page} at ${width}x${height}: ` +
+         (problems.length ? problems : facts).join('; '));
+}
+frame.addEventListener('load', measure);
+frame.src = `layout/${encodeURIComponent(page)}`;
+</script>
+</body>
+</html>
+"""
 
 
 def make_handler(pages_dir, fixtures_dir):
@@ -50,11 +140,11 @@ def make_handler(pages_dir, fixtures_dir):
     class Handler(http.server.BaseHTTPRequestHandler):
         server_version = "wheelrpc-fixture/1"
 
-        def _send(self, code, content_type, body):
+        def _send(self, code, content_type, body, csp=CONTENT_SECURITY_POLICY):
             self.send_response(code)
             self.send_header("Content-Type", content_type)
             if content_type.startswith("text/html"):
-                self.send_header("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+                self.send_header("Content-Security-Policy", csp)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")
             self.end_headers()
@@ -68,8 +158,13 @@ def make_handler(pages_dir, fixtures_dir):
                 times_asked = requests[path]
             name = path.strip("/")
             prefix, _, rest = name.partition("/")
-            if prefix in ("fail", "flaky") and rest in PAGES:
+            csp = CONTENT_SECURITY_POLICY
+            if prefix in ("fail", "flaky", "layout") and rest in PAGES:
                 name = rest  # the page itself; its JSON below
+                if prefix == "layout":
+                    csp = FRAMED_CONTENT_SECURITY_POLICY
+            elif prefix == "layout" and rest.endswith(".json"):
+                name = rest
             elif prefix == "flaky" and rest.endswith(".json"):
                 name = rest if times_asked > 1 else "fail/" + rest
             if name in ("", "index.html"):
@@ -82,7 +177,10 @@ def make_handler(pages_dir, fixtures_dir):
                 body = (pages_dir / f"{name}.html").read_bytes().replace(
                     b"// @include common.js\n", (pages_dir / "common.js").read_bytes(), 1).replace(
                     b"  /* @include common.css */\n", (pages_dir / "common.css").read_bytes(), 1)
-                self._send(200, "text/html; charset=utf-8", body)
+                self._send(200, "text/html; charset=utf-8", body, csp)
+            elif name == "layout-check":
+                self._send(200, "text/html; charset=utf-8", LAYOUT_CHECK_PAGE,
+                           LAYOUT_CHECK_CONTENT_SECURITY_POLICY)
             elif name.endswith(".json") and name[:-5] in PAGES:
                 body = (fixtures_dir / name).read_bytes()
                 self._send(200, "application/json", body)

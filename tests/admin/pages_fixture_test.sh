@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # The admin pages against the fixture server (ctest: admin_pages_browser):
 # starts tests/admin/fixture_server.py on a free loopback port, runs
-# browser_test.sh against it, checks that the pages polled, runs it again
-# against pages whose first fetch fails, and stops the server on the way out.
+# browser_test.sh against it (with its layout checks: at 1280x900 no page
+# scrolls sideways and /connections shows its "in flight" column), checks what
+# the fixtures' rows rendered (a null heartbeats_sent as "-", the caller and
+# the provider labelled on /timeouts), checks that the pages polled, runs it
+# again against pages whose first fetch fails, and stops the server on the way
+# out.
 #
 #   pages_fixture_test.sh OUT_DIR
 #
@@ -75,7 +79,46 @@ done
 port=$(<"$port_file")
 
 base="http://127.0.0.1:$port"
-bash "$here/browser_test.sh" "$base" "$out"
+# And the layout at 1280x900: no sideways scrolling, "in flight" in view.
+LAYOUT_CHECKS="status connections:td.in-flight timeouts" bash "$here/browser_test.sh" "$base" "$out"
+
+# What the fixtures hold, as the pages above rendered it (their DOM dumps).
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+# cell ROW CLASS: the text (tags dropped) of the first td of ROW with CLASS in its class list.
+cell() {
+  { grep -oP '<td class="(?:[^"]* )?\Q'"$2"'\E(?: [^"]*)?"[^>]*>\K.*?(?=</td>)' <<<"$1" || true; } |
+    head -n 1 | sed 's/<[^>]*>//g'
+}
+# role ROW: the role tag in ROW's peer cell.
+role() {
+  { grep -oP '<td class="(?:[^"]* )?peer(?: [^"]*)?"[^>]*>.*?</td>' <<<"$1" || true; } |
+    { grep -oP '<span class="(?:[^"]* )?role(?: [^"]*)?">\K[^<]*' || true; } | head -n 1
+}
+# One conn-row per line, as the page builds them.
+conn_rows=$(grep -oP '<tr class="conn-row[ "].*?</tr>' "$out/connections.dom.html" || true)
+row=$(grep -F '>127.0.0.1:40124<' <<<"$conn_rows" || true)
+# heartbeats_sent null: this side sends no heartbeats on it (a server with them off).
+[ "$(cell "$row" heartbeats-sent)" = "-" ] ||
+  fail "/connections: the server row with heartbeats_sent null (remote 127.0.0.1:40124) shows '$(cell "$row" heartbeats-sent)' heartbeats sent, not '-'"
+row=$(grep -F '>127.0.0.1:40312<' <<<"$conn_rows" || true)
+[ "$(cell "$row" heartbeats-sent)" = "492" ] ||
+  fail "/connections: the server row with remote 127.0.0.1:40312 shows '$(cell "$row" heartbeats-sent)' heartbeats sent, not '492'"
+# /timeouts: the peer of a server row is its caller, of a client row the provider, each labelled.
+timeout_rows=$(grep -oP '<tr class="timeout-row".*?</tr>' "$out/timeouts.dom.html" || true)
+row=$(grep -F '<td class="side">server</td>' <<<"$timeout_rows" | head -n 1 || true)
+if [ "$(cell "$row" peer)" != "caller 127.0.0.1:51234" ] || [ "$(role "$row")" != "caller" ]; then
+  fail "/timeouts: the server row's peer is '$(cell "$row" peer)' (role tag '$(role "$row")'), not the caller 127.0.0.1:51234 tagged 'caller'"
+fi
+row=$(grep -F '4bf92f3577b34da6a3ce929d0e0e4736' <<<"$timeout_rows" || true)
+if [ "$(cell "$row" peer)" != "provider 127.0.0.1:7001" ] || [ "$(role "$row")" != "provider" ]; then
+  fail "/timeouts: the client row's peer is '$(cell "$row" peer)' (role tag '$(role "$row")'), not the provider 127.0.0.1:7001 tagged 'provider'"
+fi
+# Its timeline (where the call's time went) under its phase.
+grep -qF 'class="timeline muted">timeline: queued 0.0 ms, sent 0.0, socket wrote 0.1, timer fired 51.1 (1.1 late), completed 51.2<' <<<"$row" ||
+  fail "/timeouts: the client row does not show its timeline: $row"
+((failures == 0)) || exit 1
+echo "fixtures: a null heartbeats_sent shows '-'; /timeouts labels the caller and the provider and shows the timeline"
 
 # Each page fetched its JSON on load and then every second: every Chromium
 # run above (a DOM dump and a screenshot per page, 3 s of page time each)

@@ -259,7 +259,8 @@ rc=$?
 set -e
 last=$(tail -n 1 "$tmp/sleep.out")
 echo "sleep: $last"
-[ "$rc" = 0 ] || fail "sleep client exited $rc: $(cat "$tmp/sleep.err")"
+# No call succeeded: exit status 1 even without --fail-on-error.
+[ "$rc" = 1 ] || fail "sleep client exited $rc, expected 1 (no call succeeded): $(cat "$tmp/sleep.err")"
 expect_field "$last" calls 20
 expect_field "$last" ok 0
 expect_field "$last" timeout 20
@@ -284,6 +285,17 @@ set -e
 # the message adds "; the server timed out too" inside the parentheses.)
 grep -Eq "timeout \(sent, waiting for the reply(; the server timed out too)?\) after [0-9]+ ms calling 'sleep' on $endpoint" "$tmp/text.out" ||
   fail "text output lacks the timeout message: $(cat "$tmp/text.out")"
+# ... with its timeline: where the 30 ms went.
+grep -Eq "calling 'sleep' on $endpoint(; the server timed out too)?; timeline: queued 0\.0 ms, sent [0-9.]+(, socket wrote [0-9.]+)?, timer fired [0-9.]+ \([0-9.]+ late\)" "$tmp/text.out" ||
+  grep -Eq "calling 'sleep' on $endpoint; timeline: queued 0\.0 ms, sent [0-9.]+" "$tmp/text.out" ||
+  fail "the timeout message has no timeline: $(cat "$tmp/text.out")"
+# One example message per error code shown, the code's name first.
+grep -q '^  an example of each error:$' "$tmp/text.out" || fail "no examples of the errors: $(cat "$tmp/text.out")"
+grep -Eq "^    timeout: timeout \(sent" "$tmp/text.out" || fail "no example of the timeout code: $(cat "$tmp/text.out")"
+# The heartbeat the connection agreed on: the larger of the two proposals
+# (both 15000 ms here).
+grep -q "^  heartbeat: 15000 ms agreed (the larger of this client's 15000 ms and the server's)$" "$tmp/text.out" ||
+  fail "no agreed heartbeat line: $(cat "$tmp/text.out")"
 
 # ---- the text summary ends with the latency histogram line ------------------------
 set +e
@@ -336,7 +348,27 @@ else
   attempts=$(field "$last" attempts)
   [ -n "$attempts" ] && [ "$attempts" -ge "$calls" ] || fail "two servers: $attempts attempts for $calls calls"
   grep -q '"lb":"least_active"' <<<"$last" || fail "two servers: no \"lb\":\"least_active\" in: $last"
-  grep -Eq '"providers":\[\{[^]]*\}\]\}$' <<<"$last" || fail "two servers: no providers array at the end of: $last"
+  grep -Eq '"providers":\[\{[^]]*\}\],"error_examples":\{[^}]*\},"heartbeat_ms":15000\}$' <<<"$last" ||
+    fail "two servers: no providers array, error_examples and heartbeat_ms at the end of: $last"
+  # Every count adds up with the others.
+  python3 - "$last" <<'PY' || fail "two servers: the summary's counts do not add up: $last"
+import json, sys
+s = json.loads(sys.argv[1])
+problems = []
+if s["calls"] != s["ok"] + s["timeout"] + s["failed"] + s["lost"]:
+    problems.append("calls != ok + timeout + failed + lost")
+if sum(s["errors"].values()) != s["timeout"] + s["failed"]:
+    problems.append("errors do not sum to timeout + failed")
+if s["attempts"] != sum(p["attempts"] for p in s["providers"]) + s["attempts_unplaced"]:
+    problems.append("attempts != providers' attempts + attempts_unplaced")
+for p in s["providers"]:
+    if p["attempts"] != p["ok"] + p["failures"] + p["cancelled"] + p["in_flight"]:
+        problems.append(f"provider {p['peer']}: attempts != ok + failures + cancelled + in_flight")
+if set(s["error_examples"]) != set(s["errors"]):
+    problems.append("error_examples does not name each error code once")
+if problems:
+    sys.exit("; ".join(problems))
+PY
   for ep in "$endpoint" "$endpoint2"; do
     n=$(provider_attempts "$last" "$ep")
     [ -n "$n" ] && [ "$n" -gt 0 ] || fail "two servers: provider $ep got '${n}' attempts in: $last"
@@ -367,7 +399,7 @@ else
   grep -Eq '^  attempts: [0-9]+ \([0-9]+ retries, [0-9]+ hedges, [0-9]+ budget refusals\), lb round_robin$' \
     "$tmp/two.txt" || fail "text output lacks the attempts line: $(cat "$tmp/two.txt")"
   for ep in "$endpoint" "$endpoint2"; do
-    grep -Eq "^  provider $ep: [0-9]+ attempts, [0-9]+ failed$" "$tmp/two.txt" ||
+    grep -Eq "^  provider $ep: [0-9]+ attempts: [0-9]+ ok, [0-9]+ failed, [0-9]+ cancelled$" "$tmp/two.txt" ||
       fail "text output lacks the line of provider $ep: $(cat "$tmp/two.txt")"
   done
 
@@ -472,8 +504,40 @@ else
   wait_exit "$refused1_pid" 60
   [ "$rc" = 1 ] || fail "--fail-on-error against a refused port: exit status $rc, expected 1: $(cat "$tmp/refused1.out")"
   wait_exit "$refused0_pid" 60
-  [ "$rc" = 0 ] || fail "refused port without --fail-on-error: exit status $rc, expected 0: $(cat "$tmp/refused0.out")"
+  # No call succeeded: a failed run even without --fail-on-error.
+  [ "$rc" = 1 ] || fail "refused port without --fail-on-error: exit status $rc, expected 1 (no call succeeded): $(cat "$tmp/refused0.out")"
 fi
+# ---- answers known at once end the connect wait at once, and say why -----------
+# A name that does not resolve and an etcd that refuses: known in
+# milliseconds, so the wait ends long before its 10 s bound (the line says how
+# long it waited), with the reason; the calls then fail (exit 1: none succeeded).
+not_ready_ms() { sed -n 's/^echo_client: no server ready after \([0-9]*\) ms: .*/\1/p' "$1" | head -n 1; }
+"$client_bin" --server no-such-host.invalid:1 --calls 2 --timeout-ms 200 >"$tmp/nohost.out" 2>&1 &
+nohost_pid=$!
+dead_etcd=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$client_bin" --registry "etcd://127.0.0.1:$dead_etcd" --service echo --calls 2 --timeout-ms 200 \
+  >"$tmp/noetcd.out" 2>&1 &
+noetcd_pid=$!
+wait_exit "$nohost_pid" 60
+[ "$rc" = 1 ] || fail "unresolvable host: exit status $rc, expected 1: $(cat "$tmp/nohost.out")"
+grep -Eq "^echo_client: no server ready after [0-9]+ ms: dns:no-such-host\.invalid:1: host name 'no-such-host\.invalid' does not resolve: " \
+  "$tmp/nohost.out" || fail "unresolvable host: the reason is not said: $(cat "$tmp/nohost.out")"
+waited=$(not_ready_ms "$tmp/nohost.out")
+[ -n "$waited" ] && [ "$waited" -lt 9000 ] || fail "unresolvable host: waited '${waited}' ms for an answer known at once"
+wait_exit "$noetcd_pid" 60
+[ "$rc" = 1 ] || fail "refusing etcd: exit status $rc, expected 1: $(cat "$tmp/noetcd.out")"
+grep -Eq "^echo_client: no server ready after [0-9]+ ms: etcd service 'echo': read of /wheelrpc/echo/providers/ failed: etcd at 127\.0\.0\.1:$dead_etcd refused the connection" \
+  "$tmp/noetcd.out" || fail "refusing etcd: the reason is not said (once): $(cat "$tmp/noetcd.out")"
+if grep -q "etcd service 'echo': etcd service 'echo'" "$tmp/noetcd.out"; then
+  fail "refusing etcd: a doubled prefix: $(cat "$tmp/noetcd.out")"
+fi
+waited=$(not_ready_ms "$tmp/noetcd.out")
+[ -n "$waited" ] && [ "$waited" -lt 9000 ] || fail "refusing etcd: waited '${waited}' ms for an answer known at once"
+# Nothing was ever known: no alarm about keeping "the last 0" providers.
+if grep -q "keeping the last 0" "$tmp/noetcd.out" "$tmp/nohost.out"; then
+  fail "a client that never had a provider talks of keeping the last 0"
+fi
+
 # Calls that time out are failed calls too.
 set +e
 timeout 30 "$client_bin" --server "$endpoint" --method sleep --sleep-ms 300 --timeout-ms 30 --calls 2 \
@@ -553,9 +617,9 @@ if [ -n "$readme" ]; then
   readme_quotes() {  # REGEX WHAT
     grep -Eq "$1" "$readme" || fail "README.md no longer quotes $2 as the programs print it (pattern: $1)"
   }
-  readme_quotes "^timeout \(sent, waiting for the reply\) after [0-9]+ ms calling 'sleep' on 127\.0\.0\.1:[0-9]+\$" \
+  readme_quotes "^timeout \(sent, waiting for the reply\) after [0-9]+ ms calling 'sleep' on 127\.0\.0\.1:[0-9]+; timeline: queued 0\.0 ms, sent [0-9.]+, (socket wrote [0-9.]+, )?timer fired [0-9.]+ \([0-9.]+ late\)(, completed [0-9.]+)?\$" \
     "the demo's timeout line"
-  readme_quotes "^# slow -> timeout \(sent, waiting for the reply\) after [0-9]+ ms calling 'slow' on 127\.0\.0\.1:[0-9]+\$" \
+  readme_quotes "^# slow -> timeout \(sent, waiting for the reply\) after [0-9]+ ms calling 'slow' on 127\.0\.0\.1:[0-9]+; timeline: queued 0\.0 ms, .*\$" \
     "hello_coro's timeout line"
   readme_quotes "^echo_server: cannot listen on 127\.0\.0\.1:[0-9]+: Address already in use\$" "the listen error"
   set +e

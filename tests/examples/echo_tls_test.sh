@@ -107,6 +107,8 @@ usage "--tls-cert needs --tls-ca" "$client_bin" --server 127.0.0.1:1 --calls 1 -
   --tls-key client.key
 usage "--tls-server-name needs --tls-ca" "$client_bin" --server 127.0.0.1:1 --calls 1 --tls-server-name x
 usage "TLS CA file" "$client_bin" --server 127.0.0.1:1 --calls 1 --tls-ca "$tmp/none.pem"
+usage "server_name 'bad name!' is neither a DNS name" "$client_bin" --server 127.0.0.1:1 --calls 1 --tls-ca ca.pem \
+  --tls-server-name 'bad name!'
 
 if [ "$failures" -gt 0 ]; then
   echo "$failures failure(s)" >&2

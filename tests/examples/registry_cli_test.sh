@@ -86,6 +86,21 @@ start_server() {  # NAME [extra flags]
   eval "${name}_at=\$(sed -n 's/^listening on //p' \"$tmp/$name.out\")"
 }
 
+# A service nobody registered: known at once from the first read, so the
+# client does not wait out its 10 s connect wait, and says so plainly (not
+# as "keeping the last 0 ... (empty protection)": nothing was ever known).
+empty_status=0
+"$client_bin" --registry "$url" --service nobody-here --calls 1 --timeout-ms 200 >"$tmp/empty.out" 2>&1 ||
+  empty_status=$?
+[ "$empty_status" -eq 1 ] || fail "a service without providers: exit $empty_status, not 1: $(cat "$tmp/empty.out")"
+grep -Eq "^echo_client: no server ready after [0-9]+ ms: service 'nobody-here' has no providers registered in etcd at ${url#etcd://}\$" \
+  "$tmp/empty.out" || fail "a service without providers: unclear message: $(cat "$tmp/empty.out")"
+waited=$(sed -n 's/^echo_client: no server ready after \([0-9]*\) ms: .*/\1/p' "$tmp/empty.out" | head -n 1)
+[ -n "$waited" ] && [ "$waited" -lt 9000 ] || fail "a service without providers: waited '${waited}' ms"
+if grep -q "keeping the last 0" "$tmp/empty.out"; then
+  fail "a service without providers: alarms about empty protection: $(cat "$tmp/empty.out")"
+fi
+
 start_server s1
 start_server s2
 start_server s3
@@ -156,12 +171,16 @@ wait_line "$tmp/d1.out" '^registration pending: ' 300 || fail "no 'registration 
 kill -TERM "$d1_pid"
 wait "$d1_pid" || fail "the server without etcd did not exit 0 on SIGTERM"
 
+# etcd refuses at once, so the check fails at its first failure ("failed:
+# ... refused", where waiting out the 5 s would say "not confirmed within"),
+# and the message says that the registration failed, not the listen.
 check_status=0
 "$server_bin" --port 0 --registry "etcd://127.0.0.1:$dead" --service cli-echo --registry-check \
   >"$tmp/d2.out" 2>"$tmp/d2.err" || check_status=$?
 [ "$check_status" -eq 1 ] || fail "--registry-check without etcd: exit $check_status, not 1"
-grep -q '^echo_server: cannot listen on .*not confirmed' "$tmp/d2.err" ||
+grep -q "^echo_server: listened on 127.0.0.1:[0-9]*, but registration failed: registration of 'cli-echo' at 127.0.0.1:[0-9]* failed: .*etcd at 127.0.0.1:$dead refused the connection" "$tmp/d2.err" ||
   fail "--registry-check without etcd: unclear error: $(cat "$tmp/d2.err")"
+if grep -q 'cannot listen' "$tmp/d2.err"; then fail "--registry-check without etcd: blames the listen: $(cat "$tmp/d2.err")"; fi
 
 if [ "$failures" -gt 0 ]; then
   echo "$failures failure(s)" >&2

@@ -313,7 +313,7 @@ TEST(ProviderSet, WithoutEmptyProtectionAnEmptySetFailsCallsFast) {
   EXPECT_TRUE(s.current().empty());
   auto out = s.call(wheelrpc::test::opts(5s));
   EXPECT_EQ(out.ec, wheelrpc::rpc::errc::unavailable);
-  EXPECT_TRUE(wheelrpc::test::contains(out.response.error_message, "test source has none"))
+  EXPECT_TRUE(wheelrpc::test::contains(out.response.error_message, "test source has no providers"))
       << out.response.error_message;
   EXPECT_LT(out.took, 4s);
   // A call that waits for ready is served once a provider comes back.

@@ -44,9 +44,38 @@ struct DoneLog {
   }
 };
 
-TEST(RegistryAnnouncer, WithCheckAgainstADeadEtcdFailsClearlyByItsCheckTimeout) {
+TEST(RegistryAnnouncer, WithCheckAnEtcdThatRefusesFailsAtTheFirstFailureNamingIt) {
   IoThread io;
-  auto reg = EtcdRegistry::create(io.io.get_executor(), io.timer, "etcd://" + unused_address(), fast_options());
+  const std::string dead = unused_address();
+  auto reg = EtcdRegistry::create(io.io.get_executor(), io.timer, "etcd://" + dead, fast_options());
+  AnnounceOptions o;
+  o.check = true;
+  o.check_timeout = 60s;  // never reached: the refusal is the answer
+  auto a = announcer(reg, weighted("echo", 100), o);
+  auto done = std::make_shared<DoneLog>();
+  a->announce({ip::make_address("0.0.0.0"), 7001}, DoneLog::done(done));
+  ASSERT_TRUE(wait_until([&] { return done->count() == 1; }, 30s));
+  {
+    std::lock_guard l(done->mu);
+    EXPECT_EQ(done->ec, errc::unavailable);
+    EXPECT_EQ(done->message.rfind("registration of 'echo' at 127.0.0.1:7001 failed: ", 0), 0u) << done->message;
+    EXPECT_NE(done->message.find("etcd at " + dead + " refused the connection"), std::string::npos) << done->message;
+  }
+  // Check failed means unregistered: no register retry is left.
+  EXPECT_TRUE(wait_until([&] { return reg->stats().registered_now == 0; }, 5s));
+  EXPECT_EQ(done->count(), 1);
+}
+
+TEST(RegistryAnnouncer, WithCheckAnEtcdThatNeverAnswersFailsByItsCheckTimeout) {
+  IoThread io;
+  // Listens, never accepts, never answers: connects succeed (the backlog),
+  // requests get nothing back.
+  boost::asio::io_context silent_io;
+  ip::tcp::acceptor silent(silent_io, {ip::make_address("127.0.0.1"), 0});
+  const std::string silent_at = "127.0.0.1:" + std::to_string(silent.local_endpoint().port());
+  auto ro = fast_options();
+  ro.request_timeout = 60s;  // longer than the check: only the check can end the wait
+  auto reg = EtcdRegistry::create(io.io.get_executor(), io.timer, "etcd://" + silent_at, ro);
   AnnounceOptions o;
   o.check = true;
   o.check_timeout = 800ms;
@@ -54,16 +83,12 @@ TEST(RegistryAnnouncer, WithCheckAgainstADeadEtcdFailsClearlyByItsCheckTimeout) 
   auto done = std::make_shared<DoneLog>();
   const auto t0 = std::chrono::steady_clock::now();
   a->announce({ip::make_address("0.0.0.0"), 7001}, DoneLog::done(done));
-  ASSERT_TRUE(wait_until([&] { return done->count() == 1; }, 20s));
+  ASSERT_TRUE(wait_until([&] { return done->count() == 1; }, 30s));
   std::lock_guard l(done->mu);
   EXPECT_EQ(done->ec, errc::timeout);
-  EXPECT_EQ(done->message.rfind("registration of 'echo' at 127.0.0.1:7001 not confirmed within 800 ms: ", 0), 0u)
-      << done->message;
-  EXPECT_NE(done->message.find("lease grant failed"), std::string::npos) << done->message;
+  EXPECT_EQ(done->message, "registration of 'echo' at 127.0.0.1:7001 not confirmed within 800 ms: no answer from etcd at " +
+                               silent_at);
   EXPECT_GE(done->at - t0, 750ms);
-  EXPECT_LT(done->at - t0, 10s);
-  // Check failed means unregistered: no register retry is left.
-  EXPECT_TRUE(wait_until([&] { return reg->stats().registered_now == 0; }, 5s));
 }
 
 TEST(RegistryProviderSource, AnUnreachableEtcdIsReportedAsAnErrorNamingTheService) {
@@ -96,8 +121,11 @@ TEST(RegistryProviderSource, AnUnreachableEtcdIsReportedAsAnErrorNamingTheServic
   source->stop();
   std::lock_guard l(report->mu);
   EXPECT_EQ(report->sets, 0);
-  EXPECT_EQ(report->why.rfind("etcd service 'echo': read of /wheelrpc/echo/providers/ failed: ", 0), 0u)
-      << report->why;
+  // The cause only: the client puts the source's name (describe()) in front,
+  // so a prefix here would be said twice.
+  EXPECT_EQ(report->why.rfind("read of /wheelrpc/echo/providers/ failed: ", 0), 0u) << report->why;
+  EXPECT_NE(report->why.find("refused the connection"), std::string::npos) << report->why;
+  EXPECT_EQ(source->describe(), "etcd service 'echo'");
 }
 
 class RegistryBindingTest : public ::testing::Test {

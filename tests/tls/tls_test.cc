@@ -176,6 +176,36 @@ TEST_F(TlsTest, AnExpiredServerCertificateIsRefused) {
       10s));
 }
 
+TEST_F(TlsTest, AServerLoadingAnExpiredCertificateWarnsAtOnce) {
+  {
+    LogCapture log("wheelrpc.transport");
+    (void)TlsContext::make(server_tls("expired"), TlsRole::server);
+    EXPECT_EQ(log.count("[warning]"), 1u);
+    EXPECT_EQ(log.count("the certificate in '" + certs().cert("expired") + "' expired on "), 1u);
+  }
+  LogCapture log("wheelrpc.transport");
+  (void)TlsContext::make(server_tls("server"), TlsRole::server);
+  EXPECT_EQ(log.count("[warning]"), 0u) << "a valid certificate is loaded silently";
+}
+
+TEST_F(TlsTest, AServerNameThatIsNeitherADnsNameNorAnAddressIsRefused) {
+  for (const char* bad : {"bad name!", "-lead.example", "trail-.example", "a..b", "under_score.example"}) {
+    auto o = client_tls();
+    o.server_name = bad;
+    try {
+      (void)TlsContext::make(o, TlsRole::client);
+      ADD_FAILURE() << "accepted server_name '" << bad << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_TRUE(contains(e.what(), std::string("server_name '") + bad + "' is neither a DNS name")) << e.what();
+    }
+  }
+  for (const char* good : {"localhost", "svc-1.example.com", "example.com.", "127.0.0.1", "::1"}) {
+    auto o = client_tls();
+    o.server_name = good;
+    EXPECT_NO_THROW((void)TlsContext::make(o, TlsRole::client)) << good;
+  }
+}
+
 TEST_F(TlsTest, TheServerNameOptionIsWhatTheCertificateMustCarry) {
   auto co = client_with(client_tls());
   co.tls.server_name = "localhost";

@@ -1,11 +1,13 @@
 #include <wheelrpc/transport/tls.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -13,6 +15,7 @@
 
 #include <wheelrpc/transport/errc.h>
 
+#include "log.h"
 #include "tls_stream.h"
 
 namespace wheelrpc::transport {
@@ -29,6 +32,52 @@ void check_readable(const char* what, const std::string& path) {
   std::ifstream in(path);
   if (!in) {
     throw std::invalid_argument(fmt::format("TLS {} '{}' cannot be read: {}", what, path, std::strerror(errno)));
+  }
+}
+
+// A DNS name as a certificate can carry it: labels of letters, digits and
+// '-' (not at either end), 1..63 bytes each, 253 in all, an optional final dot.
+bool is_dns_name(const std::string& name) {
+  std::string n = name;
+  if (!n.empty() && n.back() == '.') n.pop_back();
+  if (n.empty() || n.size() > 253) return false;
+  std::size_t start = 0;
+  while (start <= n.size()) {
+    const std::size_t dot = std::min(n.find('.', start), n.size());
+    const std::string_view label(n.data() + start, dot - start);
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') return false;
+    for (const char c : label) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') return false;
+    }
+    start = dot + 1;
+  }
+  return true;
+}
+
+// "Jan  1 00:00:00 2025 GMT", as OpenSSL prints a certificate time.
+std::string asn1_time_text(const ASN1_TIME* t) {
+  BIO* bio = BIO_new(BIO_s_mem());
+  if (!bio) return "?";
+  ASN1_TIME_print(bio, t);
+  char* data = nullptr;
+  const long n = BIO_get_mem_data(bio, &data);
+  std::string out(data, static_cast<std::size_t>(n > 0 ? n : 0));
+  BIO_free(bio);
+  return out;
+}
+
+// A certificate this end presents that peers will refuse: said once, at
+// load, instead of in every handshake's failure on the other side.
+void warn_if_not_valid_now(SSL_CTX* native, const std::string& file, TlsRole role) {
+  X509* cert = SSL_CTX_get0_certificate(native);
+  if (!cert) return;
+  if (X509_cmp_current_time(X509_get0_notAfter(cert)) < 0) {
+    detail::logger()->warn("TLS {}: the certificate in '{}' expired on {}: peers that verify it will refuse every handshake",
+                   role_name(role), file, asn1_time_text(X509_get0_notAfter(cert)));
+  } else if (X509_cmp_current_time(X509_get0_notBefore(cert)) > 0) {
+    detail::logger()->warn("TLS {}: the certificate in '{}' is not valid before {}: peers that verify it will refuse every "
+                   "handshake until then",
+                   role_name(role), file, asn1_time_text(X509_get0_notBefore(cert)));
   }
 }
 
@@ -60,6 +109,15 @@ std::string tls_options_problem(const TlsOptions& o, TlsRole role) {
   }
   if (role == TlsRole::server && !o.server_name.empty()) {
     return "TLS server: server_name is a client option";
+  }
+  if (!o.server_name.empty()) {
+    error_code ec;
+    asio::ip::make_address(o.server_name, ec);
+    if (ec && !is_dns_name(o.server_name)) {
+      return fmt::format("TLS client: server_name '{}' is neither a DNS name (letters, digits, '-' and '.') nor an IP "
+                         "address",
+                         o.server_name);
+    }
   }
   return {};
 }
@@ -96,6 +154,7 @@ TlsContext TlsContext::make(const TlsOptions& o, TlsRole role) {
       throw std::invalid_argument(
           fmt::format("TLS key file '{}' does not match the certificate in '{}'", o.key_file, o.cert_file));
     }
+    warn_if_not_valid_now(native, o.cert_file, role);
   }
   if (!o.ca_file.empty()) {
     check_readable("CA file", o.ca_file);

@@ -104,6 +104,9 @@ class Registry {
     (void)fn;
     return false;
   }
+  /// Where the registry is, as messages name it: "etcd at 127.0.0.1:2379".
+  /// Default "the registry".
+  virtual std::string describe() const { return "the registry"; }
 };
 
 }  // namespace wheelrpc::registry

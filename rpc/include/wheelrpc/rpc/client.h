@@ -45,11 +45,15 @@ struct ClientStats {
   std::uint64_t ok = 0;             ///< calls that completed with a reply
   std::uint64_t failed = 0;         ///< calls that completed with an error (timeouts included)
   std::uint64_t timeouts = 0;       ///< of which errc::timeout
-  std::uint64_t late_replies = 0;   ///< replies that arrived after their call had completed (dropped)
+  std::uint64_t late_replies = 0;   ///< replies dropped for arriving after their call's deadline (after it
+                                    ///< completed, or before its deadline's timer ran: then it times out)
   std::uint64_t connects = 0;       ///< connections established (HELLO done)
   std::uint64_t connect_failures = 0;
   std::uint64_t pending = 0;        ///< calls in flight now
-  std::uint64_t attempts = 0;       ///< attempts started (first attempts, retries and hedges)
+  std::uint64_t attempts = 0;       ///< attempts started (first attempts, retries and hedges): those
+                                    ///< sent to a provider (ProviderStats::attempts) plus attempts_unplaced
+  std::uint64_t attempts_unplaced = 0;  ///< attempts that found no provider to go to (none known, or every one
+                                        ///< in backoff) and failed at once with errc::unavailable
   std::uint64_t retries = 0;        ///< retries started after a failed attempt
   std::uint64_t hedges = 0;         ///< hedged attempts started while another was in flight
   std::uint64_t budget_refusals = 0;     ///< retries and hedges the retry budget refused
@@ -80,6 +84,21 @@ struct ProviderStats {
   std::uint64_t ok = 0;             ///< attempts answered with a reply (not an error status)
   std::uint64_t cancelled = 0;      ///< attempts abandoned in flight (another attempt won, or the call completed)
   std::uint64_t connect_attempts = 0;  ///< connect attempts made to it (the first one included)
+};
+
+/// What a client's provider source has told it so far (`Client::source_state()`):
+/// enough to tell "still waiting for the source" from "the source answered and
+/// there is nothing to call", which a caller may want to know at once instead
+/// of waiting for a connection that cannot come.
+struct SourceState {
+  std::string source;      ///< ProviderSource::describe(): "127.0.0.1:7001", "dns:h:80", "etcd service 'echo'"
+  bool reported = false;   ///< the source reported a set (possibly empty)
+  std::size_t providers = 0;  ///< providers in the current set
+  /// Why there is no provider to call, when that is known: the source's error
+  /// while it has never reported a set ("host name 'x' does not resolve: ...",
+  /// "etcd at 127.0.0.1:2379 refused the connection"), or, for a reported
+  /// empty set, ProviderSource::why_empty(). "" otherwise.
+  std::string error;
 };
 
 /// A failed call as an exception: thrown by the blocking `call()`, and by
@@ -248,6 +267,9 @@ class Client {
   /// only; the 1024 that left last). A provider that joins again goes on
   /// counting from where it was.
   std::vector<ProviderStats> providers() const;
+  /// What the provider source has reported so far (a fixed list: reported at
+  /// construction). Thread-safe.
+  SourceState source_state() const;
 
   /// Fails every pending call with errc::cancelled, cancels waiting failback
   /// deliveries and the channel timer tasks, closes the connections and

@@ -104,12 +104,17 @@ struct TimeoutRecord {
   bool server_side = false;     ///< recorded by a Server (else a Client)
   std::string method;
   std::string provider;         ///< client: the provider of its latest attempt ("" if none); server: the caller
+                                ///< (/timeouts.json names it "caller" on server rows)
   TimeoutPhase phase = TimeoutPhase::sent_waiting;
   CallCode code = CallCode::timeout;
   std::chrono::microseconds budget{0};   ///< the deadline's budget (0: none)
   std::chrono::microseconds elapsed{0};  ///< from start to the end
   int attempts = 0;             ///< attempts started (server: 1)
   std::string trace_id;         ///< 32 hex digits of its traceparent ("" if none)
+  /// Client: where its time went, as its error message ends ("timeline:
+  /// queued 0.0 ms, sent 0.0, socket wrote 0.1, timer fired 50.3 (0.3
+  /// late)"; docs/timeouts.md); "" on the server.
+  std::string timeline;
 };
 
 /// One connection, as gRPC's channelz shows a socket.
@@ -123,6 +128,8 @@ struct ConnectionInfo {
   std::uint64_t bytes_in = 0, bytes_out = 0, frames_in = 0, frames_out = 0;
   std::chrono::milliseconds last_read_age{-1}, last_write_age{-1};  ///< -1: no connection
   std::uint64_t heartbeats_sent = 0;          ///< on this connection
+  bool sends_heartbeats = true;               ///< this side sends heartbeats on it (a server only with
+                                              ///< ServerOptions::send_heartbeats; a client always)
   std::chrono::milliseconds heartbeat{0};     ///< interval agreed in the HELLO exchange (0: not yet)
   std::uint64_t reconnect_attempts = 0;       ///< client: connect attempts to this provider so far
   std::chrono::milliseconds next_attempt_in{-1};  ///< client in backoff: until the next connect attempt; -1 otherwise

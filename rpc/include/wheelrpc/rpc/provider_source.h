@@ -49,6 +49,10 @@ class ProviderSource {
   /// What messages name when there is no provider: "127.0.0.1:7001",
   /// "dns:example.com:80", "etcd service 'echo'".
   virtual std::string describe() const = 0;
+  /// What messages say when the source reported an empty set: "service 'echo'
+  /// has no providers registered in etcd at 127.0.0.1:2379". Default:
+  /// "<describe()> has no providers".
+  virtual std::string why_empty() const { return describe() + " has no providers"; }
 };
 
 /// A fixed set: reported once, at start.

@@ -99,7 +99,14 @@ struct ServerStats {
   std::uint64_t late_replies = 0;       ///< handler replies dropped after the deadline
   std::uint64_t cancelled = 0;          ///< replies dropped because the client cancelled the request
   std::uint64_t method_not_found = 0;
-  std::uint64_t protocol_errors = 0;    ///< connections closed for breaking the protocol
+  std::uint64_t protocol_errors = 0;    ///< connections closed for bad input (the six reasons below together);
+                                        ///< each is logged at warning level with the peer (one line a second at most)
+  std::uint64_t bad_magic = 0;          ///< of which: a frame without the protocol's magic (garbage, another protocol)
+  std::uint64_t bad_version = 0;        ///< of which: a protocol version this build does not speak
+  std::uint64_t oversize_frames = 0;    ///< of which: a frame header announcing a body over ChannelOptions::max_body
+  std::uint64_t malformed_frames = 0;   ///< of which: a body whose lengths overrun it
+  std::uint64_t no_hello = 0;           ///< of which: a first frame that was not a HELLO
+  std::uint64_t hello_timeouts = 0;     ///< of which: no HELLO within ServerOptions::hello_timeout
   std::uint64_t heartbeats_sent = 0;    ///< heartbeats sent (ServerOptions::send_heartbeats)
   std::uint64_t idle_closes = 0;        ///< connections closed by the CloseTimerTask
   std::uint64_t in_flight = 0;          ///< requests not yet answered on the open connections (now)
