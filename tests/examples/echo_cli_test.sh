@@ -581,6 +581,14 @@ else
   [ "$rc" = 130 ] || fail "second SIGINT: exit status $rc, expected 130: $(cat "$tmp/int2.err")"
 fi
 
+# ---- bad input: an HTTP request on the port is logged with its peer and counted -----
+# (The exit summary below counts it by reason.)
+# In a subshell: the server may close the connection before the last bytes
+# are written, and the SIGPIPE that follows must not end this script.
+(trap '' PIPE; printf 'GET / HTTP/1.1\r\nHost: x\r\n\r\n' >"/dev/tcp/${endpoint%:*}/${endpoint##*:}") 2>/dev/null || true
+wait_for_line 'peer=127\.0\.0\.1:[0-9]+ closed for bad input \(bad_magic\): bad input: bad magic 0x4745' \
+  "$tmp/server.err" "$server_pid" 30 || fail "bad input: no warning naming the peer and the reason: $(cat "$tmp/server.err")"
+
 # ---- SIGTERM: a graceful shutdown; the call in flight finishes, the server exits 0 --
 # A call of 1 s is in flight when the server gets SIGTERM: it still succeeds
 # (--fail-on-error), and the server exits 0 once it was answered.
@@ -604,6 +612,8 @@ else
   server_pid=""
   [ "$rc" = 0 ] || fail "server exited $rc after SIGTERM: $(cat "$tmp/server.err")"
   grep -q "stopped" "$tmp/server.err" || fail "server printed no summary: $(cat "$tmp/server.err")"
+  grep -Eq '^echo_server: closed for bad input: [1-9][0-9]* \(bad_magic=[1-9][0-9]* bad_version=0 oversize_frame=0 malformed_frame=0 no_hello=0 hello_timeout=0\)$' \
+    "$tmp/server.err" || fail "server's summary does not count the bad input: $(cat "$tmp/server.err")"
   grep -q "shutting down" "$tmp/server.err" || fail "server did not shut down gracefully: $(cat "$tmp/server.err")"
   if grep -q "did not drain" "$tmp/server.err"; then
     fail "server: something still held its io_context after the shutdown: $(cat "$tmp/server.err")"

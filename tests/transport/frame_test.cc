@@ -454,8 +454,15 @@ TEST(FrameErrors, WrongMagic) {
   wire[1] = 'E';
   const std::string msg = expect_error(wire, errc::bad_magic);
   EXPECT_NE(msg.find("4745"), std::string::npos) << msg;
-  // Already from the header alone.
+  // Already from the header alone, and from its first two bytes: a short
+  // probe ("GET", a scanner's few bytes) is refused without waiting for 24.
   expect_error(wire.substr(0, kHeaderSize), errc::bad_magic);
+  expect_error(wire.substr(0, 2), errc::bad_magic);
+  // One byte is not enough to tell (nor for the channel to tell a TLS record).
+  FrameDecoder dec(kDefaultMaxBody);
+  Frame out;
+  std::size_t consumed = 0;
+  EXPECT_EQ(dec.decode(bytes_of(wire), 1, out, consumed), FrameDecoder::Result::need_more);
 }
 
 TEST(FrameErrors, WrongVersion) {
@@ -465,6 +472,7 @@ TEST(FrameErrors, WrongVersion) {
   const std::string msg = expect_error(wire, errc::unsupported_version);
   EXPECT_NE(msg.find('2'), std::string::npos) << msg;
   expect_error(wire.substr(0, kHeaderSize), errc::unsupported_version);
+  expect_error(wire.substr(0, 3), errc::unsupported_version);  // from its first three bytes
   f.header.version = 0;
   expect_error(encode(f), errc::unsupported_version);
 }

@@ -185,6 +185,19 @@ FrameDecoder::Result FrameDecoder::decode(const std::uint8_t* data, std::size_t 
   consumed = 0;
   if (error_) return Result::error;
   if (size < kHeaderSize) {
+    // The first bytes can rule a peer out already: garbage (an HTTP request,
+    // a TLS ClientHello, a port scanner's probe) is refused from its first
+    // two bytes (what the channel needs to tell a TLS record), not only once
+    // 24 have come: a short probe that then waits or disconnects would
+    // otherwise go unreported.
+    if (size >= 2 && get_u16(data) != kMagic) {
+      return fail(errc::bad_magic, "bad magic 0x" + hex_byte(data[0]) + hex_byte(data[1]) +
+                                       ", expected 0x5752 (\"WR\"): the peer does not speak wheelrpc");
+    }
+    if (size >= 3 && data[2] != kProtocolVersion) {
+      return fail(errc::unsupported_version, "unsupported protocol version " + std::to_string(data[2]) +
+                                                 " (this build speaks " + std::to_string(kProtocolVersion) + ")");
+    }
     needed_ = kHeaderSize;
     return Result::need_more;
   }
