@@ -144,9 +144,9 @@ struct Call : Recycled<Call> {
   // that said the server timed out too has left `live`).
   std::optional<TimeoutPhase> timeout_phase;
   // For the timeline of a call that times out (timeline.h): when its first
-  // and latest attempts were handed to a connection ({}: never), when a
-  // reply came after the deadline, and when the timer that ended it ran on
-  // the timer's worker ({}: not ended by a timer).
+  // attempt was handed to a connection and its latest, when there were more
+  // ({}: none), when a reply came after the deadline, and when the timer
+  // that ended it ran on the timer's worker ({}: not by a timer).
   TimePoint first_sent{};
   TimePoint last_sent{};
   TimePoint late_reply{};

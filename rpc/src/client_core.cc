@@ -494,9 +494,9 @@ bool ClientCore::send_attempt(CallLock& lock, Call& call, const std::shared_ptr<
   const auto t = call.attempts == 0 && !call.waited ? call.start : now();
   Call::Attempt a;
   a.sent = t;
-  if (call.first_sent == TimePoint{}) call.first_sent = t;
-  call.last_sent = t;
   a.number = call.attempts + 1;
+  // For the timeline, should the call time out: one store per attempt.
+  (call.first_sent == TimePoint{} ? call.first_sent : call.last_sent) = t;
   const AttemptBudget budget = attempt_budget(call.plan, a.number, call.waited, t);
   a.expires = budget.expires;
   // The channel, held for the send; not counted when the call is made from
@@ -823,7 +823,7 @@ void ClientCore::on_reply(ClientConnection& conn, transport::Frame& frame, TimeP
         r.error_message = std::move(message) + attempt_note(call.attempts, call.plan.max_attempts, false);
         complete(lock, call, ec, std::move(r), Origin::reply, done);
       }
-    } else if (call.plan.has_deadline && received >= call.plan.deadline) [[unlikely]] {
+    } else if (received >= call.plan.deadline) [[unlikely]] {  // kNever without a deadline
       // The reply came after the deadline, before the deadline's timer ran
       // (the timer's worker or this executor was short of CPU). The deadline
       // is the contract: a success never completes after it. The call ends
@@ -852,17 +852,10 @@ bool ClientCore::complete(CallLock& lock, Call& call, error_code ec, Response re
                           Completion& done, TimePoint at) {
   assert(lock.owns_lock() && call.mu.held());
   if (!mark_done(call)) return false;
-  std::string timeline;
-  if (ec == errc::timeout) [[unlikely]] {
-    // Where the time went, told with the error (built only for timeouts).
-    timeline = timeline_of(call, at == TimePoint{} ? now() : std::max(at, call.start));
-    response.error_message += "; " + timeline;
-  }
-  if (call.cells) {
-    const auto code = call_code(ec);
-    const auto t = at == TimePoint{} ? now() : std::max(at, call.start);
-    call.cells->completed(code, t - call.start);
-    if (code == CallCode::timeout || code == CallCode::server_timeout) record_timeout(call, code, t, std::move(timeline));
+  if (ec) [[unlikely]] {
+    completed_with_error(call, ec, response, at);
+  } else if (call.cells) {
+    call.cells->completed(CallCode::ok, (at == TimePoint{} ? now() : std::max(at, call.start)) - call.start);
   }
   // Out of every book. Attempts still in flight when another won or the
   // caller cancelled are told to their servers, which drop the reply.
@@ -903,22 +896,37 @@ bool ClientCore::complete(CallLock& lock, Call& call, error_code ec, Response re
   return true;
 }
 
+void ClientCore::completed_with_error(Call& call, error_code ec, Response& response, TimePoint at) {
+  const auto t = at == TimePoint{} ? now() : std::max(at, call.start);
+  std::string timeline;
+  if (ec == errc::timeout) {
+    // Where the time went, told with the error (built only for timeouts).
+    timeline = timeline_of(call, t);
+    response.error_message += "; " + timeline;
+  }
+  if (call.cells) {
+    const auto code = call_code(ec);
+    call.cells->completed(code, t - call.start);
+    if (code == CallCode::timeout || code == CallCode::server_timeout) record_timeout(call, code, t, std::move(timeline));
+  }
+}
+
 std::string ClientCore::timeline_of(const Call& call, TimePoint t) const {
   TimelineFacts f;
   f.start = call.start;
   f.first_sent = call.first_sent;
   f.last_sent = call.last_sent;
-  f.attempts = call.attempts;
   f.reply = call.late_reply;
   f.deadline = call.plan.deadline;
   f.fired = call.fired;
   f.completed = t;
   // The socket's last write is on the steady clock: comparable only when the
   // client reads that clock too (not a manual one).
-  if (!clock_ && call.latest && call.last_sent != TimePoint{}) {
+  const TimePoint sent = f.last_sent != TimePoint{} ? f.last_sent : f.first_sent;
+  if (!clock_ && call.latest && sent != TimePoint{}) {
     if (const auto ch = call.latest->watched_channel.load()) {
       const auto wrote = ch->last_write();
-      if (wrote >= call.last_sent && wrote <= t) f.socket_wrote = wrote;
+      if (wrote >= sent && wrote <= t) f.socket_wrote = wrote;
     }
   }
   return timeline_text(f);

@@ -186,6 +186,9 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   bool fits_with_traceparent(std::string& method, std::string& payload, transport::Attachments& attachments) const;
   /// Adds the call to the recent timeouts (and logs it at debug level).
   void record_timeout(const Call& call, CallCode code, TimePoint t, std::string timeline);
+  /// complete()'s work for a call that failed: the metrics, and for a
+  /// timeout its timeline (appended to the message) and /timeouts record.
+  void completed_with_error(Call& call, boost::system::error_code ec, Response& response, TimePoint at);
   /// The timeline of `call`, timed out at `t` (timeline.h).
   std::string timeline_of(const Call& call, TimePoint t) const;
   /// Completes the call with errc::cancelled, "client closed".

@@ -18,9 +18,7 @@ std::string timeline_text(const TimelineFacts& f) {
     out += ", never sent";
   } else {
     fmt::format_to(std::back_inserter(out), ", sent {:.1f}", at(f.first_sent));
-    if (f.attempts > 1 && f.last_sent != TimePoint{}) {
-      fmt::format_to(std::back_inserter(out), ", attempt {} sent {:.1f}", f.attempts, at(f.last_sent));
-    }
+    if (f.last_sent != TimePoint{}) fmt::format_to(std::back_inserter(out), ", last attempt sent {:.1f}", at(f.last_sent));
     if (f.socket_wrote != TimePoint{}) fmt::format_to(std::back_inserter(out), ", socket wrote {:.1f}", at(f.socket_wrote));
   }
   if (f.reply != TimePoint{}) {

@@ -16,8 +16,7 @@ struct TimelineFacts {
   using TimePoint = timer::Clock::time_point;
   TimePoint start;        ///< the call started (queued)
   TimePoint first_sent;   ///< its first attempt was handed to a connection
-  TimePoint last_sent;    ///< its latest attempt was (when there were several)
-  int attempts = 0;
+  TimePoint last_sent;    ///< its latest attempt was, when it sent more than one ({} otherwise)
   TimePoint socket_wrote; ///< the latest attempt's connection last wrote to its socket (if after last_sent)
   TimePoint reply;        ///< a reply arrived after the deadline (before the timer ran)
   TimePoint deadline;     ///< the call's deadline

@@ -220,13 +220,12 @@ TEST(Timeline, TheTextNamesEveryEntryInOrder) {
   f.start = TimelineFacts::TimePoint{} + 1h;
   f.first_sent = f.start + 100us;
   f.last_sent = f.start + 20300us;
-  f.attempts = 2;
   f.socket_wrote = f.start + 20400us;
   f.deadline = f.start + 50ms;
   f.fired = f.start + 50300us;
   f.completed = f.start + 50460us;
   EXPECT_EQ(wheelrpc::rpc::detail::timeline_text(f),
-            "timeline: queued 0.0 ms, sent 0.1, attempt 2 sent 20.3, socket wrote 20.4, timer fired 50.3 (0.3 late), "
+            "timeline: queued 0.0 ms, sent 0.1, last attempt sent 20.3, socket wrote 20.4, timer fired 50.3 (0.3 late), "
             "completed 50.5");
 }
 
