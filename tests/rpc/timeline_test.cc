@@ -102,6 +102,16 @@ struct ManualClient {
     return f;
   }
 
+  /// Connects, starts a call and waits until the server holds it (ready
+  /// first: the call is sent at once, at its start).
+  std::future<Outcome> start_held(std::chrono::milliseconds timeout) {
+    client->connect();
+    EXPECT_TRUE(wait_until([&] { return client->providers().at(0).ready; }));
+    auto f = start(timeout);
+    EXPECT_TRUE(wait_until([&] { return server.held_count() == 1; }));
+    return f;
+  }
+
   ManualTimer manual;  // outlives the client
   IoThreads io;         // the server's
   IoThreads client_io{1};
@@ -120,10 +130,7 @@ Outcome wait(std::future<Outcome>& f) {
 
 TEST(LateReply, AReplyAfterTheDeadlineBeforeItsTimerRanIsATimeoutNotASuccess) {
   ManualClient m;
-  m.client->connect();
-  ASSERT_TRUE(wait_until([&] { return m.client->providers().at(0).ready; }));
-  auto f = m.start(30s);
-  ASSERT_TRUE(wait_until([&] { return m.server.held_count() == 1; }));
+  auto f = m.start_held(30s);
   // The deadline passes, but the wheel does not run (a starved worker).
   m.manual.clock.advance(30s + 5ms);
   m.server.release();  // the reply arrives 5 ms after the deadline
@@ -152,10 +159,7 @@ TEST(LateReply, AReplyAfterTheDeadlineBeforeItsTimerRanIsATimeoutNotASuccess) {
 
 TEST(LateReply, AReplyJustBeforeTheDeadlineIsDelivered) {
   ManualClient m;
-  m.client->connect();
-  ASSERT_TRUE(wait_until([&] { return m.client->providers().at(0).ready; }));
-  auto f = m.start(30s);
-  ASSERT_TRUE(wait_until([&] { return m.server.held_count() == 1; }));
+  auto f = m.start_held(30s);
   m.manual.clock.advance(30s - 1ms);
   m.server.release();
   auto out = wait(f);
@@ -166,10 +170,7 @@ TEST(LateReply, AReplyJustBeforeTheDeadlineIsDelivered) {
 
 TEST(Timeline, ATimedOutCallSaysWhenItWasSentAndHowLateItsTimerRan) {
   ManualClient m;
-  m.client->connect();
-  ASSERT_TRUE(wait_until([&] { return m.client->providers().at(0).ready; }));
-  auto f = m.start(50ms);
-  ASSERT_TRUE(wait_until([&] { return m.server.held_count() == 1; }));
+  auto f = m.start_held(50ms);
   // The worker runs 7 ms after the deadline (the clock moved without it).
   m.manual.clock.advance(57ms);
   m.manual.timer.run_expired();
