@@ -162,6 +162,12 @@ TEST(AdminServer, MetricsPassPromtoolAndCountWhatTheClientSaw) {
     ADD_FAILURE() << "no /usr/bin/promtool: scripts/install_deps.sh installs it (Debian's prometheus package)";
   }
   const auto m = samples(reply.body);
+  // Connections closed for bad input, every reason present (zeros too).
+  for (const char* reason : {"bad_magic", "bad_version", "oversize_frame", "malformed_frame", "no_hello",
+                             "hello_timeout"}) {
+    const std::string sample = std::string("wheelrpc_server_bad_input_total{reason=\"") + reason + "\"}";
+    EXPECT_TRUE(m.count(sample)) << sample << "\n" << reply.body;
+  }
   std::lock_guard lock(fx.mu);
   for (const auto& [key, n] : fx.seen) {
     const auto slash = key.find('/');

@@ -123,6 +123,14 @@ for prog in "$server_bin" "$client_bin" "$proxy_bin"; do
     [ -s "$tmp/help.err" ] && fail "$name $h: wrote on stderr: $(cat "$tmp/help.err")"
   done
 done
+# Both say how the heartbeat interval is agreed (the larger proposal wins).
+for prog in "$server_bin" "$client_bin"; do
+  "$prog" --help | tr -s ' \n' ' ' | grep -q "agrees on the LARGER of" ||
+    fail "$(basename "$prog") --help does not say how the heartbeat interval is agreed"
+done
+# ... and what the exit status says when no call succeeded.
+"$client_bin" --help | tr -s ' \n' ' ' | grep -q "1 if no call succeeded" ||
+  fail "echo_client --help does not document the exit status of a run in which no call succeeded"
 # --help wins over the other words, even bad ones.
 set +e
 timeout 10 "$client_bin" --concurrency x --help >"$tmp/help.out" 2>&1

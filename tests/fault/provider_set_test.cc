@@ -18,6 +18,7 @@
 #include <wheelrpc/rpc/provider_source.h>
 
 #include "support/cluster.h"
+#include "support/log_capture.h"
 #include "support/toxic.h"
 
 using namespace std::chrono_literals;
@@ -122,6 +123,41 @@ TEST(ProviderSet, CallsWaitForTheFirstSetThenGoToIt) {
   ASSERT_FALSE(out.ec) << out.response.error_message;
   EXPECT_EQ(out.response.payload, "p0");
   EXPECT_EQ(s.c.client->stats().provider_sets, 1u);
+}
+
+TEST(ProviderSet, SourceStateSaysAtOnceWhetherThereIsNothingToWaitFor) {
+  {
+    SourcedCluster s({Mode::reply});
+    auto st = s.c.client->source_state();
+    EXPECT_EQ(st.source, "test source");
+    EXPECT_FALSE(st.reported);
+    EXPECT_TRUE(st.error.empty()) << "no answer yet: nothing known, nothing wrong";
+    s.source->report_error("host name 'x.invalid' does not resolve: Host not found");
+    st = s.c.client->source_state();
+    EXPECT_FALSE(st.reported);
+    EXPECT_EQ(st.providers, 0u);
+    EXPECT_EQ(st.error, "test source: host name 'x.invalid' does not resolve: Host not found");
+    s.source->report({s.ep(0)});
+    st = s.c.client->source_state();
+    EXPECT_TRUE(st.reported);
+    EXPECT_EQ(st.providers, 1u);
+    EXPECT_TRUE(st.error.empty()) << st.error;
+  }
+  // An empty first set (empty protection on: nothing to keep) is known to be
+  // empty, and says why.
+  wheelrpc::test::LogCapture log("wheelrpc.rpc");
+  SourcedCluster s({Mode::reply});
+  s.source->report({});
+  const auto st = s.c.client->source_state();
+  EXPECT_TRUE(st.reported);
+  EXPECT_EQ(st.providers, 0u);
+  EXPECT_EQ(st.error, "test source has no providers");
+  EXPECT_EQ(log.count("test source has no providers"), 1u);
+  EXPECT_EQ(log.count("empty protection"), 0u) << "nothing was ever known: nothing is kept";
+  auto out = s.call(wheelrpc::test::opts(5s));
+  EXPECT_EQ(out.ec, wheelrpc::rpc::errc::unavailable);
+  EXPECT_TRUE(wheelrpc::test::contains(out.response.error_message, "no provider: test source has no providers"))
+      << out.response.error_message;
 }
 
 TEST(ProviderSet, ASourceThatFailsFirstFailsCallsThatDoNotWaitForReady) {

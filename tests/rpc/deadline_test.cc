@@ -169,6 +169,37 @@ TEST(Deadline, LateReplyIsCountedAndNeverDelivered) {
   client.close();
 }
 
+// The codes the client's own checks use too say who said them when it was
+// the server: the prefix is the code's name, as the client's own messages
+// begin ("unavailable (no provider ...", "bad request (...").
+TEST(ErrorText, ARefusalByTheServerSaysTheServerRefusedIt) {
+  wheelrpc::timer::HashedWheelTimer timer;  // outlives the I/O threads
+  IoThreads io;
+  ScriptedServer refusing(io.io.get_executor(), true,
+                          [](wheelrpc::transport::Channel& ch, wheelrpc::transport::Frame& f) {
+                            const bool bad = f.method == "bad";
+                            ch.send(ScriptedServer::reply_to(
+                                f, bad ? "age must be > 0" : "draining",
+                                bad ? wheelrpc::rpc::Status::bad_request : wheelrpc::rpc::Status::shutting_down));
+                          });
+  Client client(io.io.get_executor(), timer, {refusing.endpoint()});
+  CallOptions o = with_timeout(5000ms);
+  o.retries = 0;
+  auto f = start(client, "busy", "x", o);
+  auto out = wait(f);
+  EXPECT_EQ(out.ec, errc::unavailable);
+  EXPECT_EQ(out.response.error_message.rfind("unavailable (refused by the server) after ", 0), 0u)
+      << out.response.error_message;
+  EXPECT_NE(out.response.error_message.find(": draining"), std::string::npos) << out.response.error_message;
+  auto g = start(client, "bad", "x", o);
+  out = wait(g);
+  EXPECT_EQ(out.ec, errc::bad_request);
+  EXPECT_EQ(out.response.error_message.rfind("bad request (rejected by the server) after ", 0), 0u)
+      << out.response.error_message;
+  EXPECT_EQ(make_error_code(errc::unavailable).message().rfind("unavailable", 0), 0u);
+  client.close();
+}
+
 TEST(Deadline, CancelBeforeSendFreesTheCallAtOnce) {
   wheelrpc::timer::HashedWheelTimer timer;  // outlives the I/O threads
   IoThreads io;
