@@ -16,10 +16,10 @@
 // and go.
 //
 // Before its clock and its first call start, it connects and waits until each
-// server is ready or failed a connect attempt (at most 10 s; "echo_client: no
-// server ready after N ms: <why>" on stderr if none is, and the calls then
-// fail with their own errors): a deadline measures the call, not the connect
-// and HELLO.
+// server is ready or failed a connect attempt, or the provider source has
+// failed or reported no provider (at most 10 s; "echo_client: no server ready
+// after N ms: <why>" on stderr if none is, and the calls then fail with their
+// own errors): a deadline measures the call, not the connect and HELLO.
 //
 // Every call has a deadline of T ms (the client's wheel timer). Each attempt
 // goes to a ready server chosen by --lb; a failed attempt is retried (up to
@@ -40,12 +40,13 @@
 //
 // With --json, one line per interval {"t_ms":..,"ok":..,"errors":{..},
 // "providers_now":N} (cumulative) and a final summary line, which also
-// carries the client's attempts, retries, hedges and budget refusals, the load
-// balancing policy and, for every provider ever in the set,
-// {"peer","attempts","failures","removed"}; otherwise readable progress
-// lines, a summary (the same counters included), the first few distinct
-// error messages and a one-line histogram of the ok calls' latencies
-// ("latency histogram (ms): ...").
+// carries the client's attempts, retries, hedges, budget refusals and
+// attempts with no provider, the load balancing policy, for every provider
+// ever in the set {"peer","attempts","failures","removed","ok","cancelled",
+// "in_flight"}, one example message per error code and the agreed heartbeat;
+// otherwise readable progress lines, a summary (the same counters, which add
+// up with each other), one example message per error code and a one-line
+// histogram of the ok calls' latencies ("latency histogram (ms): ...").
 //
 // The files: config.h and flags.cc (the flags), connect_wait.h/.cc (the wait
 // for the connections), load.h/.cc (the loop of calls), tally.h/.cc (counting
