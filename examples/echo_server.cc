@@ -160,6 +160,7 @@ constexpr const char* kUsage =
     "  --tls-require-client-cert  refuse clients without a certificate signed by\n"
     "                    --tls-ca (mTLS)\n"
     "  -h, --help        print this text and exit 0\n"
+    "  --version         print the version (\"echo_server (wheelrpc) X.Y.Z\") and exit 0\n"
     "Flags take their value as --flag V or --flag=V.\n"
     "Methods: echo (returns the payload), sleep (payload = milliseconds; replies \"slept\").\n"
     "With --registry: prints \"registered NAME at IP:PORT\" once the registration is in\n"

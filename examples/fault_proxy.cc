@@ -52,6 +52,7 @@ constexpr const char* kUsage =
     "  --upstream HOST:PORT  the server the proxy forwards to (port 1..65535)\n"
     "  --control-port P      serve the HTTP control API on 127.0.0.1:P, 0..65535 (0 = pick one)\n"
     "  -h, --help            print this text and exit 0\n"
+    "  --version             print the version (\"fault_proxy (wheelrpc) X.Y.Z\") and exit 0\n"
     "Flags take their value as --flag V or --flag=V.\n"
     "Control API: GET/POST /toxics, GET/DELETE /toxics/NAME, POST /down, POST /up, GET /stats.\n"
     "Toxic types: latency, bandwidth, blackhole, reset_peer, limit_data, slicer.\n"

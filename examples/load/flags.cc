@@ -69,6 +69,7 @@ constexpr const char* kUsage =
     "  --tls-server-name N  the name the server's certificate must carry (a DNS name\n"
     "                    or an IP address; default: each server's IP address)\n"
     "  -h, --help        print this text and exit 0\n"
+    "  --version         print the version (\"echo_client (wheelrpc) X.Y.Z\") and exit 0\n"
     "Flags take their value as --flag V or --flag=V.\n"
     "SIGINT or SIGTERM: stop issuing, wait for the calls in flight, print the summary;\n"
     "a second one exits at once with status 128 + the signal (130 for SIGINT).\n"

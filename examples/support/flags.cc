@@ -70,9 +70,16 @@ int FlagParser::help() const {
   return 0;
 }
 
+int FlagParser::version() const {
+  std::printf("%s (wheelrpc) %s\n", program_.c_str(), WHEELRPC_VERSION);
+  std::fflush(stdout);
+  return 0;
+}
+
 std::optional<int> FlagParser::parse(int argc, char** argv) const {
   po::options_description known;
   known.add_options()("help", po::bool_switch());
+  known.add_options()("version", po::bool_switch());
   for (const auto& f : flags_) {
     const std::string name = f.name.substr(2);
     if (f.takes_value) {
@@ -116,6 +123,9 @@ std::optional<int> FlagParser::parse(int argc, char** argv) const {
   for (const po::option& o : options) {
     const std::string word = word_of(o);
     if ((!o.unregistered && o.string_key == "help") || (o.string_key.empty() && word == "-h")) return help();
+  }
+  for (const po::option& o : options) {
+    if (!o.unregistered && o.string_key == "version") return version();
   }
   for (const po::option& o : options) {
     const std::string word = word_of(o);

@@ -73,7 +73,8 @@ class FlagParser {
                          std::string note = {});
 
   /// Reads argv[1..argc) (see the class comment); returns the exit status
-  /// when the program is to end now (0 after --help, 2 after a usage error),
+  /// when the program is to end now (0 after --help or --version, 2 after a
+  /// usage error),
   /// or nothing when every flag was applied.
   std::optional<int> parse(int argc, char** argv) const;
 
@@ -82,6 +83,8 @@ class FlagParser {
   int usage_error(const std::string& problem) const;
   /// Prints the usage text on stdout; returns 0.
   int help() const;
+  /// Prints "<program> (wheelrpc) <version>" on stdout; returns 0.
+  int version() const;
 
  private:
   struct Flag {

@@ -123,6 +123,16 @@ for prog in "$server_bin" "$client_bin" "$proxy_bin"; do
     [ -s "$tmp/help.err" ] && fail "$name $h: wrote on stderr: $(cat "$tmp/help.err")"
   done
 done
+# --version: "<program> (wheelrpc) X.Y.Z" on stdout, exit status 0.
+for prog in "$server_bin" "$client_bin" "$proxy_bin"; do
+  name=$(basename "$prog")
+  set +e
+  version=$(timeout 10 "$prog" --version 2>"$tmp/version.err")
+  rc=$?
+  set -e
+  [ "$rc" = 0 ] || fail "$name --version: exit status $rc, expected 0"
+  grep -Eqx "$name \(wheelrpc\) [0-9]+\.[0-9]+\.[0-9]+" <<<"$version" || fail "$name --version printed '$version'"
+done
 # Both say how the heartbeat interval is agreed (the larger proposal wins).
 for prog in "$server_bin" "$client_bin"; do
   "$prog" --help | tr -s ' \n' ' ' | grep -q "agrees on the LARGER of" ||
