@@ -1,4 +1,4 @@
-#include <wheelrpc/rpc/channel_timer_task.h>
+#include "channel_timer_task.h"
 
 #include <algorithm>
 #include <utility>

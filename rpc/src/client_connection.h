@@ -17,7 +17,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include <wheelrpc/rpc/backoff.h>
-#include <wheelrpc/rpc/channel_timer_task.h>
+#include "channel_timer_task.h"
 #include <wheelrpc/transport/channel.h>
 
 #include "call.h"

@@ -15,7 +15,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/smart_ptr/intrusive_ptr.hpp>
 
-#include <wheelrpc/rpc/channel_timer_task.h>
+#include "channel_timer_task.h"
 #include <wheelrpc/rpc/server.h>
 #include <wheelrpc/transport/acceptor.h>
 #include <wheelrpc/transport/channel.h>

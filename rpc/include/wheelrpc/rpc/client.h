@@ -17,6 +17,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <wheelrpc/rpc/call_error.h>
+#include <wheelrpc/rpc/detail/throwing_handler.h>
 #include <wheelrpc/rpc/errc.h>
 #include <wheelrpc/rpc/introspection.h>
 #include <wheelrpc/rpc/options.h>
@@ -24,14 +26,6 @@
 #include <wheelrpc/rpc/response.h>
 #include <wheelrpc/timer/timer.h>
 
-namespace boost::asio {
-// The tokens whose failures throw (see Client::async_call); declared here so
-// that this header does not pull in coroutine or future support.
-template <typename Executor>
-struct use_awaitable_t;
-template <typename Allocator>
-class use_future_t;
-}  // namespace boost::asio
 
 namespace wheelrpc::rpc {
 
@@ -101,47 +95,7 @@ struct SourceState {
   std::string error;
 };
 
-/// A failed call as an exception: thrown by the blocking `call()`, and by
-/// `async_call` with `use_awaitable` or `use_future`. `code()` is the call's
-/// error (a wheelrpc::rpc::errc, or boost::asio::error::operation_aborted) and
-/// `what()` the full message of Response::error_message: the phase, elapsed
-/// time, method and server, e.g. "timeout (sent, waiting for the reply) after
-/// 50 ms calling 'slow' on 127.0.0.1:7001". A boost::system::system_error, so
-/// catch sites written for that keep working.
-class CallError : public boost::system::system_error {
- public:
-  /// `message` empty: the code's own message.
-  CallError(boost::system::error_code ec, std::string message)
-      : boost::system::system_error(ec), message_(message.empty() ? ec.message() : std::move(message)) {}
-  const char* what() const noexcept override { return message_.c_str(); }
 
- private:
-  std::string message_;
-};
-
-namespace detail {
-/// Completion tokens whose completion with an error throws: for them a call
-/// completes with an exception_ptr holding a CallError instead of a bare
-/// error_code, so the precise message reaches the catch site.
-template <class Token>
-struct throws_on_error : std::false_type {};
-template <class Executor>
-struct throws_on_error<boost::asio::use_awaitable_t<Executor>> : std::true_type {};
-template <class Allocator>
-struct throws_on_error<boost::asio::use_future_t<Allocator>> : std::true_type {};
-
-/// Turns (error_code, Response) into (exception_ptr, Response); keeps the
-/// wrapped handler's executor, allocator and cancellation slot.
-template <class Handler>
-struct ThrowingHandler {
-  Handler handler;
-  void operator()(boost::system::error_code ec, Response r) {
-    std::exception_ptr e;
-    if (ec) e = std::make_exception_ptr(CallError(ec, r.error_message));
-    std::move(handler)(std::move(e), std::move(r));
-  }
-};
-}  // namespace detail
 
 /// A client of one or more servers ("providers"): each has its own connection,
 /// kept alive and reconnected by the client's HeartbeatTimerTask and
@@ -301,16 +255,3 @@ class Client {
 };
 
 }  // namespace wheelrpc::rpc
-
-template <template <typename, typename> class Associator, typename Handler, typename DefaultCandidate>
-struct boost::asio::associator<Associator, wheelrpc::rpc::detail::ThrowingHandler<Handler>, DefaultCandidate>
-    : Associator<Handler, DefaultCandidate> {
-  static typename Associator<Handler, DefaultCandidate>::type get(
-      const wheelrpc::rpc::detail::ThrowingHandler<Handler>& h) noexcept {
-    return Associator<Handler, DefaultCandidate>::get(h.handler);
-  }
-  static auto get(const wheelrpc::rpc::detail::ThrowingHandler<Handler>& h, const DefaultCandidate& c) noexcept
-      -> decltype(Associator<Handler, DefaultCandidate>::get(h.handler, c)) {
-    return Associator<Handler, DefaultCandidate>::get(h.handler, c);
-  }
-};
