@@ -14,7 +14,8 @@
 # deadlines cost, alternating:
 #   B_CLIENT_FLAGS=--no-deadline bench/ab_rpc.sh build/release/bench/rpc_bench build/release/bench/rpc_bench 128 5 5
 # Any binary with rpc_bench's flags and JSON line can be A or B, such as the
-# raw Asio echo of ../shared/peers (build/asio_echo).
+# peers of bench/peers (build/peers/asio_echo and build/peers/grpc_echo, built
+# by bench/peers/build.sh).
 set -euo pipefail
 a=${1:?usage: ab_rpc.sh A_rpc_bench B_rpc_bench [C] [DURATION] [ROUNDS]}
 b=${2:?usage: ab_rpc.sh A_rpc_bench B_rpc_bench [C] [DURATION] [ROUNDS]}

@@ -4,7 +4,7 @@
 /// histogram and the one-line JSON writer.
 ///
 /// They measure the same things, the same way, as the peer benchmarks we are
-/// compared with (shared/peers/common.hpp), so numbers can be put side by side.
+/// compared with (bench/peers/peer_util.h), so numbers can be put side by side.
 
 #include <algorithm>
 #include <chrono>
@@ -155,8 +155,8 @@ inline double thread_cpu_s(pid_t tid) {
 /// /proc/PID/stat; -1 if it is gone (or a zombie). As the peers measure a server.
 inline double other_process_cpu_s(pid_t pid) { return stat_cpu_s("/proc/" + std::to_string(pid) + "/stat"); }
 
-/// Latency histogram (log-linear, 128 sub-buckets per power of two, the
-/// peers' `Hist`), shared with the load generator: examples/support.
+/// Latency histogram (log-linear, 128 sub-buckets per power of two), shared
+/// with the load generator and with the peers (bench/peers): examples/support.
 using LatencyHistogram = support::LatencyHistogram;
 
 /// splitmix64: the tiny deterministic generator the peer benchmarks use

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The cost of TLS in wheelrpc and in gRPC C++, side by side: rpc_bench and
-# bench/grpc_tls_echo.cc, each plaintext and with --tls, on the same
-# throw-away certificates (EC P-256, made once per run with the openssl
+# The cost of TLS in wheelrpc and in gRPC C++, side by side: rpc_bench and the
+# gRPC peer (bench/peers/grpc_echo.cc), each plaintext and with --tls, on the
+# same throw-away certificates (EC P-256, made once per run with the openssl
 # command), in alternating runs so all four see the same machine. Each round
 # runs, one after the other: wheelrpc plaintext, wheelrpc TLS, gRPC plaintext,
 # gRPC TLS; each run is a fresh server process (port 0) and one client.
@@ -12,22 +12,17 @@
 #   DURATION=10 ROUNDS=5 CONCURRENCY="1 128" bench/grpc_tls.sh
 #
 # Environment: BENCH (default <repo>/build/release/bench/rpc_bench; build it
-# with the release preset), PEERS_DIR (default <repo>/../shared/peers: echo.proto
-# and common.hpp), DURATION (measured s, default 5), WARMUP (s, default 1),
-# ROUNDS (default 3), CONCURRENCY (default "1 16 128"), PAYLOAD (bytes,
-# default 64), OUT (default bench/results/grpc-tls-YYYY-MM-DD.jsonl, appended
-# to), CXX (default g++). The gRPC binary is built into build/peers when
-# missing or older than its sources. Progress goes to stderr, the table to
-# stdout; exit status 1 if any run failed or had errors.
+# with the release preset), DURATION (measured s, default 5), WARMUP (s,
+# default 1), ROUNDS (default 3), CONCURRENCY (default "1 16 128"), PAYLOAD
+# (bytes, default 64), OUT (default bench/results/grpc-tls-YYYY-MM-DD.jsonl,
+# appended to). The gRPC peer is built by bench/peers/build.sh into
+# build/peers (it installs the Debian packages if missing, and rebuilds only
+# what changed). Progress goes to stderr, the table to stdout; exit status 1
+# if any run failed or had errors.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-peers="${PEERS_DIR:-$repo/../shared/peers}"
 bench=${BENCH:-$repo/build/release/bench/rpc_bench}
 [ -x "$bench" ] || { echo "grpc_tls.sh: $bench not built (cmake --preset release && cmake --build build/release --target rpc_bench)" >&2; exit 1; }
-if [ ! -f "$peers/rpc/echo.proto" ] || [ ! -f "$peers/common.hpp" ]; then
-  echo "grpc_tls.sh: no rpc/echo.proto and common.hpp in '$peers' (set PEERS_DIR)" >&2; exit 1
-fi
-peers="$(cd "$peers" && pwd)"
 DURATION=${DURATION:-5}
 WARMUP=${WARMUP:-1}
 ROUNDS=${ROUNDS:-3}
@@ -38,24 +33,10 @@ for v in "$DURATION" "$WARMUP" "$ROUNDS" "$PAYLOAD" $CONCURRENCY; do
 done
 out=${OUT:-$repo/bench/results/grpc-tls-$(date +%F).jsonl}
 
-# ---- build the gRPC echo (build/peers, git-ignored) ----------------------------
-src="$repo/bench/grpc_tls_echo.cc"
-bin_dir="$repo/build/peers"
-grpc="$bin_dir/grpc_tls_echo"
-if [ ! -x "$grpc" ] || [ "$src" -nt "$grpc" ] || [ "$peers/rpc/echo.proto" -nt "$grpc" ] || [ "$peers/common.hpp" -nt "$grpc" ]; then
-  for p in libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc pkg-config; do
-    dpkg -s "$p" >/dev/null 2>&1 || { echo "grpc_tls.sh: package $p missing (apt-get install $p)" >&2; exit 1; }
-  done
-  echo "== building $grpc" >&2
-  mkdir -p "$bin_dir/gen"
-  protoc -I "$peers/rpc" --cpp_out="$bin_dir/gen" --grpc_out="$bin_dir/gen" \
-    --plugin=protoc-gen-grpc="$(command -v grpc_cpp_plugin)" "$peers/rpc/echo.proto"
-  # shellcheck disable=SC2046  # pkg-config prints words
-  ${CXX:-g++} -std=c++20 -O2 -Wall -Wextra -pthread -I"$peers" -I"$bin_dir/gen" \
-    "$src" "$bin_dir/gen/echo.pb.cc" "$bin_dir/gen/echo.grpc.pb.cc" \
-    $(pkg-config --cflags --libs grpc++ protobuf) -o "$grpc.tmp"
-  mv "$grpc.tmp" "$grpc"
-fi
+# ---- the gRPC peer (build/peers, git-ignored) -----------------------------------
+"$repo/bench/peers/build.sh" >&2
+grpc="$repo/build/peers/grpc_echo"
+[ -x "$grpc" ] || { echo "grpc_tls.sh: $grpc was not built" >&2; exit 1; }
 
 # ---- processes and clean-up ----------------------------------------------------
 tmp=$(mktemp -d)

@@ -4,10 +4,12 @@
     python3 bench/ratios.py bench/results/timer-2026-11-22.jsonl
     ... | python3 bench/ratios.py            # JSON lines on stdin
 
-Reads the JSON lines printed by bench/timer_bench and shared/peers/run_timer.sh
-(non-JSON lines are ignored; when a result appears twice the last one wins) and
-prints one Markdown table: each goal of shared/bench-spec.md, wheelrpc's figure,
-the reference it is compared with, the ratio and whether the goal is met.
+Reads the JSON lines printed by bench/timer_bench and by the peers of
+bench/peers (asio_timer_bench, NettyTimerBench), as bench/compare_timer.sh
+saves them (non-JSON lines are ignored; when a result appears twice the last
+one wins) and prints one Markdown table: each of the project's timer goals (the
+constants below), wheelrpc's figure, the reference it is compared with, the
+ratio and whether the goal is met.
 Standard library only.
 """
 import json

@@ -1,6 +1,7 @@
-/// RPC echo on wheelrpc, mirroring the peer benchmark shared/peers/rpc/asio_echo.cpp
-/// (and grpc_echo.cpp): same command line, same JSON fields, same measurement
-/// method, so bench/compare_rpc.sh can put the three side by side.
+/// RPC echo on wheelrpc, mirroring the peer benchmarks bench/peers/asio_echo.cc
+/// (raw Boost.Asio) and bench/peers/grpc_echo.cc (gRPC C++): same command line,
+/// same JSON fields, same measurement method, so bench/compare_rpc.sh can put
+/// the three side by side.
 ///
 ///   rpc_bench server [--port 0] [--port-file PATH] [--lifetime SECONDS] [--threads N] [--tls DIR]
 ///   rpc_bench client --port N [--concurrency 16] [--payload 64] [--warmup 1]
@@ -147,7 +148,7 @@ int server(const Flags& flags) {
 // ---- client --------------------------------------------------------------------
 
 /// Settings and result of one closed-loop run; printed as one JSON line with
-/// the peers' fields (shared/peers/common.hpp EchoRun) plus "deadline_ms".
+/// the peers' fields (bench/peers/peer_util.h EchoRun) plus "metrics".
 struct EchoRun {
   std::string workload = "echo";
   int concurrency = 16;

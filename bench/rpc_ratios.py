@@ -4,11 +4,13 @@
     python3 bench/rpc_ratios.py bench/results/rpc-2026-11-22.jsonl
     ... | python3 bench/rpc_ratios.py            # JSON lines on stdin
 
-Reads the JSON lines printed by bench/rpc_bench and shared/peers/run_rpc.sh
+Reads the JSON lines printed by bench/rpc_bench and by the peers of
+bench/peers (asio_echo, grpc_echo), as bench/compare_rpc.sh saves them
 (non-JSON lines are ignored; when a result appears twice the last one wins) and
-prints one Markdown table: each RPC goal of shared/bench-spec.md, wheelrpc's
-figure, the reference it is compared with, the ratio and whether the goal is
-met, followed by informational ratios at every concurrency measured.
+prints one Markdown table: each of the project's RPC goals (the constants
+below), wheelrpc's figure, the reference it is compared with, the ratio and
+whether the goal is met, followed by informational ratios at every concurrency
+measured.
 Standard library only.
 """
 import json

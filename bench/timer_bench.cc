@@ -1,9 +1,9 @@
 /// Timer workloads against wheelrpc::timer::HashedWheelTimer, mirroring the
-/// peer benchmarks (shared/peers/timer: Boost.Asio steady_timer and Netty's
-/// HashedWheelTimer): same command line, same JSON fields, same splitmix64
-/// delays (seed 42), same measurement method. One JSON object per line on
-/// stdout; exit status 0 when the run's self-check passed, 1 when it failed,
-/// 2 on a usage error.
+/// peer benchmarks bench/peers/asio_timer_bench.cc (Boost.Asio steady_timer)
+/// and bench/peers/NettyTimerBench.java (Netty's HashedWheelTimer): same
+/// command line, same JSON fields, same splitmix64 delays (seed 42), same
+/// measurement method. One JSON object per line on stdout; exit status 0 when
+/// the run's self-check passed, 1 when it failed, 2 on a usage error.
 ///
 ///   timer_bench churn P K      pre-fill P timeouts, then K x (schedule one, cancel oldest)
 ///   timer_bench churn_mt P K   the same with 2 producer threads on one shared timer
