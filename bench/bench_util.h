@@ -51,6 +51,18 @@ inline double process_cpu_s() noexcept {
          static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
 }
 
+/// User and kernel CPU seconds of the whole process, apart (getrusage).
+struct CpuSplit {
+  double user_s = -1;
+  double sys_s = -1;
+};
+inline CpuSplit process_cpu_split() noexcept {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return {static_cast<double>(ru.ru_utime.tv_sec) + static_cast<double>(ru.ru_utime.tv_usec) * 1e-6,
+          static_cast<double>(ru.ru_stime.tv_sec) + static_cast<double>(ru.ru_stime.tv_usec) * 1e-6};
+}
+
 /// Whole content of a (small, /proc) file; empty if it cannot be read.
 inline std::string read_small_file(const std::string& path) {
   std::ifstream f(path);
@@ -111,6 +123,31 @@ inline pid_t find_thread(std::string_view name) {
     }
   }
   return 0;
+}
+
+/// utime and stime in seconds (clock-tick resolution) from a /proc .../stat
+/// file; both -1 if it cannot be read or the process is a zombie.
+inline CpuSplit stat_cpu_split(const std::string& path) {
+  const std::string s = read_small_file(path);
+  const auto close = s.rfind(')');  // comm may contain spaces; fields restart after ')'
+  if (close == std::string::npos) return {};
+  std::vector<std::string> fields;  // fields[0] is field 3 (state)
+  std::string tok;
+  for (std::size_t i = close + 2; i <= s.size(); ++i) {
+    if (i == s.size() || s[i] == ' ') {
+      fields.push_back(tok);
+      tok.clear();
+    } else {
+      tok += s[i];
+    }
+  }
+  if (fields.size() < 13 || fields[0] == "Z") return {};
+  try {  // utime is field 14, stime field 15
+    const double tick = static_cast<double>(::sysconf(_SC_CLK_TCK));
+    return {std::stod(fields[11]) / tick, std::stod(fields[12]) / tick};
+  } catch (const std::exception&) {
+    return {};
+  }
 }
 
 /// utime + stime in seconds (clock-tick resolution) from a /proc .../stat

@@ -28,9 +28,13 @@
 /// client_cpu_s, server_cpu_s (over the window), client_rss_bytes_per_conn,
 /// server_rss_bytes_per_conn, timer_pending (the client's shared timer at the
 /// end of the window), errors (connections that failed, never became ready,
-/// were lost or reconnected); then details, among them the CPU of each
-/// process's timer worker thread ("wheel-timer", where the channel timer tasks
-/// run) over the window. Exit status 1 if errors > 0.
+/// were lost or reconnected); then details, among them user and kernel CPU
+/// apart (client_user_cpu_s, client_sys_cpu_s, server_user_cpu_s,
+/// server_sys_cpu_s) and user-space CPU per heartbeat sent in the window
+/// (client_user_us_per_heartbeat, server_user_us_per_heartbeat: the server
+/// answers each), and the CPU of each process's timer worker thread
+/// ("wheel-timer", where the channel timer tasks run) over the window. Exit
+/// status 1 if errors > 0.
 
 #include "conn_scale.h"
 
@@ -309,11 +313,15 @@ int conn_scale(const Flags& flags) {
   const pid_t self = ::getpid();
   const double c0 = process_cpu_s();
   const double s0 = server_pid ? other_process_cpu_s(server_pid) : -1;
+  const CpuSplit cs0 = process_cpu_split();
+  const CpuSplit ss0 = server_pid ? stat_cpu_split("/proc/" + std::to_string(server_pid) + "/stat") : CpuSplit{};
   const double ct0 = thread_cpu_of(self, "wheel-timer");
   const double st0 = server_pid ? thread_cpu_of(server_pid, "wheel-timer") : -1;
   std::this_thread::sleep_for(std::chrono::duration<double>(duration_s));
   const double c1 = process_cpu_s();
   const double s1 = server_pid ? other_process_cpu_s(server_pid) : -1;
+  const CpuSplit cs1 = process_cpu_split();
+  const CpuSplit ss1 = server_pid ? stat_cpu_split("/proc/" + std::to_string(server_pid) + "/stat") : CpuSplit{};
   const double ct1 = thread_cpu_of(self, "wheel-timer");
   const double st1 = server_pid ? thread_cpu_of(server_pid, "wheel-timer") : -1;
   const long client_rss_end = rss_of(0);
@@ -327,6 +335,13 @@ int conn_scale(const Flags& flags) {
   const double client_cpu_s = c1 - c0;
   const double server_cpu_s = s0 < 0 || s1 < 0 ? -1 : s1 - s0;
   const long established = at_end.ready;
+  // User-space CPU apart from the kernel's share (the sockets' send and
+  // receive): what the library itself costs per heartbeat.
+  const auto span = [](double a, double b) { return a < 0 || b < 0 ? -1.0 : b - a; };
+  const double client_user_s = span(cs0.user_s, cs1.user_s), client_sys_s = span(cs0.sys_s, cs1.sys_s);
+  const double server_user_s = span(ss0.user_s, ss1.user_s), server_sys_s = span(ss0.sys_s, ss1.sys_s);
+  const auto beats = static_cast<double>(at_end.heartbeats_sent - at_start.heartbeats_sent);
+  const auto us_per_beat = [beats](double s) { return s < 0 || beats <= 0 ? -1.0 : s * 1e6 / beats; };
   JsonLine()
       .str("workload", "conn_scale")
       .num("connections", n)
@@ -345,6 +360,12 @@ int conn_scale(const Flags& flags) {
       .num("client_cpu_pct", 100 * client_cpu_s / duration_s, 2)
       .num("server_cpu_pct", server_cpu_s < 0 ? -1.0 : 100 * server_cpu_s / duration_s, 2)
       .num("heartbeats_in_window", at_end.heartbeats_sent - at_start.heartbeats_sent)
+      .num("client_user_cpu_s", client_user_s, 3)
+      .num("client_sys_cpu_s", client_sys_s, 3)
+      .num("server_user_cpu_s", server_user_s, 3)
+      .num("server_sys_cpu_s", server_sys_s, 3)
+      .num("client_user_us_per_heartbeat", us_per_beat(client_user_s), 3)
+      .num("server_user_us_per_heartbeat", us_per_beat(server_user_s), 3)
       .num("client_timer_thread_cpu_s", delta(ct0, ct1), 3)
       .num("server_timer_thread_cpu_s", delta(st0, st1), 3)
       .num("client_rss_bytes_per_conn_at_ready", per_conn(client_rss0, client_rss_ready, established), 0)
