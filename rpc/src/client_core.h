@@ -225,7 +225,8 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   /// is no provider).
   void fail_unavailable(CallLock& lock, Call& call, const ProviderSet& set, Completion& done);
   /// Dispatches the calls waiting for a ready connection (one became ready,
-  /// or a new set holds a ready one). Takes books_mu_, then each call's lock.
+  /// or a new set holds a ready one). Takes books_mu_ to take the waiting list,
+  /// releases it, then takes each call's lock in turn (never the two nested).
   void dispatch_waiting();
   /// After a connect attempt failed or the set changed: if there is now
   /// nothing to wait for, fails the attempts of the waiting calls that do not
