@@ -18,6 +18,7 @@
 #include <wheelrpc/transport/errc.h>
 
 #include "control_frames.h"
+#include "idle_limit.h"
 #include "log.h"
 #include "timeline.h"
 
@@ -96,8 +97,7 @@ std::uint64_t ClientCore::random() noexcept {
 }
 
 std::chrono::milliseconds ClientCore::idle_timeout_for(std::chrono::milliseconds heartbeat) const {
-  if (options_.idle_timeout.count() > 0) return std::max(options_.idle_timeout, 2 * heartbeat);
-  return 3 * heartbeat;
+  return idle_limit(options_.idle_timeout, heartbeat);
 }
 
 std::string ClientCore::describe(const Call& call, std::string_view what, const ClientConnection* provider) const {

@@ -18,6 +18,7 @@
 
 #include "control_frames.h"
 #include "executor_thread.h"
+#include "idle_limit.h"
 #include "log.h"
 #include "server_core.h"
 
@@ -194,8 +195,7 @@ error_code ServerCore::listen(const asio::ip::tcp::endpoint& endpoint, std::stri
 }
 
 std::chrono::milliseconds ServerCore::close_timeout_for(std::chrono::milliseconds agreed) const {
-  if (options_.close_timeout.count() > 0) return std::max(options_.close_timeout, 2 * agreed);
-  return 3 * agreed;
+  return idle_limit(options_.close_timeout, agreed);
 }
 
 std::optional<std::vector<WatchedChannel>> ServerCore::watched() {
