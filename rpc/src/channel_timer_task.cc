@@ -115,12 +115,23 @@ std::chrono::nanoseconds AbstractTimerTask::check() {
   Running in(running_, runner_);
   std::chrono::nanoseconds delay = tick_;
   if (cancelled_.load()) return delay;
+  // The provider's answer goes into a vector of this thread's, kept for its
+  // capacity: a run allocates nothing once it has grown. Per thread, not per
+  // task: a task with an executor may have two checks running at once on a
+  // pool. Emptied after the run, whichever way it ends: a task keeps no
+  // channel alive, and checks never nest on a thread.
+  thread_local std::vector<WatchedChannel> scratch;
+  struct Emptied {
+    std::vector<WatchedChannel>& v;
+    ~Emptied() { v.clear(); }
+  } emptied{scratch};
   try {
-    auto channels = provider_();
-    if (!channels) {  // the owner is gone
+    scratch.clear();
+    if (!provider_(scratch)) {  // the owner is gone
       cancelled_.store(true, std::memory_order_release);
       return delay;
     }
+    const auto* channels = &scratch;
     const auto now = timer::fast_steady_now();
     for (const auto& w : *channels) {
       try {

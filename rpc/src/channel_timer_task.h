@@ -40,12 +40,14 @@ struct WatchedChannel {
   std::chrono::steady_clock::time_point close_at = std::chrono::steady_clock::time_point::max();
 };
 
-/// Returns the channels to check, each time the task runs; std::nullopt once
-/// their owner is gone (the task then stops for good). Called where the check
-/// runs: on the task's executor if it has one, else on the timer's worker,
-/// where it must be O(1) and take no lock the I/O path holds for longer than a
-/// pointer copy.
-using ChannelProvider = std::function<std::optional<std::vector<WatchedChannel>>()>;
+/// Appends the channels to check to `out` (empty; a vector of the running
+/// thread's that keeps its capacity, so a run allocates nothing once it has
+/// grown),
+/// each time the task runs; returns false once their owner is gone (the task
+/// then stops for good). Called where the check runs: on the task's executor
+/// if it has one, else on the timer's worker, where it must be O(1) and take
+/// no lock the I/O path holds for longer than a pointer copy.
+using ChannelProvider = std::function<bool(std::vector<WatchedChannel>& out)>;
 
 /// Runs `do_task` on every channel the provider returns, every `tick`, on the
 /// shared timer, and reschedules itself after each run. Stops for good when

@@ -80,16 +80,15 @@ void ClientConnection::on_close(transport::Channel& ch, const error_code& ec, co
   if (auto core = core_.lock()) core->on_closed(*this, ec, reason);
 }
 
-std::optional<std::vector<WatchedChannel>> ClientConnection::watched() {
+bool ClientConnection::watched(std::vector<WatchedChannel>& out) {
   // On the timer's worker: atomics and a pointer copy; the reconnect only posts.
   auto core = core_.lock();
-  if (!core) return std::nullopt;
-  std::vector<WatchedChannel> out;
+  if (!core) return false;
   // A provider that left is not reconnected, but while its channel drains it
   // heartbeats as before: calls still in flight on it need the peer to keep
   // it open (no idle close) and a dead peer found (the read idle timeout).
   const bool draining = retired.load(std::memory_order_acquire);
-  if (!wanted.load(std::memory_order_acquire) && !draining) return out;
+  if (!wanted.load(std::memory_order_acquire) && !draining) return true;
   WatchedChannel w;
   const State s = state_mirror.load(std::memory_order_acquire);
   if (s == State::ready || s == State::handshaking) {
@@ -107,7 +106,7 @@ std::optional<std::vector<WatchedChannel>> ClientConnection::watched() {
     };
   }
   out.push_back(std::move(w));
-  return out;
+  return true;
 }
 
 // ---------------------------------------------------------------- the core's side

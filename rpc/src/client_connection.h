@@ -93,7 +93,7 @@ class ClientConnection final : public transport::ChannelHandler,
   }
   /// The channel the timer tasks watch, with its intervals (O(1): atomics, and
   /// the channel pointer copied under its leaf lock).
-  std::optional<std::vector<WatchedChannel>> watched();
+  bool watched(std::vector<WatchedChannel>& out);
 
   // ---- lock-free mirrors (written with `mu` held)
   std::atomic<bool> ready{false};

@@ -157,10 +157,9 @@ std::shared_ptr<ClientConnection> ClientCore::make_connection(const tcp::endpoin
   // interval; a connect failure, a loss and the start of a handshake bring
   // the reconnect task's next check forward (check_within).
   const auto tick = std::max(options_.heartbeat, std::chrono::milliseconds(1));
-  auto provider = [weak = std::weak_ptr<ClientConnection>(c)]() -> std::optional<std::vector<WatchedChannel>> {
+  auto provider = [weak = std::weak_ptr<ClientConnection>(c)](std::vector<WatchedChannel>& out) {
     auto conn = weak.lock();
-    if (!conn) return std::nullopt;
-    return conn->watched();
+    return conn && conn->watched(out);
   };
   c->heartbeat_task = std::make_shared<HeartbeatTimerTask>(provider, tick);
   c->reconnect_task = std::make_shared<ReconnectTimerTask>(provider, tick);
@@ -262,13 +261,14 @@ void ClientCore::retire(const std::shared_ptr<ClientConnection>& c, ToClose& to_
     const auto grace = options_.removal_grace;
     const auto close_at = timer::fast_steady_now() + grace;
     c->close_task = std::make_shared<CloseTimerTask>(
-        [weak = std::weak_ptr<ClientConnection>(c), close_at]() -> std::optional<std::vector<WatchedChannel>> {
+        [weak = std::weak_ptr<ClientConnection>(c), close_at](std::vector<WatchedChannel>& out) {
           auto conn = weak.lock();
-          if (!conn || !conn->retired.load(std::memory_order_acquire)) return std::nullopt;
+          if (!conn || !conn->retired.load(std::memory_order_acquire)) return false;
           WatchedChannel w;
           w.channel = conn->watched_channel.load();
           w.close_at = close_at;
-          return std::vector<WatchedChannel>{std::move(w)};
+          out.push_back(std::move(w));
+          return true;
         },
         grace);
     c->close_task->start(timer_);

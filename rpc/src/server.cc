@@ -152,10 +152,9 @@ error_code ServerCore::listen(const asio::ip::tcp::endpoint& endpoint, std::stri
   // Idle connections are closed (and, if configured, heartbeats sent) every
   // heartbeat / 3; the tasks see the server weakly and stop with it.
   const auto tick = std::max(options_.heartbeat / 3, std::chrono::milliseconds(1));
-  auto provider = [weak = weak_from_this()]() -> std::optional<std::vector<WatchedChannel>> {
+  auto provider = [weak = weak_from_this()](std::vector<WatchedChannel>& out) {
     auto self = weak.lock();
-    if (!self) return std::nullopt;
-    return self->watched();
+    return self && self->watched(out);
   };
   {
     std::lock_guard lock(mu_);
@@ -198,10 +197,9 @@ std::chrono::milliseconds ServerCore::close_timeout_for(std::chrono::millisecond
   return idle_limit(options_.close_timeout, agreed);
 }
 
-std::optional<std::vector<WatchedChannel>> ServerCore::watched() {
+bool ServerCore::watched(std::vector<WatchedChannel>& out) {
   std::lock_guard lock(mu_);
-  if (stopped_) return std::nullopt;
-  std::vector<WatchedChannel> out;
+  if (stopped_) return false;
   out.reserve(channels_.size());
   for (auto& [id, c] : channels_) {
     auto ch = c.channel.lock();
@@ -210,7 +208,7 @@ std::optional<std::vector<WatchedChannel>> ServerCore::watched() {
     if (agreed.count() == 0) agreed = options_.heartbeat;  // before HELLO (hello_timeout applies too)
     out.push_back({std::move(ch), agreed, close_timeout_for(agreed), {}, std::chrono::steady_clock::time_point::max()});
   }
-  return out;
+  return true;
 }
 
 asio::ip::tcp::endpoint ServerCore::local_endpoint() const {

@@ -316,7 +316,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   boost::asio::ip::tcp::endpoint announced_endpoint_;  // set by listen (under mu_): local_endpoint()
   std::shared_ptr<transport::Acceptor> acceptor_;  // under mu_; released by stop()
 
-  std::optional<std::vector<WatchedChannel>> watched();
+  bool watched(std::vector<WatchedChannel>& out);
 
   mutable std::mutex mu_;
   bool stopped_ = false;

@@ -39,7 +39,10 @@ class CountingTask final : public AbstractTimerTask {
 };
 
 ChannelProvider two_entries() {
-  return [] { return std::optional<std::vector<WatchedChannel>>(std::vector<WatchedChannel>(2)); };
+  return [](std::vector<WatchedChannel>& out) {
+    out.resize(2);
+    return true;
+  };
 }
 
 TEST(TimerTask, RunsEveryTickAndReschedulesItself) {
@@ -97,7 +100,11 @@ class AskingTask final : public AbstractTimerTask {
 TEST(TimerTask, CheckWithinDuringARunAppliesToItsReschedule) {
   ManualTimer mt;
   auto task = std::make_shared<AskingTask>(
-      [] { return std::optional<std::vector<WatchedChannel>>(std::vector<WatchedChannel>(1)); }, 100ms);
+      [](std::vector<WatchedChannel>& out) {
+        out.resize(1);
+        return true;
+      },
+      100ms);
   task->start(mt.timer);
   mt.advance(100ms);
   EXPECT_EQ(task->runs(), 1u);
@@ -132,7 +139,10 @@ class DueTask final : public AbstractTimerTask {
 };
 
 ChannelProvider entries(std::size_t n) {
-  return [n] { return std::optional<std::vector<WatchedChannel>>(std::vector<WatchedChannel>(n)); };
+  return [n](std::vector<WatchedChannel>& out) {
+    out.resize(n);
+    return true;
+  };
 }
 
 TEST(TimerTask, OneChannelRunsWhenItIsDueAtMostATickApart) {
@@ -216,12 +226,38 @@ TEST(TimerTask, CancelStopsItForGood) {
   EXPECT_TRUE(weak.expired()) << "the timer holds no reference to a cancelled task";
 }
 
+TEST(TimerTask, ARunKeepsNothingItsProviderGaveIt) {
+  // What the provider hands over (a channel, a reconnect action) is let go of
+  // when the run ends: the vector it went into is reused, not kept full.
+  ManualTimer mt;
+  auto token = std::make_shared<int>(7);
+  int calls = 0;
+  ChannelProvider provider = [&calls, token](std::vector<WatchedChannel>& out) {
+    EXPECT_TRUE(out.empty()) << "the provider gets an empty vector";
+    ++calls;
+    WatchedChannel w;
+    w.reconnect = [token](std::chrono::steady_clock::time_point) {};
+    out.push_back(std::move(w));
+    return true;
+  };
+  auto task = std::make_shared<CountingTask>(std::move(provider), 10ms);
+  task->start(mt.timer);
+  mt.advance(10ms);
+  mt.advance(10ms);
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(task->runs(), 2u);
+  // Held by the test and by the provider's capture only: no run kept a copy.
+  EXPECT_EQ(token.use_count(), 2);
+  task->cancel();
+}
+
 TEST(TimerTask, StopsWhenItsOwnerIsGone) {
   ManualTimer mt;
   auto owner = std::make_shared<int>(1);
-  ChannelProvider provider = [weak = std::weak_ptr<int>(owner)]() -> std::optional<std::vector<WatchedChannel>> {
-    if (weak.expired()) return std::nullopt;
-    return std::vector<WatchedChannel>(1);
+  ChannelProvider provider = [weak = std::weak_ptr<int>(owner)](std::vector<WatchedChannel>& out) {
+    if (weak.expired()) return false;
+    out.resize(1);
+    return true;
   };
   auto task = std::make_shared<CountingTask>(provider, 10ms);
   task->start(mt.timer);
@@ -264,7 +300,10 @@ class BlockingTask final : public AbstractTimerTask {
 };
 
 ChannelProvider one_entry() {
-  return [] { return std::optional<std::vector<WatchedChannel>>(std::vector<WatchedChannel>(1)); };
+  return [](std::vector<WatchedChannel>& out) {
+    out.resize(1);
+    return true;
+  };
 }
 
 TEST(TimerTask, CancelWaitsForARunInProgressOnAnotherThread) {
