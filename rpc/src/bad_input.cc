@@ -40,6 +40,9 @@ void BadInputLog::note(BadInput kind, std::uint64_t conn, std::string_view peer,
   std::int64_t last = last_log_ns_.load(std::memory_order_relaxed);
   if (last != 0 && now_ns - last < 1'000'000'000) return;
   if (!last_log_ns_.compare_exchange_strong(last, now_ns, std::memory_order_relaxed)) return;
+  // The channel's reason for a decoder error starts "bad input: "; the line says that already.
+  constexpr std::string_view kPrefix = "bad input: ";
+  if (reason.starts_with(kPrefix)) reason.remove_prefix(kPrefix.size());
   logger()->warn("conn={} peer={} closed for bad input ({}): {} ({} connections closed for bad input so far; "
                  "at most one such line a second)",
                  conn, peer, bad_input_name(kind), reason, total());

@@ -604,7 +604,7 @@ fi
 # In a subshell: the server may close the connection before the last bytes
 # are written, and the SIGPIPE that follows must not end this script.
 (trap '' PIPE; printf 'GET / HTTP/1.1\r\nHost: x\r\n\r\n' >"/dev/tcp/${endpoint%:*}/${endpoint##*:}") 2>/dev/null || true
-wait_for_line 'peer=127\.0\.0\.1:[0-9]+ closed for bad input \(bad_magic\): bad input: bad magic 0x4745' \
+wait_for_line 'peer=127\.0\.0\.1:[0-9]+ closed for bad input \(bad_magic\): bad magic 0x4745' \
   "$tmp/server.err" "$server_pid" 30 || fail "bad input: no warning naming the peer and the reason: $(cat "$tmp/server.err")"
 
 # ---- SIGTERM: a graceful shutdown; the call in flight finishes, the server exits 0 --
