@@ -153,25 +153,8 @@ inline CpuSplit stat_cpu_split(const std::string& path) {
 /// utime + stime in seconds (clock-tick resolution) from a /proc .../stat
 /// file; -1 if it cannot be read or the process is a zombie.
 inline double stat_cpu_s(const std::string& path) {
-  const std::string s = read_small_file(path);
-  const auto close = s.rfind(')');  // comm may contain spaces; fields restart after ')'
-  if (close == std::string::npos) return -1;
-  std::vector<std::string> fields;  // fields[0] is field 3 (state)
-  std::string tok;
-  for (std::size_t i = close + 2; i <= s.size(); ++i) {
-    if (i == s.size() || s[i] == ' ') {
-      fields.push_back(tok);
-      tok.clear();
-    } else {
-      tok += s[i];
-    }
-  }
-  if (fields.size() < 13 || fields[0] == "Z") return -1;
-  try {  // utime is field 14, stime field 15
-    return (std::stod(fields[11]) + std::stod(fields[12])) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-  } catch (const std::exception&) {
-    return -1;
-  }
+  const CpuSplit cpu = stat_cpu_split(path);
+  return cpu.user_s < 0 ? -1 : cpu.user_s + cpu.sys_s;
 }
 
 /// CPU seconds of thread `tid` of this process, or -1 if it is gone.
