@@ -23,7 +23,7 @@ case $jobs in ''|*[!0-9]*|0) echo "build.sh: JOBS takes a number >= 1" >&2; exit
 netty_jar="${NETTY_JAR:-/usr/share/java/netty-common.jar}"
 
 # ---- Debian packages ---------------------------------------------------------
-PKGS=(g++ pkg-config libboost1.81-dev      # the C++ peers (Boost.Asio is header-only)
+PKGS=(g++ pkg-config libboost1.81-dev libboost-json1.81-dev  # the C++ peers (Asio; JsonLine on Boost.JSON)
       libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # gRPC 1.51, protobuf 3.21
       default-jdk-headless libnetty-java)  # OpenJDK 17, Netty 4.1.48 (netty-common.jar)
 missing=()
@@ -41,8 +41,11 @@ fi
 
 # ---- targets -----------------------------------------------------------------
 cxx="${CXX:-g++}"
-cxxflags=(-std=c++20 -O2 -Wall -Wextra -Wpedantic -pthread -I"$here" -I"$repo/examples")
-common=("$here/peer_util.h" "$repo/examples/support/latency_histogram.h" "$here/build.sh")
+cxxflags=(-std=c++20 -O2 -Wall -Wextra -Wpedantic -pthread -I"$here" -I"$repo/bench" -I"$repo/examples")
+# bench_util.h's JsonLine writes through Boost.JSON.
+libs=(-lboost_json)
+common=("$here/peer_util.h" "$repo/bench/bench_util.h" "$repo/examples/support/latency_histogram.h"
+        "$repo/examples/support/json_line.h" "$here/build.sh")
 mkdir -p "$out/gen" "$out/java"
 
 stale() {  # target sources...: true when the target is missing or older than a source
@@ -63,17 +66,17 @@ fi
 
 # Each build writes NAME.tmp and renames it, so a failed one leaves no binary.
 build_asio_echo() {
-  "$cxx" "${cxxflags[@]}" "$here/asio_echo.cc" -o "$out/asio_echo.tmp" && mv "$out/asio_echo.tmp" "$out/asio_echo"
+  "$cxx" "${cxxflags[@]}" "$here/asio_echo.cc" "${libs[@]}" -o "$out/asio_echo.tmp" && mv "$out/asio_echo.tmp" "$out/asio_echo"
 }
 build_asio_timer_bench() {
-  "$cxx" "${cxxflags[@]}" "$here/asio_timer_bench.cc" -o "$out/asio_timer_bench.tmp" &&
+  "$cxx" "${cxxflags[@]}" "$here/asio_timer_bench.cc" "${libs[@]}" -o "$out/asio_timer_bench.tmp" &&
     mv "$out/asio_timer_bench.tmp" "$out/asio_timer_bench"
 }
 build_grpc_echo() {
   local flags
   read -r -a flags <<<"$(pkg-config --cflags --libs grpc++ protobuf)"
   "$cxx" "${cxxflags[@]}" -I"$gen" "$here/grpc_echo.cc" "$gen/echo.pb.cc" \
-    "$gen/echo.grpc.pb.cc" "${flags[@]}" -o "$out/grpc_echo.tmp" && mv "$out/grpc_echo.tmp" "$out/grpc_echo"
+    "$gen/echo.grpc.pb.cc" "${flags[@]}" "${libs[@]}" -o "$out/grpc_echo.tmp" && mv "$out/grpc_echo.tmp" "$out/grpc_echo"
 }
 build_netty_timer_bench() {
   javac -encoding UTF-8 -Xlint:all -d "$out/java" -cp "$netty_jar" "$here/NettyTimerBench.java"

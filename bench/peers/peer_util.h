@@ -36,26 +36,27 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "support/latency_histogram.h"  // examples/support (-I <repo>/examples)
+#include "bench_util.h"  // bench/ (-I <repo>/bench), with examples/support (-I <repo>/examples)
 
 namespace peers {
 
+// What wheelrpc's own benchmarks measure with: the same /proc readers, the
+// same generator and quantiles, the same JSON line, so the numbers side by
+// side are taken the same way.
+using Histogram = wheelrpc::bench::LatencyHistogram;
+using wheelrpc::bench::JsonLine;
+using wheelrpc::bench::now_ns;
+using wheelrpc::bench::other_process_cpu_s;
+using wheelrpc::bench::process_cpu_s;
+using wheelrpc::bench::quantile_sorted;
+using wheelrpc::bench::rss_bytes;
+using wheelrpc::bench::SplitMix64;
+using wheelrpc::bench::voluntary_ctxsw;
+inline long status_field(const std::string& path, std::string_view key) {
+  return wheelrpc::bench::proc_status_field(path, key);
+}
+
 // ---- clocks and /proc -------------------------------------------------------------
-
-/// std::chrono::steady_clock (CLOCK_MONOTONIC) in ns since its epoch.
-inline std::int64_t now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-/// user + sys CPU seconds of this whole process, every thread (getrusage).
-inline double process_cpu_s() noexcept {
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  const auto sec = usage.ru_utime.tv_sec + usage.ru_stime.tv_sec;
-  const auto usec = usage.ru_utime.tv_usec + usage.ru_stime.tv_usec;
-  return static_cast<double>(sec) + static_cast<double>(usec) * 1e-6;
-}
 
 /// CPU seconds of one thread of this process (its CPU-time clock, ns
 /// resolution), or -1 if it cannot be read.
@@ -65,173 +66,6 @@ inline double thread_cpu_s(pthread_t thread) noexcept {
   if (::pthread_getcpuclockid(thread, &clock) != 0 || ::clock_gettime(clock, &ts) != 0) return -1;
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
-
-/// The whole of a small file (a /proc one); empty when it cannot be read.
-inline std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-/// The number after "Key:" in a /proc status file, or -1 when absent.
-inline long status_field(const std::string& path, std::string_view key) {
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    if (line.size() <= key.size() || line.compare(0, key.size(), key) != 0 || line[key.size()] != ':') continue;
-    std::size_t at = key.size() + 1;
-    while (at < line.size() && (line[at] == ' ' || line[at] == '\t')) ++at;
-    long value = -1;
-    std::from_chars(line.data() + at, line.data() + line.size(), value);
-    return value;
-  }
-  return -1;
-}
-
-/// Resident set size of this process in bytes (VmRSS), or -1.
-inline long rss_bytes() {
-  const long kib = status_field("/proc/self/status", "VmRSS");
-  return kib < 0 ? -1 : kib * 1024;
-}
-
-/// Voluntary context switches of thread `tid` of this process, or, with
-/// tid 0, summed over all its threads (/proc/self/status alone counts the
-/// main thread only).
-inline long voluntary_ctxsw(pid_t tid = 0) {
-  constexpr std::string_view kKey = "voluntary_ctxt_switches";
-  if (tid != 0) return status_field("/proc/self/task/" + std::to_string(tid) + "/status", kKey);
-  long total = 0;
-  std::error_code ec;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
-    total += std::max(0L, status_field(task.path().string() + "/status", kKey));
-  }
-  return total;
-}
-
-/// utime + stime of another process in seconds (clock-tick resolution), from
-/// /proc/PID/stat; -1 when it is gone or a zombie. How a client measures the
-/// server it loads.
-inline double other_process_cpu_s(pid_t pid) {
-  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
-  const auto comm_end = stat.rfind(')');  // the command name may hold spaces and parentheses
-  if (comm_end == std::string::npos) return -1;
-  std::vector<std::string_view> fields;  // fields[0] is field 3 of proc(5), the state
-  std::string_view rest(stat);
-  rest.remove_prefix(std::min(rest.size(), comm_end + 2));
-  while (!rest.empty()) {
-    const auto space = rest.find(' ');
-    fields.push_back(rest.substr(0, space));
-    rest.remove_prefix(space == std::string_view::npos ? rest.size() : space + 1);
-  }
-  if (fields.size() < 13 || fields[0] == "Z") return -1;
-  unsigned long long utime = 0, stime = 0;  // fields 14 and 15, in clock ticks
-  std::from_chars(fields[11].data(), fields[11].data() + fields[11].size(), utime);
-  std::from_chars(fields[12].data(), fields[12].data() + fields[12].size(), stime);
-  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
-
-// ---- numbers ----------------------------------------------------------------------
-
-/// splitmix64 with seed 42 unless told otherwise: the generator every timer
-/// benchmark draws its delays from (wheelrpc's, Asio's and Netty's alike).
-class SplitMix64 {
- public:
-  explicit SplitMix64(std::uint64_t seed = 42) noexcept : state_(seed) {}
-
-  std::uint64_t next() noexcept {
-    std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-
-  /// Uniform in [lo, hi], both included (modulo the range: the bias is
-  /// negligible, and identical on every side).
-  std::int64_t uniform(std::int64_t lo, std::int64_t hi) noexcept {
-    return lo + static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(hi - lo + 1));
-  }
-
- private:
-  std::uint64_t state_;
-};
-
-/// Nearest-rank quantile of an ascending vector; T{} when empty.
-template <class T>
-T quantile_sorted(const std::vector<T>& sorted, double q) {
-  if (sorted.empty()) return T{};
-  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(sorted.size())));
-  return sorted[std::clamp<std::size_t>(rank, 1, sorted.size()) - 1];
-}
-
-/// Latencies in ns: log-linear, 128 sub-buckets per power of two (< 0.8 %
-/// error), no allocation per record.
-using Histogram = wheelrpc::support::LatencyHistogram;
-
-// ---- output -----------------------------------------------------------------------
-
-/// One JSON object written as one line on stdout, members in the order they
-/// are added; a double gets a fixed number of decimals (3 unless told), and
-/// null when it is not finite.
-class JsonLine {
- public:
-  JsonLine& str(std::string_view key, std::string_view value) {
-    name(key);
-    quoted(value);
-    return *this;
-  }
-  JsonLine& num(std::string_view key, double value, int decimals = 3) {
-    name(key);
-    if (!std::isfinite(value)) {
-      text_ += "null";
-    } else {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
-      text_ += buf;
-    }
-    return *this;
-  }
-  JsonLine& num(std::string_view key, long long value) { return integer(key, std::to_string(value)); }
-  JsonLine& num(std::string_view key, unsigned long long value) { return integer(key, std::to_string(value)); }
-  JsonLine& num(std::string_view key, long value) { return num(key, static_cast<long long>(value)); }
-  JsonLine& num(std::string_view key, unsigned long value) { return num(key, static_cast<unsigned long long>(value)); }
-  JsonLine& num(std::string_view key, int value) { return num(key, static_cast<long long>(value)); }
-  JsonLine& num(std::string_view key, unsigned value) { return num(key, static_cast<unsigned long long>(value)); }
-
-  /// Prints the object and a newline, and flushes (a run script may be
-  /// reading the pipe while we are still alive).
-  void print() const {
-    std::printf("%s}\n", text_.c_str());
-    std::fflush(stdout);
-  }
-
- private:
-  JsonLine& integer(std::string_view key, const std::string& digits) {
-    name(key);
-    text_ += digits;
-    return *this;
-  }
-  void name(std::string_view key) {
-    if (text_.size() > 1) text_ += ',';
-    quoted(key);
-    text_ += ':';
-  }
-  void quoted(std::string_view s) {
-    text_ += '"';
-    for (const char c : s) {
-      if (c == '"' || c == '\\') {
-        text_ += '\\';
-        text_ += c;
-      } else if (static_cast<unsigned char>(c) < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-        text_ += buf;
-      } else {
-        text_ += c;
-      }
-    }
-    text_ += '"';
-  }
-
-  std::string text_ = "{";
-};
 
 // ---- command line -----------------------------------------------------------------
 
