@@ -23,10 +23,21 @@ namespace {
 struct PendingAnnounce {
   std::mutex mu;
   rpc::ServiceAnnouncer::Done done;  // guarded by mu; empty once completed
+  std::weak_ptr<Registry> registry;
+  ServiceInstance instance;
 
   rpc::ServiceAnnouncer::Done take() {
     std::lock_guard l(mu);
     return std::move(done);
+  }
+  /// Fails the check unless it completed already: the registration is
+  /// withdrawn (its retry cancelled) and `message` reported (and logged).
+  void fail(error_code ec, const std::string& message, bool log = true) {
+    auto d = take();
+    if (!d) return;
+    if (auto r = registry.lock()) r->unregister_instance(instance.service, instance.endpoint);
+    if (log) detail::logger()->error("{}", message);
+    d(ec, message);
   }
 };
 
@@ -60,37 +71,24 @@ class RegistryAnnouncer final : public rpc::ServiceAnnouncer {
     }
     auto pending = std::make_shared<PendingAnnounce>();
     pending->done = std::move(done);
+    pending->registry = registry_;
+    pending->instance = inst;
     // A failed attempt fails the check at once (Dubbo's check=true): etcd
     // that refused in a millisecond is not worth check_timeout of waiting.
     // The timeout is for an etcd that does not answer at all.
-    std::weak_ptr<Registry> weak = registry_;
-    registry_->register_instance(inst, [pending, on_state, weak, inst, what](error_code ec, const std::string& why) {
+    registry_->register_instance(inst, [pending, on_state, what](error_code ec, const std::string& why) {
       on_state(ec, why);
-      Done d = pending->take();
-      if (!d) return;  // completed already (confirmed, failed, or timed out)
-      if (!ec) return d({}, {});
-      // Check failed: the registration is withdrawn, its retry cancelled.
-      if (auto r = weak.lock()) r->unregister_instance(inst.service, inst.endpoint);
-      const std::string msg = what + " failed: " + (why.empty() ? ec.message() : why);
-      detail::logger()->error("{}", msg);
-      d(ec, msg);
+      if (ec) return pending->fail(ec, what + " failed: " + (why.empty() ? ec.message() : why));
+      if (auto d = pending->take()) d({}, {});  // confirmed (unless it completed already)
     });
     const auto limit = options_.check_timeout;
-    const bool timed = registry_->call_after(limit, [pending, weak, inst, what, limit, where = registry_->describe()] {
-      auto d = pending->take();
-      if (!d) return;  // confirmed or failed in time
-      // Check failed: the registration is withdrawn, its retry cancelled.
-      if (auto r = weak.lock()) r->unregister_instance(inst.service, inst.endpoint);
-      const std::string msg = what + " not confirmed within " + std::to_string(limit.count()) + " ms: " +
-                              "no answer from " + where;
-      detail::logger()->error("{}", msg);
-      d(make_error_code(errc::timeout), msg);
+    const bool timed = registry_->call_after(limit, [pending, what, limit, where = registry_->describe()] {
+      pending->fail(make_error_code(errc::timeout),
+                    what + " not confirmed within " + std::to_string(limit.count()) + " ms: no answer from " + where);
     });
     if (!timed) {
-      if (auto d = pending->take()) {
-        registry_->unregister_instance(inst.service, inst.endpoint);
-        d(make_error_code(errc::unavailable), what + ": the registry cannot time the check (timer stopped?)");
-      }
+      pending->fail(make_error_code(errc::unavailable),
+                    what + ": the registry cannot time the check (timer stopped?)", /*log=*/false);
     }
   }
 

@@ -184,34 +184,24 @@ FrameDecoder::Result FrameDecoder::decode(const std::uint8_t* data, std::size_t 
                                           std::size_t& consumed) {
   consumed = 0;
   if (error_) return Result::error;
-  if (size < kHeaderSize) {
-    // The first bytes can rule a peer out already: garbage (an HTTP request,
-    // a TLS ClientHello, a port scanner's probe) is refused from its first
-    // two bytes (what the channel needs to tell a TLS record), not only once
-    // 24 have come: a short probe that then waits or disconnects would
-    // otherwise go unreported.
-    if (size >= 2 && get_u16(data) != kMagic) {
-      return fail(errc::bad_magic, "bad magic 0x" + hex_byte(data[0]) + hex_byte(data[1]) +
-                                       ", expected 0x5752 (\"WR\"): the peer does not speak wheelrpc");
-    }
-    if (size >= 3 && data[2] != kProtocolVersion) {
-      return fail(errc::unsupported_version, "unsupported protocol version " + std::to_string(data[2]) +
-                                                 " (this build speaks " + std::to_string(kProtocolVersion) + ")");
-    }
-    needed_ = kHeaderSize;
-    return Result::need_more;
-  }
-
-  // Everything the header alone can rule out is checked before waiting for the
-  // body, so a peer cannot make us buffer (or allocate) a body we would reject.
-  if (get_u16(data) != kMagic) {
+  // Everything the header can rule out is checked as soon as its bytes are
+  // here: the magic from the first two (what the channel also needs to tell
+  // a TLS record), the version from the third, the body's length from the
+  // whole header. Garbage (an HTTP request, a port scanner's probe) is
+  // refused without waiting for 24 bytes, so a short probe that then waits or
+  // disconnects is reported too; and a peer cannot make us buffer (or
+  // allocate) a body we would reject.
+  if (size >= 2 && get_u16(data) != kMagic) {
     return fail(errc::bad_magic, "bad magic 0x" + hex_byte(data[0]) + hex_byte(data[1]) +
                                      ", expected 0x5752 (\"WR\"): the peer does not speak wheelrpc");
   }
-  if (data[2] != kProtocolVersion) {
+  if (size >= 3 && data[2] != kProtocolVersion) {
     return fail(errc::unsupported_version, "unsupported protocol version " + std::to_string(data[2]) +
-                                               " (this build speaks " +
-                                               std::to_string(kProtocolVersion) + ")");
+                                               " (this build speaks " + std::to_string(kProtocolVersion) + ")");
+  }
+  if (size < kHeaderSize) {
+    needed_ = kHeaderSize;
+    return Result::need_more;
   }
   const std::uint32_t body_len = get_u32(data + 20);
   if (body_len > max_body_) {
