@@ -44,9 +44,9 @@
 #include <wheelrpc/timer/timeout.h>
 
 #include "attempt_policy.h"
-#include "checked_mutex.h"
-#include "recycled.h"
-#include "ref_count.h"
+#include <wheelrpc/common/spin_lock.h>
+#include <wheelrpc/common/recycled.h>
+#include <wheelrpc/common/ref_count.h>
 
 namespace wheelrpc::rpc::detail {
 
@@ -57,7 +57,7 @@ class MethodCells;
 struct Call;
 using CallPtr = boost::intrusive_ptr<Call>;
 
-struct Call : Recycled<Call> {
+struct Call : common::Recycled<Call> {
   enum class Phase : std::uint8_t { idle, waiting, sent, backoff };
 
   /// One attempt that was sent and awaits its reply.
@@ -105,7 +105,7 @@ struct Call : Recycled<Call> {
   std::atomic<int> pins{0};
 
   // ---- guarded by `mu`
-  CheckedMutex mu;
+  common::SpinLock mu;
   // Something that pins (a timeout on the wheel, the caller's cancellation
   // slot) was given a reference to it. Set before that reference exists,
   // never cleared: while false, nobody can pin the call, and marking it done
@@ -159,13 +159,13 @@ struct Call : Recycled<Call> {
  private:
   friend void intrusive_ptr_add_ref(Call* c) noexcept { c->refs_.fetch_add(1, std::memory_order_relaxed); }
   friend void intrusive_ptr_release(Call* c) noexcept {
-    if (drop_reference(c->refs_)) delete c;
+    if (common::drop_reference(c->refs_)) delete c;
   }
   std::atomic<int> refs_{0};
 };
 
 inline CallPtr share_unpublished(Call& c) noexcept {
-  c.refs_.store(c.refs_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  common::add_unpublished_reference(c.refs_);
   return CallPtr(&c, /*add_ref=*/false);
 }
 

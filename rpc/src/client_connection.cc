@@ -34,7 +34,7 @@ void ClientConnection::set_state(State s) noexcept {
 void ClientConnection::on_sweep_due(TimePoint due) {
   auto core = core_.lock();
   if (!core) return;
-  WorkGate::Scope in(core->sweep_work());
+  common::WorkGate::Scope in(core->sweep_work());
   if (!in) return;  // the client closed: it ended every call
   const auto ex = core->executor();
   const auto fired = core->now();  // when the worker ran it, for the timeline
@@ -111,7 +111,7 @@ bool ClientConnection::watched(std::vector<WatchedChannel>& out) {
 
 // ---------------------------------------------------------------- the core's side
 
-void ClientCore::attempt_connect(std::unique_lock<CheckedMutex>& conn_lock, ClientConnection& conn, TimePoint t) {
+void ClientCore::attempt_connect(std::unique_lock<common::SpinLock>& conn_lock, ClientConnection& conn, TimePoint t) {
   assert(conn_lock.owns_lock() && conn.mu.held());
   (void)conn_lock;
   if (conn.closed || conn.retired.load(std::memory_order_relaxed) || conn.state != State::idle ||

@@ -21,7 +21,7 @@
 #include <wheelrpc/transport/channel.h>
 
 #include "call.h"
-#include "checked_mutex.h"
+#include <wheelrpc/common/spin_lock.h>
 #include "load_balancer.h"
 #include "pending_table.h"
 
@@ -53,7 +53,7 @@ class SharedPtrCell {
   std::uint64_t version() const noexcept { return version_.load(std::memory_order_acquire); }
 
  private:
-  mutable CheckedMutex mu_;
+  mutable common::SpinLock mu_;
   std::shared_ptr<T> ptr_;
   std::atomic<std::uint64_t> version_{0};  // written under mu_
 };
@@ -120,7 +120,7 @@ class ClientConnection final : public transport::ChannelHandler,
   SharedPtrCell<transport::Channel> watched_channel;
 
   // ---- guarded by `mu`
-  CheckedMutex mu;
+  common::SpinLock mu;
   State state = State::idle;
   bool closed = false;  // the client closed: nothing new goes in
   std::shared_ptr<transport::Channel> channel;

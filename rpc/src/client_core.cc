@@ -366,8 +366,8 @@ std::optional<std::size_t> ClientCore::pick(CallLock& lock, const Call& call, co
 }
 
 ClientCore::SetPin::SetPin(const ClientCore& core) {
-  const std::size_t slot = thread_slot();
-  if (slot != kSharedSlot) {
+  const std::size_t slot = common::thread_slot();
+  if (slot != common::kSharedSlot) {
     Line& line = core.set_cache_[slot];
     const std::uint64_t version = core.set_.version();
     if (line.version != version && line.pins == 0) {  // changed, and no outer pin holds the old one

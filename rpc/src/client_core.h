@@ -60,8 +60,8 @@
 #include "load_balancer.h"
 #include "method_metrics.h"
 #include "retry_budget.h"
-#include "thread_slot.h"
-#include "work_gate.h"
+#include <wheelrpc/common/thread_slot.h>
+#include <wheelrpc/common/work_gate.h>
 
 namespace wheelrpc::rpc::detail {
 
@@ -139,14 +139,14 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void sweep(ClientConnection& conn, TimePoint reached, TimePoint fired);
   /// Sweep timeouts in progress on the timer's worker: close() waits for
   /// them, so none posts into an executor after it returned.
-  WorkGate& sweep_work() noexcept { return sweep_work_; }
+  common::WorkGate& sweep_work() noexcept { return sweep_work_; }
 
   /// Test hook: runs before each attempt is encoded and written, on the
   /// thread sending it (never the timer's worker). Not for production use.
   static inline std::function<void(std::string_view method, int attempt)> before_send_hook;
 
  private:
-  using CallLock = std::unique_lock<CheckedMutex>;
+  using CallLock = std::unique_lock<common::SpinLock>;
   /// What completing a call leaves to do once its lock is released: invoke
   /// the handler, tell servers about abandoned attempts (`deliver`).
   struct Completion {
@@ -305,7 +305,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   void schedule_deadline(const CallPtr& call, std::chrono::milliseconds budget, std::error_code& ec);
   void wake_all(TimePoint now);
   /// Starts a connect attempt if due (conn's lock held).
-  void attempt_connect(std::unique_lock<CheckedMutex>& conn_lock, ClientConnection& conn, TimePoint now);
+  void attempt_connect(std::unique_lock<common::SpinLock>& conn_lock, ClientConnection& conn, TimePoint now);
   std::uint64_t random() noexcept;
 
   boost::asio::any_io_executor ex_;
@@ -316,7 +316,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   const ClientOptions options_;
   const timer::Clock* const clock_;
   SharedPtrCell<const ProviderSet> set_;
-  mutable std::array<SetPin::Line, kThreadSlots> set_cache_;  // SetPin's, one line per thread slot
+  mutable std::array<SetPin::Line, common::kThreadSlots> set_cache_;  // SetPin's, one line per thread slot
   std::shared_ptr<ProviderSource> source_;  // set by init(source), then fixed
   mutable std::mutex set_mu_;
   // Guarded by set_mu_: providers that left the set and still drain.
@@ -337,7 +337,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   std::shared_ptr<FailbackQueue> failback_;
 
   std::atomic<bool> closed_{false};
-  WorkGate sweep_work_;
+  common::WorkGate sweep_work_;
   std::mutex books_mu_;
   std::vector<CallPtr> waiting_;                     // calls waiting for a ready connection
   std::unordered_map<Call*, CallPtr> backoff_;       // calls between attempts
@@ -351,7 +351,7 @@ class ClientCore : public std::enable_shared_from_this<ClientCore> {
   // What every call adds to, per thread slot (no locked add); the rest are
   // rarer events.
   static constexpr std::size_t kOkCounter = 0, kAttemptsCounter = 1;
-  SlotCounters<2> hot_;
+  common::SlotCounters<2> hot_;
   std::atomic<std::uint64_t> failed_{0}, timeouts_{0}, late_{0}, connects_{0},
       connect_failures_{0}, pending_{0}, retries_{0}, hedges_{0}, refusals_{0}, attempts_unplaced_{0},
       cancelled_attempts_{0}, attempt_timeouts_{0}, provider_sets_{0}, providers_added_{0},

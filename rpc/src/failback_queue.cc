@@ -52,7 +52,7 @@ void FailbackQueue::on_result(Delivery delivery, error_code ec, const std::strin
       std::move(delivery), [weak = weak_from_this()](std::shared_ptr<RetryTimerTask> t) {
         auto self = weak.lock();
         if (!self) return;
-        WorkGate::Scope in(self->gate_);
+        common::WorkGate::Scope in(self->gate_);
         if (!in) return;  // closed
         asio::post(self->ex_, [self, t = std::move(t)] { self->resend(t); });
       });

@@ -22,7 +22,7 @@
 #include <wheelrpc/timer/timer.h>
 
 #include "retry_timer_task.h"
-#include "work_gate.h"
+#include <wheelrpc/common/work_gate.h>
 
 namespace wheelrpc::rpc::detail {
 
@@ -64,7 +64,7 @@ class FailbackQueue : public std::enable_shared_from_this<FailbackQueue> {
   mutable std::mutex mu_;
   bool closed_ = false;
   std::unordered_map<RetryTimerTask*, std::pair<std::shared_ptr<RetryTimerTask>, timer::Timeout>> waiting_;
-  WorkGate gate_;
+  common::WorkGate gate_;
   std::atomic<std::uint64_t> delivered_{0}, retries_{0}, given_up_{0}, dropped_{0};
 };
 

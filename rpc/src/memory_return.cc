@@ -18,7 +18,7 @@ void MemoryReturn::note_close() {
       [weak = weak_from_this()] {
         auto self = weak.lock();
         if (!self) return;
-        WorkGate::Scope in(self->gate_);
+        common::WorkGate::Scope in(self->gate_);
         if (!in) return;  // the owner stopped
         boost::asio::post(self->ex_, [self] { self->trim(); });
       },

@@ -8,7 +8,7 @@
 #include <memory>
 #include <boost/asio/any_io_executor.hpp>
 #include <wheelrpc/timer/timer.h>
-#include "work_gate.h"
+#include <wheelrpc/common/work_gate.h>
 
 namespace wheelrpc::rpc::detail {
 
@@ -21,7 +21,7 @@ namespace wheelrpc::rpc::detail {
 /// closed before the executor goes away; a trim posted after that does not run.
 class MemoryReturn : public std::enable_shared_from_this<MemoryReturn> {
  public:
-  MemoryReturn(boost::asio::any_io_executor ex, timer::Timer& timer, WorkGate& gate)
+  MemoryReturn(boost::asio::any_io_executor ex, timer::Timer& timer, common::WorkGate& gate)
       : ex_(std::move(ex)), timer_(timer), gate_(gate) {}
   /// A connection closed: a trim follows within about a second.
   void note_close();
@@ -33,7 +33,7 @@ class MemoryReturn : public std::enable_shared_from_this<MemoryReturn> {
 
   boost::asio::any_io_executor ex_;
   timer::Timer& timer_;
-  WorkGate& gate_;
+  common::WorkGate& gate_;
   std::atomic<bool> scheduled_{false};
   std::atomic<std::uint64_t> returns_{0};
 };

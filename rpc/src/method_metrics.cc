@@ -58,12 +58,12 @@ std::size_t MethodCells::coarse_index(std::uint64_t ns) noexcept {
 
 void MethodCells::completed(CallCode code, std::chrono::nanoseconds latency) noexcept {
   const auto ns = static_cast<std::uint64_t>(std::max<std::int64_t>(latency.count(), 0));
-  const std::size_t slot = thread_slot();
+  const std::size_t slot = common::thread_slot();
   Shard& s = shards_[slot];
-  add_in_slot(s.handled[static_cast<std::size_t>(code)], 1, slot);
-  add_in_slot(s.sum_ns, ns, slot);
-  add_in_slot(s.coarse[coarse_index(ns)], 1, slot);
-  add_in_slot(s.fine[fine_index(ns)], 1, slot);
+  common::add_in_slot(s.handled[static_cast<std::size_t>(code)], 1, slot);
+  common::add_in_slot(s.sum_ns, ns, slot);
+  common::add_in_slot(s.coarse[coarse_index(ns)], 1, slot);
+  common::add_in_slot(s.fine[fine_index(ns)], 1, slot);
   auto max = max_ns_.load(std::memory_order_relaxed);
   while (ns > max && !max_ns_.compare_exchange_weak(max, ns, std::memory_order_relaxed)) {
   }

@@ -17,7 +17,7 @@
 
 #include <wheelrpc/rpc/introspection.h>
 
-#include "thread_slot.h"
+#include <wheelrpc/common/thread_slot.h>
 
 namespace wheelrpc::transport {
 class Channel;
@@ -27,7 +27,7 @@ namespace wheelrpc::rpc::detail {
 
 class MethodCells {
  public:
-  static constexpr std::size_t kShards = kThreadSlots + 1;  // one per thread slot
+  static constexpr std::size_t kShards = common::kThreadSlots + 1;  // one per thread slot
   static constexpr std::size_t kCoarse = 15;  // 14 bounds + above
   static constexpr std::size_t kFine = 110;   // below 1024 ns, 27 octaves x 4, above
 
@@ -35,18 +35,18 @@ class MethodCells {
   const std::string& name() const noexcept { return name_; }
 
   void started() noexcept {
-    const std::size_t slot = thread_slot();
-    add_in_slot(shards_[slot].started, 1, slot);
+    const std::size_t slot = common::thread_slot();
+    common::add_in_slot(shards_[slot].started, 1, slot);
   }
   /// A call ended with `code` after `latency`.
   void completed(CallCode code, std::chrono::nanoseconds latency) noexcept;
   void deadline_exceeded() noexcept {
-    const std::size_t slot = thread_slot();
-    add_in_slot(shards_[slot].deadline_exceeded, 1, slot);
+    const std::size_t slot = common::thread_slot();
+    common::add_in_slot(shards_[slot].deadline_exceeded, 1, slot);
   }
   void shed() noexcept {
-    const std::size_t slot = thread_slot();
-    add_in_slot(shards_[slot].shed, 1, slot);
+    const std::size_t slot = common::thread_slot();
+    common::add_in_slot(shards_[slot].shed, 1, slot);
   }
 
   MethodStats snapshot() const;

@@ -257,7 +257,7 @@ void ResolvedProviders::schedule(Wake which, std::chrono::milliseconds delay) {
       [weak = weak_from_this(), which, generation] {
         auto self = weak.lock();
         if (!self) return;
-        WorkGate::Scope in(self->gate_);
+        common::WorkGate::Scope in(self->gate_);
         if (!in) return;  // stopped
         asio::post(self->strand_, [self, which, generation] { self->on_wake(which, generation); });
       },

@@ -19,7 +19,7 @@
 #include <wheelrpc/rpc/provider_source.h>
 #include <wheelrpc/timer/timer.h>
 
-#include "work_gate.h"
+#include <wheelrpc/common/work_gate.h>
 
 namespace wheelrpc::rpc::detail {
 
@@ -98,7 +98,7 @@ class ResolvedProviders final : public ProviderSource, public std::enable_shared
   const ResolveFunction resolve_;
   const std::string description_;
   std::atomic<bool> stopped_{false};
-  WorkGate gate_;  // stop() waits for a timer task posting right then
+  common::WorkGate gate_;  // stop() waits for a timer task posting right then
   Listener listener_;  // set by start(), read on strand_ after
 
   // Guarded by mu_ (stop() cancels them from any thread; the timer must not be

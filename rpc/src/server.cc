@@ -258,7 +258,7 @@ void ServerCore::on_accept(asio::ip::tcp::socket socket) {
       [weak = std::weak_ptr<transport::Channel>(channel), core = weak_from_this()] {
         auto self = core.lock();
         if (!self) return;
-        WorkGate::Scope in(self->timer_work_);
+        common::WorkGate::Scope in(self->timer_work_);
         if (!in) return;  // stopped: the channel is closed already
         if (auto ch = weak.lock()) {
           ch->close(transport::make_error_code(transport::errc::protocol_error),
@@ -281,7 +281,7 @@ void ServerCore::on_connection_closed(std::uint64_t id) {
 
 void intrusive_ptr_add_ref(ReplySlot* s) noexcept { s->refs.fetch_add(1, std::memory_order_relaxed); }
 void intrusive_ptr_release(ReplySlot* s) noexcept {
-  if (drop_reference(s->refs)) delete s;
+  if (common::drop_reference(s->refs)) delete s;
 }
 
 namespace {
@@ -316,7 +316,7 @@ struct SlotDeadlineTask {
   void operator()() const {
     if (slot->answered()) return;  // replied already
     ServerCore& core = *slot->core;  // alive: the slot's connection context holds it
-    WorkGate::Scope in(core.timer_work());
+    common::WorkGate::Scope in(core.timer_work());
     if (!in) return;  // stopped: the connection is closed, nobody to answer
     boost::asio::post(core.executor(), [s = slot] { s->core->on_deadline(s); });
   }
@@ -702,7 +702,7 @@ struct GraceTask {
   void operator()() const {
     auto self = core.lock();
     if (!self) return;
-    WorkGate::Scope in(self->timer_work());
+    common::WorkGate::Scope in(self->timer_work());
     if (!in) return;  // stopped meanwhile
     asio::post(self->executor(), [self, d = drain_timeout] { self->begin_drain(d); });
   }
@@ -714,7 +714,7 @@ struct DrainTimeoutTask {
   void operator()() const {
     auto self = core.lock();
     if (!self) return;
-    WorkGate::Scope in(self->timer_work());
+    common::WorkGate::Scope in(self->timer_work());
     if (!in) return;  // stopped meanwhile
     asio::post(self->executor(), [self] { self->finish_shutdown(make_error_code(errc::timeout)); });
   }

@@ -27,9 +27,9 @@
 #include "concurrency_limiter.h"
 #include "lazy_trace.h"
 #include "method_metrics.h"
-#include "recycled.h"
-#include "ref_count.h"
-#include "work_gate.h"
+#include <wheelrpc/common/recycled.h>
+#include <wheelrpc/common/ref_count.h>
+#include <wheelrpc/common/work_gate.h>
 
 namespace wheelrpc::rpc::detail {
 
@@ -87,7 +87,7 @@ struct ServerConnContext {
 
   friend void intrusive_ptr_add_ref(ServerConnContext* c) noexcept { c->refs.fetch_add(1, std::memory_order_relaxed); }
   friend void intrusive_ptr_release(ServerConnContext* c) noexcept {
-    if (drop_reference(c->refs)) delete c;
+    if (common::drop_reference(c->refs)) delete c;
   }
 };
 using ConnContextPtr = boost::intrusive_ptr<ServerConnContext>;
@@ -103,7 +103,7 @@ using ConnContextPtr = boost::intrusive_ptr<ServerConnContext>;
 // (finish). `state` orders the two ends: whoever sets its bit second sees
 // the other's (the answer cancels an armed timeout; arming after the answer
 // cancels its own).
-struct ReplySlot : Recycled<ReplySlot> {
+struct ReplySlot : common::Recycled<ReplySlot> {
   static constexpr std::uint8_t kAnswered = 1;  // finish() ran: exactly once
   static constexpr std::uint8_t kArmed = 2;     // `timeout` holds its deadline on the wheel
   ReplySlot() = default;
@@ -149,7 +149,7 @@ using ReplySlotPtr = boost::intrusive_ptr<ReplySlot>;
 /// Another reference to a slot no other thread can see yet (just made, its
 /// deadline not scheduled): counted with a plain store, not a locked add.
 inline ReplySlotPtr share_unpublished(ReplySlot& slot) noexcept {
-  slot.refs.store(slot.refs.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  common::add_unpublished_reference(slot.refs);
   return ReplySlotPtr(&slot, /*add_ref=*/false);
 }
 
@@ -230,7 +230,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
     return options_.clock ? options_.clock->now() : timer::fast_steady_now();
   }
   const boost::asio::any_io_executor& executor() const noexcept { return ex_; }
-  WorkGate& timer_work() noexcept { return timer_work_; }
+  common::WorkGate& timer_work() noexcept { return timer_work_; }
 
  private:
   void on_accept(boost::asio::ip::tcp::socket socket);
@@ -329,7 +329,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   std::shared_ptr<CloseTimerTask> close_task_;
   std::shared_ptr<HeartbeatTimerTask> heartbeat_task_;
 
-  WorkGate timer_work_;  // deadline and HELLO-timeout callbacks in progress
+  common::WorkGate timer_work_;  // deadline and HELLO-timeout callbacks in progress
   std::shared_ptr<MemoryReturn> memory_return_;  // gives back what closed connections freed (null: off)
 
   // Graceful shutdown. Each connection's context counts its requests not yet
@@ -347,7 +347,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   std::atomic<std::int64_t> last_refusal_log_{0};  // steady ns: refusals are logged at most once a second
   // What every request adds to, per thread slot (no locked add).
   static constexpr std::size_t kRequestsCounter = 0, kRepliesCounter = 1;
-  SlotCounters<2> hot_;
+  common::SlotCounters<2> hot_;
   std::atomic<std::uint64_t> accepted_{0}, errors_{0}, server_timeouts_{0},
       late_replies_{0}, method_not_found_{0}, cancelled_{0}, oversize_replies_{0}, read_pauses_{0};
   BadInputLog bad_input_;  // connections closed for breaking the protocol, by reason

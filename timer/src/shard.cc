@@ -44,7 +44,7 @@ bool Shard::cancel(std::uint32_t i, std::uint32_t gen, TaskBox& out) noexcept {
       [[fallthrough]];
     case kPending:
       wheel_.unlink(pool_, i);
-      pending.add(-1);
+      pending.sub();
       break;
     case kUnprocessed:
       break;
@@ -67,7 +67,7 @@ void Shard::fire(std::uint32_t i, std::uint64_t d, std::vector<Fired>& out) {
   n.tag = (n.tag & ~kStateMask) | kFiring;
   out.push_back({id_, i, gen_of(n.tag), d});
   expired.add();
-  pending.add(-1);
+  pending.sub();
 }
 
 // A far record reached its hop: place it for real if its deadline is now in
@@ -108,14 +108,14 @@ void Shard::advance(std::uint64_t now, std::vector<Fired>& out) {
 
 void Shard::stop(std::vector<std::pair<std::uint32_t, std::uint32_t>>& out) {
   stopped_ = true;
-  out.reserve(out.size() + pending.get());
+  out.reserve(out.size() + pending.load());
   wheel_.drain(pool_, [&](std::uint32_t i) {
     Node& n = pool_[i];
     n.tag = (n.tag & ~kStateMask) | kUnprocessed;
     out.emplace_back(i, gen_of(n.tag));
   });
   far_.clear();
-  pending.add(-static_cast<std::int64_t>(pending.get()));
+  pending.sub(pending.load());
 }
 
 }  // namespace wheelrpc::timer::detail

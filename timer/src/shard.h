@@ -9,24 +9,14 @@
 #include <vector>
 
 #include "node_pool.h"
-#include "spin_lock.h"
+#include <wheelrpc/common/single_writer_counter.h>
+#include <wheelrpc/common/spin_lock.h>
 #include "wheel.h"
 
 namespace wheelrpc::timer::detail {
 
-/// A counter written only under the shard lock and read from anywhere: plain
-/// loads and stores, no read-modify-write.
-class ShardCounter {
- public:
-  void add(std::int64_t n = 1) noexcept {
-    v_.store(v_.load(std::memory_order_relaxed) + static_cast<std::uint64_t>(n),
-             std::memory_order_relaxed);
-  }
-  std::uint64_t get() const noexcept { return v_.load(std::memory_order_relaxed); }
-
- private:
-  std::atomic<std::uint64_t> v_{0};
-};
+/// A counter written only under the shard lock and read from anywhere.
+using ShardCounter = common::SingleWriterCounter<std::uint64_t>;
 
 /// A record that reached its deadline, to be run outside the lock.
 struct Fired {
@@ -45,7 +35,7 @@ class alignas(64) Shard {
 
   Shard(std::uint32_t id, unsigned slot_bits) : id_(id), wheel_(slot_bits) {}
 
-  SpinLock lock;
+  common::SpinLock lock;
 
   /// Takes `box` into a new record due at tick `d`; returns its index and sets
   /// `gen`, or returns kNil (pool full or no memory; `box` untouched).

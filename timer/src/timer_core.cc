@@ -409,10 +409,10 @@ void TimerCore::worker_main() {
 TimerStats TimerCore::stats() const {
   TimerStats st;
   for (const auto& s : shards_) {
-    st.pending += s->pending.get();
-    st.scheduled += s->scheduled.get();
-    st.cancelled += s->cancelled.get();
-    st.expired += s->expired.get();
+    st.pending += s->pending.load();
+    st.scheduled += s->scheduled.load();
+    st.cancelled += s->cancelled.load();
+    st.expired += s->expired.load();
   }
   st.failed = failed_.load(std::memory_order_relaxed);
   st.dropped = dropped_.load(std::memory_order_relaxed);

@@ -16,7 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace wheelrpc::rpc::detail {
+namespace wheelrpc::common {
 
 inline constexpr std::size_t kThreadSlots = 16;
 inline constexpr std::size_t kSharedSlot = kThreadSlots;  // for threads beyond kThreadSlots
@@ -57,4 +57,4 @@ class SlotCounters {
   Line lines_[kThreadSlots + 1];
 };
 
-}  // namespace wheelrpc::rpc::detail
+}  // namespace wheelrpc::common

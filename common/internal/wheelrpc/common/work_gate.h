@@ -9,7 +9,7 @@
 #include <atomic>
 #include <thread>
 
-namespace wheelrpc::rpc::detail {
+namespace wheelrpc::common {
 
 class WorkGate {
  public:
@@ -48,4 +48,4 @@ class WorkGate {
   std::atomic<bool> closed_{false};
 };
 
-}  // namespace wheelrpc::rpc::detail
+}  // namespace wheelrpc::common

@@ -29,7 +29,7 @@
 #define WHEELRPC_RECYCLE 1
 #endif
 
-namespace wheelrpc::rpc::detail {
+namespace wheelrpc::common {
 
 /// Derive `T` from `Recycled<T>` to recycle its blocks (`new T` / `delete`).
 template <class T, std::size_t Cap = 1024>
@@ -88,4 +88,4 @@ class Recycled {
   }
 };
 
-}  // namespace wheelrpc::rpc::detail
+}  // namespace wheelrpc::common

@@ -1,6 +1,6 @@
-#include "thread_slot.h"
+#include <wheelrpc/common/thread_slot.h>
 
-namespace wheelrpc::rpc::detail {
+namespace wheelrpc::common {
 namespace {
 
 static_assert(kThreadSlots <= 32);
@@ -46,4 +46,4 @@ std::size_t thread_slot() noexcept {
   return t_slot;
 }
 
-}  // namespace wheelrpc::rpc::detail
+}  // namespace wheelrpc::common
