@@ -292,7 +292,7 @@ void Channel::on_read(const error_code& ec, std::size_t n) {
   // sockets once more before it sleeps, and the peer's answer to what was
   // just sent often arrives within that pass. Without it the thread blocks
   // in epoll_wait at once and pays a sleep and wake-up far more often
-  // (docs/benchmarks.md, "Fewer locked instructions per request").
+  // (docs/benchmarks-log.md, "Fewer locked instructions per request").
   if (strand_sent_) {
     strand_sent_ = false;
     asio::post(strand_, [self = shared_from_this()] { self->do_write(); });
