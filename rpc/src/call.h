@@ -51,7 +51,7 @@
 namespace wheelrpc::rpc::detail {
 
 class ClientCore;
-class ClientConnection;
+class Subchannel;
 class MethodCells;
 
 struct Call;
@@ -65,7 +65,7 @@ struct Call : common::Recycled<Call> {
     std::uint64_t id = 0;       // its pending-table key on the provider's connection
     // The provider it went to: kept alive while the attempt is, even if the
     // provider leaves the client's set meanwhile.
-    std::shared_ptr<ClientConnection> conn;
+    std::shared_ptr<Subchannel> conn;
     TimePoint sent;
     TimePoint expires = kNever;  // its own timeout, when earlier than the call's deadline
     int number = 0;              // 1-based
@@ -127,13 +127,13 @@ struct Call : common::Recycled<Call> {
   boost::container::small_vector<Attempt, 1> live;  // sent, awaiting a reply
   // Providers tried, and that of the latest failed attempt: identities only,
   // compared with the current set's members, never dereferenced.
-  boost::container::small_vector<const ClientConnection*, 2> tried;
-  const ClientConnection* last_failed = nullptr;
+  boost::container::small_vector<const Subchannel*, 2> tried;
+  const Subchannel* last_failed = nullptr;
   // Provider of the latest attempt (for messages): alive while that attempt
   // is in `live`, which holds it; when the attempt leaves `live` its hold
   // moves to `latest_hold` (no reference count per attempt for messages).
-  const ClientConnection* latest = nullptr;
-  std::shared_ptr<const ClientConnection> latest_hold;
+  const Subchannel* latest = nullptr;
+  std::shared_ptr<const Subchannel> latest_hold;
   boost::system::error_code last_ec;       // of the latest failed attempt
   std::string last_error;
   TimePoint retry_at = kNever;  // phase backoff: when the next attempt starts

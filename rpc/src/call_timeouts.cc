@@ -1,0 +1,199 @@
+#include "call_timeouts.h"
+
+#include <algorithm>
+
+#include <boost/asio/post.hpp>
+
+#include <wheelrpc/common/mutex.h>
+#include <wheelrpc/rpc/deadline.h>
+
+#include "call_driver.h"
+#include "client_context.h"
+#include "client_core.h"
+#include "log.h"
+#include "provider_pool.h"
+#include "subchannel.h"
+
+namespace wheelrpc::rpc::detail {
+namespace asio = boost::asio;
+using Phase = Call::Phase;
+using CallLock = common::LockGuard<common::SpinLock>;
+
+namespace {
+
+std::chrono::milliseconds ms_between(TimePoint from, TimePoint to) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from);
+}
+
+// A timer task owning one reference to its call: stored in the timeout
+// record itself (no allocation), released when the timeout runs, is
+// cancelled or is dropped. On the timer's worker it only pins the call and,
+// if the call is still running, posts `Member` to the client's executor.
+template <void (CallTimeouts::*Member)(const CallPtr&, TimePoint)>
+struct CallTimeoutTask {
+  using wheelrpc_relocatable = void;
+  CallPtr call;
+  void operator()() const {
+    CallPin pin(*call);
+    if (!pin.alive()) return;  // completed: its core may be gone
+    auto core = call->core->shared_from_this();
+    // When the worker ran it, for the timeline: how late the timer was,
+    // apart from how long the executor then took to run the posted work.
+    const TimePoint fired = core->context().now();
+    asio::post(core->executor(), [core, c = call, fired] { ((core->timeouts()).*Member)(c, fired); });
+  }
+};
+
+}  // namespace
+
+bool CallTimeouts::cover_deadline(Call& call, TimePoint t) {
+  call.mu.assert_held();
+  if (!call.plan.has_deadline || call.cover != Call::Cover::none || call.done.load(std::memory_order_relaxed)) {
+    return true;
+  }
+  std::error_code tec;
+  call.deadline_timeout = ctx_.timer.new_timeout(CallTimeoutTask<&CallTimeouts::on_deadline>{share_with_pinner(call)},
+                                                 std::max(call.plan.deadline - t, TimePoint::duration::zero()), tec);
+  if (tec) return false;
+  call.cover = Call::Cover::own;
+  return true;
+}
+
+void CallTimeouts::rearm_aux(Call& call, TimePoint t) {
+  TimePoint next = kNever;
+  if (call.phase == Phase::backoff) {
+    next = call.retry_at;
+  } else if (call.phase == Phase::sent) {
+    next = call.hedge_at;
+    for (const auto& a : call.live) next = std::min(next, a.expires);
+  }
+  if (next >= call.plan.deadline) next = kNever;  // the deadline covers it
+  const bool pending = call.aux_at != kNever && call.aux.state() == timer::TimeoutState::pending;
+  if (pending && next == call.aux_at) return;
+  if (pending) call.aux.cancel();
+  call.aux_at = kNever;
+  call.aux = {};
+  if (next == kNever) return;
+  std::error_code tec;
+  call.aux = ctx_.timer.new_timeout(CallTimeoutTask<&CallTimeouts::on_aux>{share_with_pinner(call)}, next - t, tec);
+  if (!tec) call.aux_at = next;  // else the deadline will end the call
+}
+
+void CallTimeouts::cancel_timeouts(Call& call, bool by_timer) {
+  if (call.aux_at != kNever) call.aux.cancel();
+  call.aux_at = kNever;
+  if (!by_timer && call.cover == Call::Cover::own) call.deadline_timeout.cancel();
+}
+
+void CallTimeouts::on_deadlines_due(std::vector<CallPtr>& due, TimePoint fired) {
+  for (const auto& c : due) on_deadline(c, fired);
+}
+
+void CallTimeouts::on_aux(const CallPtr& ptr, TimePoint fired) {
+  Call& call = *ptr;
+  Completion done;
+  {
+    CallLock lock(call.mu);
+    if (call.done.load(std::memory_order_relaxed)) return;
+    // The timeout that posted this ran; a newer one may be pending already.
+    if (call.aux.state() != timer::TimeoutState::pending) call.aux_at = kNever;
+    const auto t = ctx_.now();
+    // Posted, it may run late: past the deadline, the deadline's own work
+    // (posted too) ends the call; no hedge or retry starts now.
+    if (call.plan.has_deadline && t >= call.plan.deadline) return;
+    if (call.phase == Phase::backoff) {
+      if (t < call.retry_at) {
+        rearm_aux(call, t);
+      } else {
+        driver_.leave_backoff(call);
+        call.retry_at = kNever;
+        driver_.dispatch(call, done);
+      }
+    } else if (call.phase == Phase::sent) {
+      // Attempts past their own timeout are abandoned (a late reply is
+      // dropped); the server was given the same budget and gave up too.
+      const Subchannel* timed_out = nullptr;  // identity only
+      std::string message;
+      for (std::size_t i = 0; i < call.live.size();) {
+        if (call.live[i].expires <= t) {
+          timed_out = call.live[i].conn.get();
+          message = driver_.attempt_timed_out(call, call.live[i], /*server_too=*/false);
+          driver_.drop_attempt(call, i, true, done);
+          ClientMetrics::count(ctx_.metrics.attempt_timeouts);
+        } else {
+          ++i;
+        }
+      }
+      if (timed_out) {
+        rearm_aux(call, t);
+        // Its timer, for the timeline if this ends the call.
+        call.fired = fired;
+        driver_.attempt_failed(call, timed_out, Failure::attempt_timeout, errc::timeout, std::move(message), done);
+        if (!call.done.load(std::memory_order_relaxed)) call.fired = TimePoint{};
+      } else if (t >= call.hedge_at && !call.live.empty() && call.attempts < call.plan.max_attempts) {
+        // Hedge on a provider the call is not already waiting on.
+        call.hedge_at = kNever;
+        bool sent = false;
+        const auto set = pool_.current();
+        const auto target = driver_.pick(call, *set, /*avoid_live=*/true);
+        if (!target) {
+          call.hedge_at = t + call.plan.hedge_delay;  // none free now; look again later
+        } else if (driver_.try_extra_attempt(t)) {
+          ClientMetrics::count(ctx_.metrics.hedges);
+          logger()->debug("hedging '{}' on {} after {} ms", call.method, set->conns[*target]->peer(),
+                          ms_between(call.start, t).count());
+          sent = driver_.send_attempt(call, set->conns[*target], done);  // rearms the aux timeout
+          if (!sent) call.hedge_at = t + call.plan.hedge_delay;           // it went down meanwhile
+        }
+        // else: the budget refused it (counted); no more hedges for this call
+        if (!sent) rearm_aux(call, t);
+      } else {
+        rearm_aux(call, t);
+      }
+    }
+  }
+  deliver(done, ctx_);
+}
+
+void CallTimeouts::on_deadline(const CallPtr& ptr, TimePoint fired) {
+  Call& call = *ptr;
+  Completion done;
+  {
+    CallLock lock(call.mu);
+    if (call.done.load(std::memory_order_relaxed)) return;
+    call.fired = fired;
+    DeadlineFacts f;
+    f.sent = !call.live.empty();
+    f.inherited = call.inherited;
+    f.last_ec = call.last_ec;
+    f.last_error = call.last_error;
+    f.attempts = call.attempts;
+    f.max_attempts = call.plan.max_attempts;
+    f.elapsed = ms_between(call.start, ctx_.now());
+    f.method = call.method;
+    const auto set = pool_.current();
+    f.peer = call.latest ? std::string_view(call.latest->peer()) : std::string_view(set->peers);
+    for (const auto& a : call.live) a.conn->count_failure();
+    const std::size_t cap = ctx_.options.max_active_per_provider;
+    if (!f.sent && cap != 0 && !driver_.any_slot(*set) &&
+        std::any_of(set->conns.begin(), set->conns.end(), [](const auto& c) { return c->ready(); })) {
+      f.every_ready_at_limit = cap;
+    }
+    if (!f.sent) {
+      f.every_provider_failed = !set->conns.empty();
+      for (const auto& c : set->conns) {
+        auto error = c->last_error();
+        if (error.empty()) {
+          f.every_provider_failed = false;
+        } else {
+          f.last_connect_error = std::move(error);
+        }
+      }
+    }
+    Outcome out = deadline_outcome(f);
+    driver_.complete(call, out.ec, Response{{}, {}, std::move(out.message)}, Origin::timer, done);
+  }
+  deliver(done, ctx_);
+}
+
+}  // namespace wheelrpc::rpc::detail

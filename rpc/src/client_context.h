@@ -1,0 +1,58 @@
+#pragma once
+// What the parts of one client share: the options, executor, timer, clock
+// and TLS context fixed at construction, its counters, and the closed flag.
+// Held by shared_ptr: a Subchannel may outlive the core that made it (an
+// attempt or its channel still holds it) and reads these until it is gone.
+//
+// Thread-safety: the fixed members are read-only after construction; the
+// rest are atomics, or thread-safe types (ClientMetrics, WorkGate).
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include <wheelrpc/common/work_gate.h>
+#include <wheelrpc/rpc/client.h>
+#include <wheelrpc/timer/clock.h>
+#include <wheelrpc/transport/channel.h>
+#include <wheelrpc/transport/tls.h>
+
+#include "attempt_policy.h"
+#include "client_metrics.h"
+
+namespace wheelrpc::rpc::detail {
+
+struct ClientContext {
+  ClientContext(boost::asio::any_io_executor executor, timer::Timer& t, ClientOptions opts);
+
+  boost::asio::any_io_executor ex;
+  /// `ex` when it is an io_context's executor (the usual case), for the check
+  /// that lets a reply's handler run inline without going through `ex`.
+  const boost::asio::io_context::executor_type* io_ex;
+  timer::Timer& timer;
+  const ClientOptions options;
+  const timer::Clock* const clock;  // options.clock: null for the steady clock
+  /// ClientOptions::tls, loaded by the constructor.
+  std::optional<transport::TlsContext> tls;
+
+  ClientMetrics metrics;
+  /// close() ran: nothing new starts.
+  std::atomic<bool> closed{false};
+  /// A call or connect() came: new providers connect at once.
+  std::atomic<bool> started{false};
+  /// Sweep timeouts in progress on the timer's worker: close() waits for
+  /// them, so none posts into an executor after it returned.
+  common::WorkGate sweep_work;
+  std::atomic<std::uint64_t> next_event_id{1};
+
+  TimePoint now() const noexcept { return clock ? clock->now() : timer::fast_steady_now(); }
+  /// When the latest read of `channel` completed (on a manual clock: now).
+  TimePoint receipt_time(const transport::Channel& channel) const noexcept {
+    return clock ? clock->now() : channel.last_read();
+  }
+};
+
+}  // namespace wheelrpc::rpc::detail

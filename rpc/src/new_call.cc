@@ -1,0 +1,129 @@
+#include "new_call.h"
+
+#include <fmt/format.h>
+
+#include <wheelrpc/rpc/deadline.h>
+#include <wheelrpc/rpc/errc.h>
+#include <wheelrpc/transport/frame.h>
+
+#include "client_context.h"
+
+namespace wheelrpc::rpc::detail {
+namespace {
+
+std::chrono::milliseconds ms_between(TimePoint from, TimePoint to) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from);
+}
+
+/// Whether adding a traceparent keeps the call's body within
+/// ChannelOptions::max_body (the strings are lent and given back).
+bool fits_with_traceparent(const ClientOptions& options, std::string& method, std::string& payload,
+                           transport::Attachments& attachments) {
+  // Bytes a traceparent attachment adds to a body (55 characters of value).
+  static const std::size_t cost = [] {
+    transport::Frame with, without;
+    with.method = without.method = "m";
+    with.lent_key = kTraceparentKey;
+    const std::string value(TraceContext::kTraceparentSize, '0');
+    with.lent_value = value;
+    return transport::encoded_size(with) - transport::encoded_size(without);
+  }();
+  if (payload.size() + cost < options.channel.max_body / 2) return true;  // the common case: far below
+  transport::Frame probe;  // lent the call's strings to measure the body, then given back
+  probe.method.swap(method);
+  probe.payload.swap(payload);
+  probe.attachments.swap(attachments);
+  const std::size_t body = transport::encoded_size(probe) - transport::kHeaderSize;
+  probe.method.swap(method);
+  probe.payload.swap(payload);
+  probe.attachments.swap(attachments);
+  return body + cost <= options.channel.max_body;
+}
+
+NewCall refused(boost::system::error_code ec, std::string error) { return NewCall{{}, ec, std::move(error)}; }
+
+}  // namespace
+
+NewCall make_call(ClientContext& ctx, MethodCells* cells, std::string& method, std::string& payload,
+                  CallOptions& options) {
+  if (auto problem = validate(options)) return refused(errc::bad_request, *problem + ": call to '" + method + "' not sent");
+  bool has_deadline = options.timeout != CallOptions::kNoDeadline;
+  if (options.timeout.count() <= 0) {
+    return refused(errc::timeout, fmt::format("timeout: the deadline of the call to '{}' had already passed ({} ms), "
+                                              "not sent",
+                                              method, options.timeout.count()));
+  }
+  const auto start = ctx.now();
+  auto deadline = has_deadline ? start + options.timeout : kNever;
+  auto budget = options.timeout;
+  bool inherited = false;
+  const auto context = current_deadline();
+  if (options.inherit_deadline && context) {
+    if (*context <= start) {
+      return refused(errc::timeout, fmt::format("timeout: the deadline inherited from the request being served "
+                                                "passed {} ms ago: call to '{}' not sent",
+                                                ms_between(*context, start).count(), method));
+    }
+    if (*context < deadline) {
+      deadline = *context;
+      budget = std::chrono::ceil<std::chrono::milliseconds>(*context - start);
+      has_deadline = true;
+      inherited = true;
+    }
+  }
+  // Checked without a lock: close() checks again (under the call's lock),
+  // and the limit may be overshot by calls racing in at one instant.
+  if (ctx.closed.load(std::memory_order_acquire)) {
+    return refused(errc::cancelled, "client closed: call to '" + method + "' not sent");
+  }
+  auto& pending = ctx.metrics.pending;
+  if (pending.fetch_add(1, std::memory_order_relaxed) >= ctx.options.max_pending_calls) {
+    pending.fetch_sub(1, std::memory_order_relaxed);
+    return refused(errc::too_many_pending, fmt::format("{} calls already pending (max_pending_calls): call to '{}' "
+                                                       "not sent",
+                                                       ctx.options.max_pending_calls, method));
+  }
+
+  // The trace: the caller's own traceparent, else the trace of the request
+  // being served continued, else a new one.
+  auto trace_context = current_trace();
+  std::optional<TraceContext> trace;
+  for (const auto& [key, value] : options.attachments) {
+    if (key == kTraceparentKey) {
+      trace = TraceContext::parse(value);
+      if (!trace) trace = TraceContext::make_root();  // theirs is kept on the wire; ours names it locally
+      break;
+    }
+  }
+  bool send_trace = false;
+  if (!trace) {
+    trace = trace_context ? trace_context->child() : TraceContext::make_root();
+    // Sent unless it alone would push the body over the limit (a payload
+    // right at the limit still goes, without a traceparent on the wire).
+    send_trace = fits_with_traceparent(ctx.options, method, payload, options.attachments);
+  }
+
+  NewCall out;
+  out.call = share_unpublished(*new Call);  // the count's first reference, without a locked add
+  Call& c = *out.call;
+  c.cells = cells;
+  c.trace = *trace;
+  c.send_trace = send_trace;
+  if (send_trace) c.trace.write_traceparent(c.traceparent.data());
+  c.trace_context = trace_context;
+  c.method = std::move(method);
+  c.start = start;
+  c.inherited = inherited;
+  c.context = context;
+  c.wait_for_ready = options.wait_for_ready;
+  c.plan.has_deadline = has_deadline;
+  c.plan.idempotent = options.idempotent;
+  c.plan.max_attempts = options.retries + 1;
+  c.plan.attempt_timeout = options.attempt_timeout;
+  c.plan.hedge_delay = options.hedge_delay;
+  c.plan.budget = budget;
+  c.plan.deadline = deadline;
+  return out;
+}
+
+}  // namespace wheelrpc::rpc::detail
