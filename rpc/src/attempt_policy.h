@@ -20,6 +20,11 @@ namespace wheelrpc::rpc::detail {
 using TimePoint = std::chrono::steady_clock::time_point;
 inline constexpr TimePoint kNever = TimePoint::max();
 
+/// Whole milliseconds from `from` to `to` (for messages).
+inline std::chrono::milliseconds ms_between(TimePoint from, TimePoint to) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from);
+}
+
 /// How an attempt failed.
 enum class Failure : std::uint8_t {
   connection_lost,   ///< the connection closed with the attempt sent

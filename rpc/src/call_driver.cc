@@ -27,10 +27,6 @@ using BooksLock = common::UniqueLock<common::Mutex>;
 
 namespace {
 
-std::chrono::milliseconds ms_between(TimePoint from, TimePoint to) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from);
-}
-
 // Installed in the handler's cancellation slot.
 struct CancelHandler {
   explicit CancelHandler(CallPtr c) noexcept : call(std::move(c)) {}

@@ -21,10 +21,6 @@ using CallLock = common::LockGuard<common::SpinLock>;
 
 namespace {
 
-std::chrono::milliseconds ms_between(TimePoint from, TimePoint to) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from);
-}
-
 // A timer task owning one reference to its call: stored in the timeout
 // record itself (no allocation), released when the timeout runs, is
 // cancelled or is dropped. On the timer's worker it only pins the call and,

@@ -97,14 +97,14 @@ void ClientCore::close() {
   std::lock_guard once(close_mu_);
   if (ctx_->closed.exchange(true, std::memory_order_acq_rel)) return;
   std::vector<CallPtr> calls;
-  std::vector<std::shared_ptr<transport::Channel>> channels;
+  std::vector<std::shared_ptr<ClientTransport>> transports;
   auto subchannels = pool_.close();
   driver_.take_books(calls);
-  for (auto& sub : subchannels) sub->shut(calls, channels);
+  for (auto& sub : subchannels) sub->shut(calls, transports);
   ctx_->sweep_work.close_and_wait();  // a sweep firing now posts nothing after this
   failback_->close();
   for (auto& c : calls) driver_.cancel(c, errc::cancelled, driver_.describe(*c, "client closed"), Origin::other);
-  for (auto& ch : channels) ch->close(transport::make_error_code(transport::errc::closed), "client closed");
+  for (auto& t : transports) t->close(transport::make_error_code(transport::errc::closed), "client closed");
   work_.reset();
 }
 

@@ -10,7 +10,7 @@
 #include <wheelrpc/rpc/deadline.h>
 
 #include "client_context.h"
-#include "subchannel.h"
+#include "client_transport.h"
 
 namespace wheelrpc::rpc::detail {
 namespace asio = boost::asio;
@@ -19,7 +19,7 @@ using boost::system::error_code;
 // A call started while a request was being served completes with that
 // request's deadline in force, so the caller's next nested call inherits it too.
 void deliver(Completion& done, const ClientContext& ctx) {
-  for (auto& [channel, id] : done.abandoned) Subchannel::send_cancel(*channel, id);
+  for (auto& [transport, id] : done.abandoned) transport->cancel_request(id);
   if (!done.armed) return;
   done.armed = false;
   // Asking for the handler's executor with ours as the fallback would wrap

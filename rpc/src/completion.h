@@ -20,12 +20,7 @@
 namespace wheelrpc::rpc::detail {
 
 struct ClientContext;
-
-}  // namespace wheelrpc::rpc::detail
-namespace wheelrpc::transport {
-class Channel;
-}  // namespace wheelrpc::transport
-namespace wheelrpc::rpc::detail {
+class ClientTransport;
 
 /// Where a completion comes from: it decides whether the handler may run
 /// inline and whether abandoned attempts are told to their servers.
@@ -41,10 +36,10 @@ struct Completion {
   bool may_run_inline = false;
   std::optional<TimePoint> context;
   std::optional<TraceContext> trace;  // put in force while the handler runs
-  /// Attempts abandoned in flight: the connection each went out on and its
+  /// Attempts abandoned in flight: the transport each went out on and its
   /// request id (Subchannel::abandon; each is told to its server, which
   /// drops the reply).
-  boost::container::small_vector<std::pair<std::shared_ptr<transport::Channel>, std::uint64_t>, 1> abandoned;
+  boost::container::small_vector<std::pair<std::shared_ptr<ClientTransport>, std::uint64_t>, 1> abandoned;
   /// A reference to the call being worked on that its holder no longer
   /// needs: start_call's own, and the table entry of an attempt dropped.
   /// The next attempt's table entry takes it over instead of counting a new

@@ -11,10 +11,6 @@
 namespace wheelrpc::rpc::detail {
 namespace {
 
-std::chrono::milliseconds ms_between(TimePoint from, TimePoint to) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from);
-}
-
 /// Whether adding a traceparent keeps the call's body within
 /// ChannelOptions::max_body (the strings are lent and given back).
 bool fits_with_traceparent(const ClientOptions& options, std::string& method, std::string& payload,

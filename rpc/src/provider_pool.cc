@@ -218,7 +218,7 @@ void ProviderPool::apply_set_locked(std::vector<tcp::endpoint> endpoints, ToClos
   // Published first, retired after: an attempt is never sent to a provider
   // that is in no set, and a provider is never in the set and retired.
   for (const auto& c : left) {
-    std::shared_ptr<transport::Channel> close_now;
+    std::shared_ptr<ClientTransport> close_now;
     if (c->retire(close_now)) {
       retiring_[c->endpoint()] = c;  // it drains
     } else {
@@ -235,9 +235,7 @@ void ProviderPool::apply_set_locked(std::vector<tcp::endpoint> endpoints, ToClos
 }
 
 void ProviderPool::close_retired(ToClose& to_close) {
-  for (auto& channel : to_close) {
-    channel->close(transport::make_error_code(transport::errc::closed), "provider left the set");
-  }
+  for (auto& t : to_close) t->close(transport::make_error_code(transport::errc::closed), "provider left the set");
   to_close.clear();
 }
 

@@ -34,6 +34,7 @@
 namespace wheelrpc::rpc::detail {
 
 struct ClientContext;
+class ClientTransport;
 class Subchannel;
 class SubchannelListener;
 
@@ -117,9 +118,9 @@ class ProviderPool {
   void add_left(std::vector<ProviderStats>& out) const;
 
  private:
-  /// Channels to close once mu_ is released: a close may run the channel's
-  /// on_close inline (a strand dispatch), which takes mu_.
-  using ToClose = std::vector<std::shared_ptr<transport::Channel>>;
+  /// Transports to close once mu_ is released: a close may run the
+  /// subchannel's close event inline (a strand dispatch), which takes mu_.
+  using ToClose = std::vector<std::shared_ptr<ClientTransport>>;
   /// Makes `endpoints` the set: keeps the providers in both, brings back or
   /// creates the new ones, retires the ones that left.
   void apply_set_locked(std::vector<boost::asio::ip::tcp::endpoint> endpoints, ToClose& to_close)

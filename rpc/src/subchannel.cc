@@ -15,9 +15,9 @@
 
 #include "client_context.h"
 #include "completion.h"
-#include "control_frames.h"
 #include "idle_limit.h"
 #include "log.h"
+#include "native_client_transport.h"
 #include "subchannel_listener.h"
 
 namespace wheelrpc::rpc::detail {
@@ -124,28 +124,25 @@ void Subchannel::on_connected(error_code ec, asio::ip::tcp::socket socket) {
     listener->on_connect_failed(*this, /*refused=*/true);
     return;
   }
-  auto channel = transport::Channel::create(std::move(socket), shared_from_this(), options.channel,
-                                            ctx_->tls ? &*ctx_->tls : nullptr, options.tls.server_name);
-  channel_ = channel;
-  watched_channel_.store(channel);
+  auto t = NativeClientTransport::create(std::move(socket), shared_from_this(), ctx_);
+  transport_ = t;
+  watched_channel_.store(t->channel());
   idle_timeout_ms_.store(options.connect_timeout.count(), std::memory_order_relaxed);
   set_state(State::handshaking);
   lock.unlock();
   reconnect_task_->check_within(options.connect_timeout);  // a HELLO that never comes
-  channel->start();
-  channel->send(make_hello(ctx_->next_event_id.fetch_add(1, std::memory_order_relaxed), options.heartbeat, true,
-                           options.channel.max_body));
+  t->start(ctx_->next_event_id.fetch_add(1, std::memory_order_relaxed), options.heartbeat, options.channel.max_body);
 }
 
-void Subchannel::on_hello(const transport::Frame& frame) {
+void Subchannel::on_handshake(std::optional<std::chrono::milliseconds> proposed, std::uint32_t max_body) {
+  (void)max_body;  // the transport applies it to the requests it sends
   std::chrono::milliseconds idle{0};
   {
     Lock lock(mu_);
     if (closed_ || state_ != State::handshaking) return;
     const auto& options = ctx_->options;
-    const auto heartbeat = std::max(hello_heartbeat(frame).value_or(options.heartbeat), options.heartbeat);
+    const auto heartbeat = std::max(proposed.value_or(options.heartbeat), options.heartbeat);
     heartbeat_ms_.store(heartbeat.count(), std::memory_order_relaxed);
-    peer_max_body_.store(hello_max_body(frame), std::memory_order_relaxed);
     idle = idle_limit(options.idle_timeout, heartbeat);
     idle_timeout_ms_.store(idle.count(), std::memory_order_relaxed);
     failing_.store(false, std::memory_order_release);
@@ -153,7 +150,7 @@ void Subchannel::on_hello(const transport::Frame& frame) {
     backoff_.reset();
     next_attempt_ = {};  // the first attempt after a loss is immediate
     last_error_.clear();
-    logger()->debug("conn={} peer={} ready, heartbeat {} ms", channel_ ? channel_->id() : 0, peer_,
+    logger()->debug("conn={} peer={} ready, heartbeat {} ms", transport_ ? transport_->channel()->id() : 0, peer_,
                     heartbeat.count());
   }
   // The reconnect task sleeps until the idle deadline it last saw, the
@@ -163,7 +160,7 @@ void Subchannel::on_hello(const transport::Frame& frame) {
   if (auto* listener = batch_listener()) listener->on_subchannel_ready();
 }
 
-void Subchannel::on_closed(const error_code& ec, const std::string& reason) {
+void Subchannel::on_transport_closed(const error_code& ec, const std::string& reason) {
   auto listener = listener_.lock();
   if (!listener) return;
   LostAttempts lost;  // the calls, and the ids of their attempts here
@@ -183,7 +180,7 @@ void Subchannel::on_closed(const error_code& ec, const std::string& reason) {
     failed_connect = !was_ready && !ours;
     if (was_ready || failed_connect) failing_.store(failed_connect, std::memory_order_release);
     set_state(State::idle);
-    channel_.reset();
+    transport_.reset();
     watched_channel_.store(nullptr);
     if (was_ready) next_attempt_ = ctx_->now() + ctx_->options.reconnect.first;  // the first attempt's delay
     if (failed_connect) last_error_ = "the connection to " + peer_ + " closed before it was ready: " + reason;
@@ -224,11 +221,11 @@ void Subchannel::on_closed(const error_code& ec, const std::string& reason) {
 bool Subchannel::place(Call& call, CallPtr& spare, bool sweep, TimePoint deadline, TimePoint t,
                        std::size_t max_active, Placed& out) {
   Lock lock(mu_);
-  if (closed_ || retired_.load(std::memory_order_relaxed) || state_ != State::ready || !channel_) return false;
+  if (closed_ || retired_.load(std::memory_order_relaxed) || state_ != State::ready || !transport_) return false;
   // Two calls may have picked its last slot at once: one gets it.
   if (max_active != 0 && active_.load() >= max_active) return false;
-  out.channel = channel_.get();
-  if (!out.channel->delivering_here()) out.held = channel_;
+  out.transport = transport_.get();
+  if (!out.transport->delivering_here()) out.held = transport_;
   // A call with nothing yet to end it at its deadline has it swept from this
   // entry: no timeout of its own on the wheel.
   out.swept = sweep && arm_sweep_locked(deadline, t);
@@ -243,36 +240,12 @@ bool Subchannel::place(Call& call, CallPtr& spare, bool sweep, TimePoint deadlin
 
 Subchannel::SendResult Subchannel::send(const Placed& placed, Call& call, std::chrono::milliseconds wire,
                                         std::size_t& body, std::uint32_t& limit) {
-  // The payload and attachments are lent to the frame for the encoding and
-  // given back: a retry or hedge may need them again.
-  transport::Frame f;
-  f.header.flags = transport::kFlagRequest | transport::kFlagTwoWay;
-  f.header.request_id = placed.id;
-  if (wire.count() > 0) {
-    f.header.deadline_ms = static_cast<std::uint32_t>(std::clamp<long long>(wire.count(), 1, 0xffffffffLL));
-  }
-  f.method = call.method;
-  f.attachments = std::move(call.attachments);
-  f.payload = std::move(call.payload);
+  OutgoingRequest request{placed.id, call.method, call.payload, call.attachments, {}, {}, wire};
   if (call.send_trace) {
-    f.lent_key = kTraceparentKey;
-    f.lent_value = std::string_view(call.traceparent.data(), call.traceparent.size());
+    request.extra_key = kTraceparentKey;
+    request.extra_value = std::string_view(call.traceparent.data(), call.traceparent.size());
   }
-  // Over our own limit, or the server's (from its HELLO): the server would
-  // close the connection on it, failing every call there.
-  limit = std::min(ctx_->options.channel.max_body, peer_max_body_.load(std::memory_order_relaxed));
-  // A bound on the body without walking it: the method's length byte, the
-  // attachment count and the lent attachment's framing fit in 16 bytes.
-  const std::size_t bound = f.payload.size() + f.method.size() + f.lent_key.size() + f.lent_value.size() + 16;
-  body = bound > limit || !f.attachments.empty() ? transport::encoded_size(f) - transport::kHeaderSize
-                                                 : 0;  // the common case: below either limit
-  const bool too_big = body > limit;
-  const error_code ec = too_big ? error_code{} : placed.channel->send(f);
-  call.payload = std::move(f.payload);
-  call.attachments = std::move(f.attachments);
-  if (too_big) return SendResult::too_big;
-  if (!ec) return SendResult::sent;
-  return ec == transport::errc::write_queue_full ? SendResult::queue_full : SendResult::closed;
+  return placed.transport->send_request(request, body, limit);
 }
 
 CallPtr Subchannel::take(std::uint64_t id) {
@@ -311,10 +284,8 @@ void Subchannel::attempt_ended(std::uint64_t before) {
 
 void Subchannel::abandon(std::uint64_t id, Completion& done) {
   Lock lock(mu_);
-  if (channel_) done.abandoned.emplace_back(channel_, id);
+  if (transport_) done.abandoned.emplace_back(transport_, id);
 }
-
-void Subchannel::send_cancel(transport::Channel& channel, std::uint64_t id) { channel.send(make_cancel(id)); }
 
 bool Subchannel::arm_sweep_locked(TimePoint deadline, TimePoint t) {
   if (deadline >= sweep_at_) return true;  // the sweep armed runs first and looks again
@@ -362,15 +333,15 @@ void Subchannel::sweep(TimePoint reached, TimePoint fired, SubchannelListener& l
 
 // ---------------------------------------------------------------- the provider set
 
-bool Subchannel::retire(std::shared_ptr<transport::Channel>& close_now) {
+bool Subchannel::retire(std::shared_ptr<ClientTransport>& close_now) {
   bool keep = false;
   {
     Lock lock(mu_);
     retired_.store(true, std::memory_order_seq_cst);
     wanted_.store(false, std::memory_order_release);  // no reconnect from now on (heartbeats while it drains)
-    if (channel_) {
+    if (transport_) {
       keep = true;  // it drains: closed when its last attempt ends, or after the grace
-      if (active_.load() == 0) close_now = channel_;
+      if (active_.load() == 0) close_now = transport_;
     } else if (state_ == State::connecting) {
       keep = true;  // on_connected drops the socket and forgets it
     }
@@ -426,13 +397,13 @@ void Subchannel::stop_tasks() {
 }
 
 void Subchannel::close_drained() {
-  std::shared_ptr<transport::Channel> channel;
+  std::shared_ptr<ClientTransport> transport;
   {
     Lock lock(mu_);
     if (closed_ || !retired_.load(std::memory_order_relaxed) || active_.load() != 0) return;
-    channel = channel_;
+    transport = transport_;
   }
-  if (channel) channel->close(transport::make_error_code(transport::errc::closed), "provider left the set; drained");
+  if (transport) transport->close(transport::make_error_code(transport::errc::closed), "provider left the set; drained");
 }
 
 // ---------------------------------------------------------------- snapshots and close
@@ -461,7 +432,7 @@ ConnectionInfo Subchannel::info(TimePoint t) const {
   std::shared_ptr<transport::Channel> ch;
   {
     Lock lock(mu_);
-    ch = channel_;
+    if (transport_) ch = transport_->channel();
     switch (state_) {
       case State::idle:
         info.state = failing_.load(std::memory_order_relaxed) ? ConnectionInfo::State::backoff
@@ -490,7 +461,7 @@ std::optional<transport::Channel::Clock::time_point> Subchannel::last_write() co
   return std::nullopt;
 }
 
-void Subchannel::shut(std::vector<CallPtr>& calls, std::vector<std::shared_ptr<transport::Channel>>& channels) {
+void Subchannel::shut(std::vector<CallPtr>& calls, std::vector<std::shared_ptr<ClientTransport>>& transports) {
   std::shared_ptr<CloseTimerTask> close_task;
   {
     Lock lock(mu_);
@@ -499,10 +470,10 @@ void Subchannel::shut(std::vector<CallPtr>& calls, std::vector<std::shared_ptr<t
     close_task.swap(close_task_);
     sweep_timeout_.cancel();
     sweep_at_ = kNever;
-    // Break subchannel <-> channel: if the executor stops before the caller
-    // closes it, neither keeps the other alive.
-    if (channel_) channels.push_back(std::move(channel_));
-    channel_.reset();
+    // Break subchannel <-> transport: if the executor stops before the
+    // caller closes it, neither keeps the other alive.
+    if (transport_) transports.push_back(std::move(transport_));
+    transport_.reset();
     watched_channel_.store(nullptr);
     set_state(State::idle);
   }
@@ -511,47 +482,21 @@ void Subchannel::shut(std::vector<CallPtr>& calls, std::vector<std::shared_ptr<t
   if (close_task) close_task->cancel();
 }
 
-// ---------------------------------------------------------------- channel events
+// ---------------------------------------------------------------- transport events
 
 SubchannelListener* Subchannel::batch_listener() {
   if (!batch_listener_) batch_listener_ = listener_.lock();
   return batch_listener_.get();
 }
 
-void Subchannel::on_frame(transport::Channel& ch, transport::Frame& frame) {
-  assert(ch.strand().running_in_this_thread());
-  if (frame.header.is_event()) {
-    if (frame.header.is_request()) {
-      if (is_heartbeat(frame)) ch.send(make_heartbeat_reply(frame.header.request_id));
-      return;
-    }
-    if (frame.attachments.empty()) return;  // a heartbeat reply: it refreshed last-read
-    on_hello(frame);
-    return;
-  }
-  if (frame.header.is_request()) {
-    ch.close(transport::make_error_code(transport::errc::protocol_error), "the server sent a request");
-    return;
-  }
-  if (auto* listener = batch_listener()) {
-    IncomingReply reply{frame.header.request_id, static_cast<Status>(frame.header.status), frame.payload,
-                        frame.attachments};
-    listener->on_reply(*this, reply, ctx_->receipt_time(ch));
-  }
+void Subchannel::on_transport_reply(IncomingReply& reply, TimePoint received) {
+  if (auto* listener = batch_listener()) listener->on_reply(*this, reply, received);
 }
 
-void Subchannel::on_frames_delivered(transport::Channel& ch) {
-  assert(ch.strand().running_in_this_thread());
-  (void)ch;
-  // Released last: it may be the core's last reference, and the channel
+void Subchannel::on_batch_end() {
+  // Released last: it may be the core's last reference, and the transport
   // holds this subchannel until its delivery returns.
   auto listener = std::move(batch_listener_);
-}
-
-void Subchannel::on_close(transport::Channel& ch, const error_code& ec, const std::string& reason) {
-  assert(ch.strand().running_in_this_thread());
-  (void)ch;
-  on_closed(ec, reason);
 }
 
 bool Subchannel::watched(std::vector<WatchedChannel>& out) {

@@ -4,9 +4,10 @@
 // HeartbeatTimerTask and ReconnectTimerTask (and CloseTimerTask while it
 // drains after leaving the provider set), the table of attempts sent on it
 // with the one sweep timeout that ends those past their deadlines, and its
-// counters. It speaks the native framed protocol: requests, replies, CANCEL
-// and HELLO frames are encoded and decoded here and nowhere else in the call
-// engine. It tells its owner about events through a SubchannelListener.
+// counters. It speaks to its provider through a ClientTransport (the
+// protocol seam, client_transport.h): one per connection it makes, the
+// native framed protocol today. It tells its owner about events through a
+// SubchannelListener.
 //
 // Threads: channel events run on the channel's strand; connect completions
 // and posted work on the client's executor; its timer tasks check lock-free
@@ -34,6 +35,7 @@
 
 #include "call.h"
 #include "channel_timer_task.h"
+#include "client_transport.h"
 #include "load_balancer.h"
 #include "pending_table.h"
 #include "shared_ptr_cell.h"
@@ -44,7 +46,7 @@ struct ClientContext;
 struct Completion;
 class SubchannelListener;
 
-class Subchannel final : public transport::ChannelHandler, public std::enable_shared_from_this<Subchannel> {
+class Subchannel final : public ClientTransportEvents, public std::enable_shared_from_this<Subchannel> {
  public:
   enum class State : std::uint8_t { idle, connecting, handshaking, ready };
 
@@ -89,13 +91,13 @@ class Subchannel final : public transport::ChannelHandler, public std::enable_sh
   void maybe_reconnect(TimePoint t);
 
   // ---- attempts (with the attempt's call lock held; never the timer's worker)
-  /// Where an attempt went: its request id, the channel (held for the send
-  /// unless the send runs inside that channel's own delivery), and whether
-  /// its table entry carries the call's deadline for the sweep.
+  /// Where an attempt went: its request id, the transport (held for the
+  /// send unless the send runs inside that transport's own delivery), and
+  /// whether its table entry carries the call's deadline for the sweep.
   struct Placed {
     std::uint64_t id = 0;
-    transport::Channel* channel = nullptr;
-    std::shared_ptr<transport::Channel> held;
+    ClientTransport* transport = nullptr;
+    std::shared_ptr<ClientTransport> held;
     bool swept = false;
   };
   /// Enters an attempt of `call` in the table if it is ready with a slot free
@@ -104,7 +106,7 @@ class Subchannel final : public transport::ChannelHandler, public std::enable_sh
   /// `sweep`, the entry carries `deadline` and the sweep is armed for it.
   bool place(Call& call, CallPtr& spare, bool sweep, TimePoint deadline, TimePoint t, std::size_t max_active,
              Placed& out);
-  enum class SendResult : std::uint8_t { sent, too_big, queue_full, closed };
+  using SendResult = ClientTransport::SendResult;
   /// Encodes and writes the request of `call`'s placed attempt (its payload
   /// and attachments are lent and given back). `wire`: the budget the server
   /// is given (0: none). On too_big, `body` and `limit` say by how much
@@ -115,9 +117,8 @@ class Subchannel final : public transport::ChannelHandler, public std::enable_sh
   /// swept or lost) and frees its slot.
   CallPtr take(std::uint64_t id);
   /// Notes the abandoned attempt `id` in `done`, to be told to the server
-  /// (send_cancel) once the call's lock is released.
+  /// once the call's lock is released (deliver()).
   void abandon(std::uint64_t id, Completion& done);
-  static void send_cancel(transport::Channel& channel, std::uint64_t id);
   void count_failure() noexcept { failures_.fetch_add(1, std::memory_order_relaxed); }
   void count_cancelled() noexcept { cancelled_.fetch_add(1, std::memory_order_relaxed); }
   /// A reply that answered an attempt (its strand only).
@@ -128,7 +129,7 @@ class Subchannel final : public transport::ChannelHandler, public std::enable_sh
   /// channel closes once its attempts are done, `close_now` if there are
   /// none, or after ClientOptions::removal_grace); false if it had nothing
   /// to drain (its tasks are stopped: forget it).
-  bool retire(std::shared_ptr<transport::Channel>& close_now);
+  bool retire(std::shared_ptr<ClientTransport>& close_now);
   /// A retired subchannel is back before its channel closed.
   void revive();
   /// Stops its timer tasks for good (it left and is forgotten).
@@ -141,21 +142,19 @@ class Subchannel final : public transport::ChannelHandler, public std::enable_sh
   /// When its socket last wrote, if it has a channel (for a timeline).
   std::optional<transport::Channel::Clock::time_point> last_write() const;
   /// The client closed: nothing new goes in; hands over the calls in its
-  /// table and its channel (to be closed by the caller) and stops its tasks.
-  void shut(std::vector<CallPtr>& calls, std::vector<std::shared_ptr<transport::Channel>>& channels);
+  /// table and its transport (to be closed by the caller) and stops its tasks.
+  void shut(std::vector<CallPtr>& calls, std::vector<std::shared_ptr<ClientTransport>>& transports);
 
-  // ---- channel events (the channel's strand)
-  void on_frame(transport::Channel& channel, transport::Frame& frame) override;
-  void on_close(transport::Channel& channel, const boost::system::error_code& ec,
-                const std::string& reason) override;
-  void on_frames_delivered(transport::Channel& channel) override;
+  // ---- transport events (the connection's strand)
+  void on_handshake(std::optional<std::chrono::milliseconds> heartbeat, std::uint32_t max_body) override;
+  void on_transport_reply(IncomingReply& reply, TimePoint received) override;
+  void on_transport_closed(const boost::system::error_code& ec, const std::string& reason) override;
+  void on_batch_end() override;
 
  private:
   void set_state(State s) noexcept WHEELRPC_REQUIRES(mu_);
   void attempt_connect_locked(TimePoint t) WHEELRPC_REQUIRES(mu_);
   void on_connected(boost::system::error_code ec, boost::asio::ip::tcp::socket socket);
-  void on_hello(const transport::Frame& frame);
-  void on_closed(const boost::system::error_code& ec, const std::string& reason);
   /// Arms the sweep to run by `deadline` (`t`: now), unless it will
   /// already. False if the timer refused it.
   bool arm_sweep_locked(TimePoint deadline, TimePoint t) WHEELRPC_REQUIRES(mu_);
@@ -172,7 +171,7 @@ class Subchannel final : public transport::ChannelHandler, public std::enable_sh
   /// The channel the timer tasks watch, with its intervals (the timer's
   /// worker: atomics, and the channel pointer copied under its leaf lock).
   bool watched(std::vector<WatchedChannel>& out);
-  /// The listener, held while the channel delivers one read's frames (its
+  /// The listener, held while the transport delivers one read's events (its
   /// strand only): one reference per batch instead of one per reply.
   SubchannelListener* batch_listener();
 
@@ -197,7 +196,6 @@ class Subchannel final : public transport::ChannelHandler, public std::enable_sh
   std::atomic<std::uint64_t> failures_{0};   // attempts that failed
   std::atomic<std::uint64_t> cancelled_{0};  // attempts abandoned in flight
   std::atomic<std::int64_t> heartbeat_ms_{0};  // agreed in the HELLO exchange
-  std::atomic<std::uint32_t> peer_max_body_{transport::kDefaultMaxBody};  // the server's, from its HELLO
   std::atomic<std::int64_t> idle_timeout_ms_{0};  // the reconnect task's limit (handshake: connect_timeout)
   SharedPtrCell<transport::Channel> watched_channel_;
 
@@ -205,7 +203,7 @@ class Subchannel final : public transport::ChannelHandler, public std::enable_sh
   mutable common::SpinLock mu_;
   State state_ WHEELRPC_GUARDED_BY(mu_) = State::idle;
   bool closed_ WHEELRPC_GUARDED_BY(mu_) = false;  // the client closed: nothing new goes in
-  std::shared_ptr<transport::Channel> channel_ WHEELRPC_GUARDED_BY(mu_);
+  std::shared_ptr<ClientTransport> transport_ WHEELRPC_GUARDED_BY(mu_);
   Backoff backoff_ WHEELRPC_GUARDED_BY(mu_);           // delays between connect attempts
   TimePoint next_attempt_ WHEELRPC_GUARDED_BY(mu_){};  // no connect attempt before this
   std::string last_error_ WHEELRPC_GUARDED_BY(mu_);    // of the last failed connect, "" once connected

@@ -1,0 +1,102 @@
+#include "native_client_transport.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include <wheelrpc/transport/errc.h>
+
+#include "client_context.h"
+#include "control_frames.h"
+
+namespace wheelrpc::rpc::detail {
+using boost::system::error_code;
+
+NativeClientTransport::NativeClientTransport(std::shared_ptr<ClientTransportEvents> events,
+                                             std::shared_ptr<const ClientContext> ctx)
+    : events_(std::move(events)), ctx_(std::move(ctx)) {}
+
+std::shared_ptr<NativeClientTransport> NativeClientTransport::create(boost::asio::ip::tcp::socket socket,
+                                                                     std::shared_ptr<ClientTransportEvents> events,
+                                                                     std::shared_ptr<const ClientContext> ctx) {
+  std::shared_ptr<NativeClientTransport> t(new NativeClientTransport(std::move(events), std::move(ctx)));
+  const auto& c = *t->ctx_;
+  t->channel_ = transport::Channel::create(std::move(socket), t, c.options.channel, c.tls ? &*c.tls : nullptr,
+                                           c.options.tls.server_name);
+  return t;
+}
+
+void NativeClientTransport::start(std::uint64_t hello_id, std::chrono::milliseconds heartbeat,
+                                  std::uint32_t max_body) {
+  channel_->start();
+  channel_->send(make_hello(hello_id, heartbeat, true, max_body));
+}
+
+ClientTransport::SendResult NativeClientTransport::send_request(OutgoingRequest& r, std::size_t& body,
+                                                                std::uint32_t& limit) {
+  transport::Frame f;
+  f.header.flags = transport::kFlagRequest | transport::kFlagTwoWay;
+  f.header.request_id = r.id;
+  if (r.budget.count() > 0) {
+    f.header.deadline_ms = static_cast<std::uint32_t>(std::clamp<long long>(r.budget.count(), 1, 0xffffffffLL));
+  }
+  f.method = r.method;
+  f.attachments = std::move(r.attachments);
+  f.payload = std::move(r.payload);
+  f.lent_key = r.extra_key;
+  f.lent_value = r.extra_value;
+  // Over our own limit, or the server's (from its HELLO): the server would
+  // close the connection on it, failing every call there.
+  limit = std::min(ctx_->options.channel.max_body, peer_max_body_.load(std::memory_order_relaxed));
+  // A bound on the body without walking it: the method's length byte, the
+  // attachment count and the lent attachment's framing fit in 16 bytes.
+  const std::size_t bound = f.payload.size() + f.method.size() + f.lent_key.size() + f.lent_value.size() + 16;
+  body = bound > limit || !f.attachments.empty() ? transport::encoded_size(f) - transport::kHeaderSize
+                                                 : 0;  // the common case: below either limit
+  const bool too_big = body > limit;
+  const error_code ec = too_big ? error_code{} : channel_->send(f);
+  r.payload = std::move(f.payload);
+  r.attachments = std::move(f.attachments);
+  if (too_big) return SendResult::too_big;
+  if (!ec) return SendResult::sent;
+  return ec == transport::errc::write_queue_full ? SendResult::queue_full : SendResult::closed;
+}
+
+void NativeClientTransport::cancel_request(std::uint64_t id) { channel_->send(make_cancel(id)); }
+
+void NativeClientTransport::close(const error_code& ec, const std::string& reason) { channel_->close(ec, reason); }
+
+void NativeClientTransport::on_frame(transport::Channel& ch, transport::Frame& frame) {
+  assert(ch.strand().running_in_this_thread());
+  if (frame.header.is_event()) {
+    if (frame.header.is_request()) {
+      if (is_heartbeat(frame)) ch.send(make_heartbeat_reply(frame.header.request_id));
+      return;
+    }
+    if (frame.attachments.empty()) return;  // a heartbeat reply: it refreshed last-read
+    const std::uint32_t max_body = hello_max_body(frame);
+    peer_max_body_.store(max_body, std::memory_order_relaxed);
+    events_->on_handshake(hello_heartbeat(frame), max_body);
+    return;
+  }
+  if (frame.header.is_request()) {
+    ch.close(transport::make_error_code(transport::errc::protocol_error), "the server sent a request");
+    return;
+  }
+  IncomingReply reply{frame.header.request_id, static_cast<Status>(frame.header.status), frame.payload,
+                      frame.attachments};
+  events_->on_transport_reply(reply, ctx_->receipt_time(ch));
+}
+
+void NativeClientTransport::on_frames_delivered(transport::Channel& ch) {
+  assert(ch.strand().running_in_this_thread());
+  (void)ch;
+  events_->on_batch_end();
+}
+
+void NativeClientTransport::on_close(transport::Channel& ch, const error_code& ec, const std::string& reason) {
+  assert(ch.strand().running_in_this_thread());
+  (void)ch;
+  events_->on_transport_closed(ec, reason);
+}
+
+}  // namespace wheelrpc::rpc::detail

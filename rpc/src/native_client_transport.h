@@ -1,0 +1,52 @@
+#pragma once
+// The native framed protocol (docs/protocol.md) as a ClientTransport: the
+// HELLO exchange, request and CANCEL frames, replies, and answers to the
+// server's heartbeats, over one transport::Channel (TCP or TLS).
+
+#include <memory>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <wheelrpc/transport/channel.h>
+#include <wheelrpc/transport/tls.h>
+
+#include "client_transport.h"
+
+namespace wheelrpc::rpc::detail {
+
+struct ClientContext;
+
+class NativeClientTransport final : public ClientTransport,
+                                    public transport::ChannelHandler,
+                                    public std::enable_shared_from_this<NativeClientTransport> {
+ public:
+  /// Wraps a connected socket; `events` is told what happens (and kept alive
+  /// until the channel closes).
+  static std::shared_ptr<NativeClientTransport> create(boost::asio::ip::tcp::socket socket,
+                                                       std::shared_ptr<ClientTransportEvents> events,
+                                                       std::shared_ptr<const ClientContext> ctx);
+
+  void start(std::uint64_t hello_id, std::chrono::milliseconds heartbeat, std::uint32_t max_body) override;
+  SendResult send_request(OutgoingRequest& request, std::size_t& body, std::uint32_t& limit) override;
+  void cancel_request(std::uint64_t id) override;
+  void close(const boost::system::error_code& ec, const std::string& reason) override;
+  bool delivering_here() const noexcept override { return channel_->delivering_here(); }
+  const std::shared_ptr<transport::Channel>& channel() const noexcept override { return channel_; }
+
+  // transport::ChannelHandler (the channel's strand)
+  void on_frame(transport::Channel& channel, transport::Frame& frame) override;
+  void on_close(transport::Channel& channel, const boost::system::error_code& ec,
+                const std::string& reason) override;
+  void on_frames_delivered(transport::Channel& channel) override;
+
+ private:
+  NativeClientTransport(std::shared_ptr<ClientTransportEvents> events, std::shared_ptr<const ClientContext> ctx);
+
+  std::shared_ptr<ClientTransportEvents> events_;  // released once the channel closed
+  const std::shared_ptr<const ClientContext> ctx_;
+  std::shared_ptr<transport::Channel> channel_;
+  /// The server's max_body, from its HELLO (written on the strand, read by senders).
+  std::atomic<std::uint32_t> peer_max_body_{transport::kDefaultMaxBody};
+};
+
+}  // namespace wheelrpc::rpc::detail
