@@ -22,14 +22,14 @@ AbstractTimerTask::AbstractTimerTask(ChannelProvider provider, std::chrono::mill
 
 void AbstractTimerTask::start(timer::Timer& timer) {
   {
-    std::lock_guard lock(mu_);
+    common::LockGuard lock(mu_);
     timer_ = &timer;
   }
   reschedule(timer, tick_);
 }
 
 void AbstractTimerTask::reschedule(timer::Timer& timer, std::chrono::nanoseconds delay) {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   if (cancelled()) return;
   if (sooner_) delay = std::min(delay, *std::exchange(sooner_, std::nullopt));
   schedule_locked(timer, delay);
@@ -47,7 +47,7 @@ void AbstractTimerTask::schedule_locked(timer::Timer& timer, std::chrono::nanose
 
 void AbstractTimerTask::check_within(std::chrono::nanoseconds delay) {
   delay = std::max(delay, std::chrono::nanoseconds(0));
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   if (cancelled() || !timer_) return;
   if (next_.state() != timer::TimeoutState::pending) {
     // Running, or posted to the executor: its reschedule() takes this.
@@ -64,7 +64,7 @@ void AbstractTimerTask::check_within(std::chrono::nanoseconds delay) {
 
 void AbstractTimerTask::cancel() noexcept {
   {
-    std::lock_guard lock(mu_);
+    common::LockGuard lock(mu_);
     cancelled_.store(true);  // sequentially consistent: pairs with run()'s entry
     next_.cancel();
   }

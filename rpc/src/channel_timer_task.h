@@ -15,6 +15,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <wheelrpc/common/mutex.h>
 #include <wheelrpc/rpc/backoff.h>
 #include <wheelrpc/timer/timer.h>
 #include <wheelrpc/transport/channel.h>
@@ -123,7 +124,7 @@ class AbstractTimerTask : public timer::TimerTask, public std::enable_shared_fro
  private:
   void reschedule(timer::Timer& timer, std::chrono::nanoseconds delay);
   /// Schedules the next run after `delay` (mu_ held).
-  void schedule_locked(timer::Timer& timer, std::chrono::nanoseconds delay);
+  void schedule_locked(timer::Timer& timer, std::chrono::nanoseconds delay) WHEELRPC_REQUIRES(mu_);
   /// Runs the check; returns when the next one is due (at most the tick).
   std::chrono::nanoseconds check();
 
@@ -134,12 +135,13 @@ class AbstractTimerTask : public timer::TimerTask, public std::enable_shared_fro
   std::atomic<int> running_{0};                 // runs in progress (0 or 1)
   std::atomic<std::thread::id> runner_{};       // the thread of the run in progress
   std::atomic<std::uint64_t> runs_{0};
-  std::mutex mu_;
+  common::Mutex mu_;
   // Guarded by mu_:
-  timer::Timer* timer_ = nullptr;                 // set by start()
-  timer::Timeout next_;                           // the next run
-  std::chrono::steady_clock::time_point next_at_;  // when it is due (steady clock)
-  std::optional<std::chrono::nanoseconds> sooner_;  // check_within() while the timeout was not pending
+  timer::Timer* timer_ WHEELRPC_GUARDED_BY(mu_) = nullptr;  // set by start()
+  timer::Timeout next_ WHEELRPC_GUARDED_BY(mu_);             // the next run
+  std::chrono::steady_clock::time_point next_at_ WHEELRPC_GUARDED_BY(mu_);  // when it is due (steady clock)
+  // check_within() while the timeout was not pending
+  std::optional<std::chrono::nanoseconds> sooner_ WHEELRPC_GUARDED_BY(mu_);
 };
 
 /// Sends a heartbeat (a two-way event request with an empty body) on every

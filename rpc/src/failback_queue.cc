@@ -37,7 +37,7 @@ void FailbackQueue::on_result(Delivery delivery, error_code ec, const std::strin
     logger()->error("failback '{}': giving up after {} tries: {}", delivery.method, delivery.tries, message);
     return;
   }
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   if (closed_) return;
   if (waiting_.size() >= options_.max_pending) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
@@ -69,7 +69,7 @@ void FailbackQueue::on_result(Delivery delivery, error_code ec, const std::strin
 
 void FailbackQueue::resend(const std::shared_ptr<RetryTimerTask>& task) {
   {
-    std::lock_guard lock(mu_);
+    common::LockGuard lock(mu_);
     if (closed_ || waiting_.erase(task.get()) == 0) return;
   }
   retries_.fetch_add(1, std::memory_order_relaxed);
@@ -81,7 +81,7 @@ void FailbackQueue::resend(const std::shared_ptr<RetryTimerTask>& task) {
 void FailbackQueue::close() {
   std::vector<timer::Timeout> timeouts;
   {
-    std::lock_guard lock(mu_);
+    common::LockGuard lock(mu_);
     if (closed_) return;
     closed_ = true;
     for (auto& [key, entry] : waiting_) timeouts.push_back(entry.second);
@@ -92,7 +92,7 @@ void FailbackQueue::close() {
 }
 
 std::uint64_t FailbackQueue::pending() const {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   return waiting_.size();
 }
 

@@ -18,6 +18,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <wheelrpc/common/mutex.h>
 #include <wheelrpc/rpc/options.h>
 #include <wheelrpc/timer/timer.h>
 
@@ -61,9 +62,10 @@ class FailbackQueue : public std::enable_shared_from_this<FailbackQueue> {
   const FailbackOptions options_;
   const Send send_;
 
-  mutable std::mutex mu_;
-  bool closed_ = false;
-  std::unordered_map<RetryTimerTask*, std::pair<std::shared_ptr<RetryTimerTask>, timer::Timeout>> waiting_;
+  mutable common::Mutex mu_;
+  bool closed_ WHEELRPC_GUARDED_BY(mu_) = false;
+  std::unordered_map<RetryTimerTask*, std::pair<std::shared_ptr<RetryTimerTask>, timer::Timeout>> waiting_
+      WHEELRPC_GUARDED_BY(mu_);
   common::WorkGate gate_;
   std::atomic<std::uint64_t> delivered_{0}, retries_{0}, given_up_{0}, dropped_{0};
 };

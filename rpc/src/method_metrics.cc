@@ -112,7 +112,7 @@ MethodCells& MethodTable::get(std::string_view method) {
   }
   MethodCells* found = nullptr;
   {
-    std::lock_guard lock(mu_);
+    common::LockGuard lock(mu_);
     auto it = by_name_.find(method);
     if (it != by_name_.end()) {
       found = it->second;
@@ -132,7 +132,7 @@ MethodCells& MethodTable::get(std::string_view method) {
 std::vector<MethodStats> MethodTable::snapshot() const {
   std::vector<const MethodCells*> cells;
   {
-    std::lock_guard lock(mu_);
+    common::LockGuard lock(mu_);
     for (const auto& c : cells_) cells.push_back(c.get());
   }
   std::vector<MethodStats> out;
@@ -142,7 +142,7 @@ std::vector<MethodStats> MethodTable::snapshot() const {
 }
 
 void TimeoutLog::add(TimeoutRecord record) {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   if (ring_.size() < kKept) {
     ring_.push_back(std::move(record));
   } else {
@@ -152,7 +152,7 @@ void TimeoutLog::add(TimeoutRecord record) {
 }
 
 std::vector<TimeoutRecord> TimeoutLog::snapshot() const {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   std::vector<TimeoutRecord> out;
   out.reserve(ring_.size());
   // Oldest is at next_ once the ring is full; newest just before it.

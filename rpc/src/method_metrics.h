@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <wheelrpc/common/mutex.h>
 #include <wheelrpc/rpc/introspection.h>
 
 #include <wheelrpc/common/thread_slot.h>
@@ -86,9 +87,9 @@ class MethodTable {
 
  private:
   const std::uint64_t id_;  // never reused: a per-thread cache entry of a dead table never matches
-  mutable std::mutex mu_;
-  std::vector<std::unique_ptr<MethodCells>> cells_;
-  std::unordered_map<std::string_view, MethodCells*> by_name_;  // keys point into cells_
+  mutable common::Mutex mu_;
+  std::vector<std::unique_ptr<MethodCells>> cells_ WHEELRPC_GUARDED_BY(mu_);
+  std::unordered_map<std::string_view, MethodCells*> by_name_ WHEELRPC_GUARDED_BY(mu_);  // keys point into cells_
 };
 
 /// The last `kKept` calls that ended in a timeout, newest last.
@@ -100,9 +101,9 @@ class TimeoutLog {
   std::vector<TimeoutRecord> snapshot() const;
 
  private:
-  mutable std::mutex mu_;
-  std::vector<TimeoutRecord> ring_;
-  std::size_t next_ = 0;
+  mutable common::Mutex mu_;
+  std::vector<TimeoutRecord> ring_ WHEELRPC_GUARDED_BY(mu_);
+  std::size_t next_ WHEELRPC_GUARDED_BY(mu_) = 0;
 };
 
 /// Fills a connection row's channel fields: endpoints, age, traffic, last

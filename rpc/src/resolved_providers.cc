@@ -89,7 +89,7 @@ void ResolvedProviders::start(Listener listener) {
 
 void ResolvedProviders::stop() {
   {
-    std::lock_guard lock(mu_);
+    common::LockGuard lock(mu_);
     if (stopped_.exchange(true, std::memory_order_acq_rel)) return;
     refresh_timeout_.cancel();
     quiet_timeout_.cancel();
@@ -217,7 +217,7 @@ void ResolvedProviders::on_wake(Wake which, std::uint64_t generation) {
   assert(strand_.running_in_this_thread());
   if (stopped()) return;
   {
-    std::lock_guard lock(mu_);
+    common::LockGuard lock(mu_);
     if (generation != (which == Wake::refresh ? refresh_gen_ : quiet_gen_)) return;  // replaced
   }
   if (which == Wake::refresh) {
@@ -245,7 +245,7 @@ void ResolvedProviders::report(error_code ec, Endpoints endpoints, std::string w
 }
 
 void ResolvedProviders::schedule(Wake which, std::chrono::milliseconds delay) {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   if (stopped()) return;
   auto& timeout = which == Wake::refresh ? refresh_timeout_ : quiet_timeout_;
   auto& gen = which == Wake::refresh ? refresh_gen_ : quiet_gen_;

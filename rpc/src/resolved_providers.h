@@ -16,6 +16,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <wheelrpc/common/mutex.h>
 #include <wheelrpc/rpc/provider_source.h>
 #include <wheelrpc/timer/timer.h>
 
@@ -103,11 +104,11 @@ class ResolvedProviders final : public ProviderSource, public std::enable_shared
 
   // Guarded by mu_ (stop() cancels them from any thread; the timer must not be
   // touched once stop() returned):
-  std::mutex mu_;
-  timer::Timeout refresh_timeout_;
-  timer::Timeout quiet_timeout_;
-  std::uint64_t refresh_gen_ = 0;  // a stale timeout's task finds a newer generation
-  std::uint64_t quiet_gen_ = 0;
+  common::Mutex mu_;
+  timer::Timeout refresh_timeout_ WHEELRPC_GUARDED_BY(mu_);
+  timer::Timeout quiet_timeout_ WHEELRPC_GUARDED_BY(mu_);
+  std::uint64_t refresh_gen_ WHEELRPC_GUARDED_BY(mu_) = 0;  // a stale timeout's task finds a newer generation
+  std::uint64_t quiet_gen_ WHEELRPC_GUARDED_BY(mu_) = 0;
 
   // On strand_ only:
   std::optional<boost::asio::ip::tcp::resolver> resolver_;  // when resolve_ is empty; reset at stop

@@ -15,7 +15,7 @@ std::int64_t RetryBudget::second_of(TimePoint now) noexcept {
 RetryBudget::Bucket& RetryBudget::bucket(std::int64_t second) noexcept {
   Bucket& b = ring_[static_cast<std::size_t>(second % size_)];
   if (b.second.load(std::memory_order_acquire) == second) return b;
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   const std::int64_t held = b.second.load(std::memory_order_relaxed);
   if (held < second) {  // an older second (or none): start afresh
     b.calls.store(0, std::memory_order_relaxed);
@@ -43,7 +43,7 @@ void RetryBudget::on_call(TimePoint now) noexcept {
 bool RetryBudget::try_retry(TimePoint now) noexcept {
   const std::int64_t second = second_of(now);
   Bucket& b = bucket(second);
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   std::uint64_t calls = 0, retries = 0;
   sums(second, calls, retries);
   if (static_cast<double>(retries + 1) > ratio_ * static_cast<double>(calls) + floor_) return false;
@@ -52,14 +52,14 @@ bool RetryBudget::try_retry(TimePoint now) noexcept {
 }
 
 std::uint64_t RetryBudget::calls(TimePoint now) noexcept {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   std::uint64_t calls = 0, retries = 0;
   sums(second_of(now), calls, retries);
   return calls;
 }
 
 std::uint64_t RetryBudget::retries(TimePoint now) noexcept {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   std::uint64_t calls = 0, retries = 0;
   sums(second_of(now), calls, retries);
   return retries;

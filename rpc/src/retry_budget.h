@@ -15,6 +15,8 @@
 #include <memory>
 #include <mutex>
 
+#include <wheelrpc/common/mutex.h>
+
 namespace wheelrpc::rpc::detail {
 
 class RetryBudget {
@@ -44,13 +46,13 @@ class RetryBudget {
   /// The bucket of `second`, recycled first if it held an older second.
   Bucket& bucket(std::int64_t second) noexcept;
   /// Sums over the buckets inside the window ending at `second` (lock held).
-  void sums(std::int64_t second, std::uint64_t& calls, std::uint64_t& retries) const noexcept;
+  void sums(std::int64_t second, std::uint64_t& calls, std::uint64_t& retries) const noexcept WHEELRPC_REQUIRES(mu_);
 
   const double ratio_;
   const double floor_;  // min_per_second x window seconds
   const std::int64_t size_;
-  std::unique_ptr<Bucket[]> ring_;
-  std::mutex mu_;  // recycling buckets, retries
+  std::unique_ptr<Bucket[]> ring_;  // its buckets are atomics; recycling one takes mu_
+  mutable common::Mutex mu_;  // recycling buckets, retries
 };
 
 }  // namespace wheelrpc::rpc::detail
