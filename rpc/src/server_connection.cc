@@ -1,0 +1,105 @@
+#include "server_connection.h"
+
+#include <cassert>
+
+#include <wheelrpc/common/work_gate.h>
+#include <wheelrpc/transport/errc.h>
+
+#include "bad_input.h"
+#include "control_frames.h"
+#include "server_core.h"
+
+namespace wheelrpc::rpc::detail {
+
+std::int64_t ServerConnContext::request_done(std::size_t cap) {
+  const auto before = in_flight.fetch_sub(1);
+  if (cap != 0 && before == static_cast<std::int64_t>(cap)) {
+    if (auto ch = channel.lock()) ch->resume_reading();
+  }
+  return before;
+}
+
+ServerConnection::ServerConnection(std::shared_ptr<ServerCore> core)
+    : heartbeat_ms_(std::make_shared<std::atomic<std::int64_t>>(0)), context_(new ServerConnContext) {
+  context_->core = std::move(core);
+}
+
+void ServerConnection::start_hello_timeout(timer::Timer& timer, const std::shared_ptr<transport::Channel>& channel) {
+  // The task only posts a close, holding the channel weakly.
+  std::error_code tec;
+  hello_timeout_ = timer.new_timeout(
+      [weak = std::weak_ptr<transport::Channel>(channel), core = std::weak_ptr<ServerCore>(context_->core)] {
+        auto self = core.lock();
+        if (!self) return;
+        common::WorkGate::Scope in(self->timer_work());
+        if (!in) return;  // stopped: the channel is closed already
+        if (auto ch = weak.lock()) {
+          ch->close(transport::make_error_code(transport::errc::protocol_error), "no HELLO within the hello timeout");
+        }
+      },
+      context_->core->options().hello_timeout, tec);
+}
+
+void ServerConnection::on_frame(transport::Channel& channel, transport::Frame& frame) {
+  assert(channel.strand().running_in_this_thread());
+  if (!hello_done_) {
+    if (!is_hello(frame)) {
+      first_frame_not_hello_ = true;  // counted and logged by on_close
+      channel.close(transport::make_error_code(transport::errc::protocol_error), "the first frame was not a HELLO");
+      return;
+    }
+    on_hello(channel, frame);
+    return;
+  }
+  if (frame.header.is_event()) {
+    if (is_heartbeat(frame)) {
+      channel.send(make_heartbeat_reply(frame.header.request_id));
+    } else if (is_cancel(frame)) {
+      context_->cancels.add(frame.header.request_id);  // its reply will be dropped
+    }
+    return;  // heartbeat replies (event responses) only refresh last-read
+  }
+  if (!frame.header.is_request()) return;  // the client never sends responses
+  // The request may close the channel (a reply over the write queue
+  // bound); the channel keeps this handler alive while it delivers the
+  // frame all the same (ChannelHandler::on_frame).
+  context_->core->on_request(channel, frame, context_);
+  pause_if_full(channel);
+}
+
+void ServerConnection::on_hello(transport::Channel& channel, const transport::Frame& frame) {
+  hello_done_ = true;
+  hello_timeout_.cancel();
+  const ServerCore& core = *context_->core;
+  const auto agreed = core.liveness().agree(hello_heartbeat(frame));
+  heartbeat_ms_->store(agreed.count(), std::memory_order_relaxed);
+  context_->peer_max_body.store(hello_max_body(frame), std::memory_order_relaxed);
+  channel.send(make_hello(frame.header.request_id, agreed, false, core.options().channel.max_body));
+}
+
+void ServerConnection::pause_if_full(transport::Channel& channel) {
+  // Posted, so a resume racing with this lands after it.
+  const std::size_t cap = context_->core->options().max_requests_per_connection;
+  if (cap != 0 && context_->in_flight.load(std::memory_order_acquire) >= static_cast<std::int64_t>(cap) &&
+      channel.is_open()) {
+    context_->core->count_read_pause();
+    channel.pause_reading();
+  }
+}
+
+void ServerConnection::on_close(transport::Channel& channel, const boost::system::error_code& ec,
+                                const std::string& reason) {
+  hello_timeout_.cancel();
+  // Bad input, counted and logged here, where every close passes: the
+  // decoder's errors, and the two protocol errors of a connection without
+  // a HELLO (the only protocol errors a server connection closes with).
+  if (auto kind = bad_input_of(ec)) {
+    context_->core->note_bad_input(*kind, channel, reason);
+  } else if (ec == transport::errc::protocol_error && !hello_done_) {
+    context_->core->note_bad_input(first_frame_not_hello_ ? BadInput::no_hello : BadInput::hello_timeout, channel,
+                                   reason);
+  }
+  context_->core->on_connection_closed(channel.id());
+}
+
+}  // namespace wheelrpc::rpc::detail
