@@ -5,8 +5,11 @@
 #include <wheelrpc/common/work_gate.h>
 #include <wheelrpc/transport/errc.h>
 
+#include <fmt/format.h>
+
 #include "bad_input.h"
 #include "control_frames.h"
+#include "log.h"
 #include "server_core.h"
 
 namespace wheelrpc::rpc::detail {
@@ -14,7 +17,7 @@ namespace wheelrpc::rpc::detail {
 std::int64_t ServerConnContext::request_done(std::size_t cap) {
   const auto before = in_flight.fetch_sub(1);
   if (cap != 0 && before == static_cast<std::int64_t>(cap)) {
-    if (auto ch = channel.lock()) ch->resume_reading();
+    if (auto t = transport.lock()) t->resume_reading();
   }
   return before;
 }
@@ -22,6 +25,58 @@ std::int64_t ServerConnContext::request_done(std::size_t cap) {
 ServerConnection::ServerConnection(std::shared_ptr<ServerCore> core)
     : heartbeat_ms_(std::make_shared<std::atomic<std::int64_t>>(0)), context_(new ServerConnContext) {
   context_->core = std::move(core);
+}
+
+void ServerConnection::attach(const std::shared_ptr<ServerConnection>& self,
+                              const std::shared_ptr<transport::Channel>& channel) {
+  assert(self.get() == this);
+  channel_ = channel;
+  raw_channel_ = channel.get();
+  remote_ = channel->remote();
+  id_ = channel->id();
+  context_->transport = std::weak_ptr<ServerTransport>(std::static_pointer_cast<ServerTransport>(self));
+}
+
+void ServerConnection::resume_reading() {
+  if (auto ch = channel_.lock()) ch->resume_reading();
+}
+
+bool ServerConnection::send_reply(std::uint64_t id, Status status, std::string& payload,
+                                  transport::Attachments& attachments, std::string_view method, bool delivering) {
+  transport::Frame f;
+  f.header.status = static_cast<std::uint8_t>(status);
+  f.header.request_id = id;
+  f.attachments = std::move(attachments);
+  f.payload = std::move(payload);
+  std::shared_ptr<transport::Channel> held;  // unless the channel is delivering the request now
+  transport::Channel* const channel = delivering ? raw_channel_ : (held = channel_.lock()).get();
+  if (!channel) return false;
+  fit_peer_limit(f, method, *channel);
+  const auto ec = channel->send(f);
+  if (delivering) channel->recycle(std::move(f.payload));  // the next request's payload, without a malloc
+  if (ec == transport::errc::write_queue_full) {
+    // The client sends requests and reads no replies: closed, not allowed to grow memory.
+    ServerCore& core = *context_->core;
+    core.count_slow_reader();
+    channel->close(ec, fmt::format("the client reads no replies: over {} bytes of replies queued "
+                                   "(ChannelOptions::max_write_queue_bytes)",
+                                   core.options().channel.max_write_queue_bytes));
+  }
+  return !ec;
+}
+
+void ServerConnection::fit_peer_limit(transport::Frame& f, std::string_view method,
+                                      const transport::Channel& channel) {
+  const std::uint32_t limit = context_->peer_max_body.load(std::memory_order_relaxed);
+  if (f.payload.size() <= limit / 2 && f.attachments.empty()) return;
+  const std::size_t body = transport::encoded_size(f) - transport::kHeaderSize;
+  if (body <= limit) return;
+  context_->core->count_oversize_reply();
+  f.header.status = static_cast<std::uint8_t>(Status::server_error);
+  f.attachments.clear();
+  f.payload = fmt::format("reply of {} bytes to '{}' exceeds the client's limit of {} bytes (max_body)", body, method,
+                          limit);
+  logger()->warn("conn={} {}", channel.id(), f.payload);
 }
 
 void ServerConnection::start_hello_timeout(timer::Timer& timer, const std::shared_ptr<transport::Channel>& channel) {
@@ -63,7 +118,14 @@ void ServerConnection::on_frame(transport::Channel& channel, transport::Frame& f
   // The request may close the channel (a reply over the write queue
   // bound); the channel keeps this handler alive while it delivers the
   // frame all the same (ChannelHandler::on_frame).
-  context_->core->on_request(channel, frame, context_);
+  IncomingRequest request{frame.header.request_id,
+                          frame.header.is_two_way(),
+                          frame.method,
+                          frame.payload,
+                          frame.attachments,
+                          std::chrono::milliseconds(frame.header.deadline_ms),
+                          context_->core->receipt_time(channel)};
+  context_->core->on_request(*this, request, context_);
   pause_if_full(channel);
 }
 

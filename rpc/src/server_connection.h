@@ -17,6 +17,8 @@
 #include <wheelrpc/timer/timer.h>
 #include <wheelrpc/transport/channel.h>
 
+#include "server_transport.h"
+
 namespace wheelrpc::rpc::detail {
 
 class ServerCore;
@@ -63,7 +65,7 @@ class CancelSet {
   std::atomic<bool> any_{false};
 };
 
-/// What the requests of one connection share: the server, the channel to
+/// What the requests of one connection share: the server, the transport to
 /// answer on, and the ids the client cancelled. One reference per request in
 /// flight (ReplySlot) and one of the connection's own: the counts stay on the
 /// connection's cache line instead of the server's. The fields are atomics or
@@ -71,7 +73,7 @@ class CancelSet {
 struct ServerConnContext {
   std::atomic<int> refs{0};
   std::shared_ptr<ServerCore> core;
-  std::weak_ptr<transport::Channel> channel;  // the channel owns the connection: weak here
+  std::weak_ptr<ServerTransport> transport;  // its channel owns it: weak here; null for in-process calls
   CancelSet cancels;
   std::atomic<std::int64_t> in_flight{0};  // its requests not yet answered
   std::atomic<std::uint32_t> peer_max_body{transport::kDefaultMaxBody};  // the client's, from its HELLO
@@ -90,14 +92,23 @@ struct ServerConnContext {
 };
 using ConnContextPtr = boost::intrusive_ptr<ServerConnContext>;
 
-/// One accepted connection: expects a HELLO first (within hello_timeout),
-/// then requests, heartbeats and cancels. Its frames and its close run on the
-/// channel's strand; the HELLO timeout only posts a close.
-class ServerConnection final : public transport::ChannelHandler {
+/// One accepted connection speaking the native framed protocol: the
+/// ServerTransport of the protocol seam (server_transport.h). Expects a
+/// HELLO first (within hello_timeout), then requests, heartbeats and
+/// cancels; encodes replies. Its frames and its close run on the channel's
+/// strand; the HELLO timeout only posts a close.
+class ServerConnection final : public transport::ChannelHandler, public ServerTransport {
  public:
   explicit ServerConnection(std::shared_ptr<ServerCore> core);
-  /// The channel made for this handler (before it starts).
-  void set_channel(const std::shared_ptr<transport::Channel>& channel) { context_->channel = channel; }
+  /// The channel made for `self` (this handler), before it starts.
+  void attach(const std::shared_ptr<ServerConnection>& self, const std::shared_ptr<transport::Channel>& channel);
+
+  // ServerTransport
+  bool send_reply(std::uint64_t id, Status status, std::string& payload, transport::Attachments& attachments,
+                  std::string_view method, bool delivering) override;
+  void resume_reading() override;
+  std::string remote() const override { return remote_; }
+  std::uint64_t id() const noexcept override { return id_; }
   /// Closes `channel` unless its HELLO comes within ServerOptions::hello_timeout.
   /// Before the channel starts.
   void start_hello_timeout(timer::Timer& timer, const std::shared_ptr<transport::Channel>& channel);
@@ -117,6 +128,15 @@ class ServerConnection final : public transport::ChannelHandler {
   /// until a reply goes out (ServerConnContext::request_done resumes).
   void pause_if_full(transport::Channel& channel);
 
+  /// A reply the client could not take (over the limit its HELLO gave)
+  /// would make it close the connection and fail every call on it: this
+  /// call alone fails instead (the reply becomes a server_error).
+  void fit_peer_limit(transport::Frame& f, std::string_view method, const transport::Channel& channel);
+
+  std::weak_ptr<transport::Channel> channel_;  // the channel owns this handler: weak here
+  transport::Channel* raw_channel_ = nullptr;  // the same, for a reply sent while it delivers
+  std::string remote_;
+  std::uint64_t id_ = 0;
   timer::Timeout hello_timeout_;
   std::shared_ptr<std::atomic<std::int64_t>> heartbeat_ms_;  // agreed; read by the timer tasks
   bool hello_done_ = false;

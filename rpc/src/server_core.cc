@@ -23,17 +23,17 @@ namespace {
 // Its answer needs no locked instruction to mark the slot answered: until
 // the handler returns, no other thread writes the slot's state (the deadline
 // is armed after it, on this thread, and the one Responder is here). Nor a
-// reference to its channel: the channel is delivering the request.
+// reference to its transport: the transport is delivering the request.
 struct InlineRequest {
   const ReplySlot* slot;
-  transport::Channel* channel;
+  ServerTransport* transport;
   InlineRequest* outer;
 };
 thread_local InlineRequest* t_inline = nullptr;
 
 struct InlineScope {
   InlineRequest here;
-  InlineScope(const ReplySlot* slot, transport::Channel* channel) noexcept : here{slot, channel, t_inline} {
+  InlineScope(const ReplySlot* slot, ServerTransport* transport) noexcept : here{slot, transport, t_inline} {
     t_inline = &here;
   }
   ~InlineScope() { t_inline = here.outer; }
@@ -149,7 +149,7 @@ void ServerCore::on_accept(asio::ip::tcp::socket socket) {
   }
   auto handler = std::make_shared<ServerConnection>(shared_from_this());
   auto channel = transport::Channel::create(std::move(socket), handler, options_.channel, tls_ ? &*tls_ : nullptr);
-  handler->set_channel(channel);
+  handler->attach(handler, channel);
   {
     common::UniqueLock lock(mu_);
     if (stopped_) {
@@ -194,29 +194,29 @@ ReplySlotPtr ServerCore::new_slot(const ConnContextPtr& conn, const std::string&
   return slot;
 }
 
-void ServerCore::on_request(transport::Channel& channel, transport::Frame& frame, const ConnContextPtr& conn) {
-  ReplySlotPtr slot = new_slot(conn, frame.method);
-  slot->request_id = frame.header.request_id;
-  slot->two_way = frame.header.is_two_way();
-  slot->received = receipt_time(channel);
-  for (const auto& [key, value] : frame.attachments) {
+void ServerCore::on_request(ServerTransport& transport, IncomingRequest& request, const ConnContextPtr& conn) {
+  ReplySlotPtr slot = new_slot(conn, request.method);
+  slot->request_id = request.id;
+  slot->two_way = request.two_way;
+  slot->received = request.received;
+  for (const auto& [key, value] : request.attachments) {
     if (key == kTraceparentKey) {
       slot->trace.set_raw(value);
       break;
     }
   }
-  if (frame.header.deadline_ms != 0) slot->deadline = slot->received + std::chrono::milliseconds(frame.header.deadline_ms);
+  if (request.budget.count() != 0) slot->deadline = slot->received + request.budget;
   const ServerMethod* method = admission_.admit(*slot, Origin::channel);
   if (!method) return;
   // Kept to arm the deadline after the handler, if it has not answered by
   // then; and so that no other slot can take this one's address while the
   // handler runs (InlineRequest knows the slot by it).
   ReplySlotPtr keep = share_unpublished(*slot);
-  Request req{std::move(frame.method), std::move(frame.payload), std::move(frame.attachments), slot->deadline,
-              channel.remote()};
+  Request req{std::move(request.method), std::move(request.payload), std::move(request.attachments), slot->deadline,
+              transport.remote()};
   {
-    InlineScope inline_scope(keep.get(), &channel);
-    admission_.dispatch(*method, std::move(req), std::move(slot), channel.id());
+    InlineScope inline_scope(keep.get(), &transport);
+    admission_.dispatch(*method, std::move(req), std::move(slot), transport.id());
   }
   if (keep->deadline) arm_deadline(std::move(keep));
 }
@@ -295,7 +295,7 @@ void ServerCore::record_timeout(const ReplySlot& slot, std::chrono::steady_clock
   r.time = std::chrono::system_clock::now();
   r.server_side = true;
   r.method = slot.method;
-  if (auto ch = slot.conn->channel.lock()) r.provider = ch->remote();
+  if (auto tr = slot.conn->transport.lock()) r.provider = tr->remote();
   const bool still_queued = options_.handler_executor && slot.queued_ns.load(std::memory_order_relaxed) < 0;
   r.phase = still_queued ? TimeoutPhase::queued : TimeoutPhase::in_handler;
   r.code = CallCode::server_timeout;
@@ -328,7 +328,7 @@ bool ServerCore::finish(ReplySlot& slot, Status status, std::string payload, tra
     }
   } uncount{*this, *slot.conn};
   if (verdict.fate == Verdict::Fate::cancelled) return false;  // the client stopped waiting: no reply
-  return send(slot, std::move(reply), here ? here->channel : nullptr) && verdict.as_given;
+  return send(slot, std::move(reply), here ? here->transport : nullptr) && verdict.as_given;
 }
 
 ServerCore::Verdict ServerCore::decide(ReplySlot& slot, Reply& reply, Answer by, bool inline_request, LazyNow& now) {
@@ -385,48 +385,19 @@ void ServerCore::account(const ReplySlot& slot, Status status, bool cancelled, b
   }
 }
 
-bool ServerCore::send(ReplySlot& slot, Reply&& reply, transport::Channel* inline_channel) {
+bool ServerCore::send(ReplySlot& slot, Reply&& reply, ServerTransport* inline_transport) {
   if (slot.local) {
     auto local = std::move(slot.local);
     local(reply.status, std::move(reply.payload), std::move(reply.attachments));
     return true;
   }
   if (!slot.two_way) return true;
-  transport::Frame f;
-  f.header.status = static_cast<std::uint8_t>(reply.status);
-  f.header.request_id = slot.request_id;
-  f.attachments = std::move(reply.attachments);
-  f.payload = std::move(reply.payload);
-  std::shared_ptr<transport::Channel> held;  // unless the channel is delivering the request now
-  transport::Channel* const channel = inline_channel ? inline_channel : (held = slot.conn->channel.lock()).get();
-  if (!channel) return false;
-  fit_peer_limit(f, slot, *channel);
-  const auto ec = channel->send(f);
-  if (inline_channel) channel->recycle(std::move(f.payload));  // the next request's payload, without a malloc
-  if (ec == transport::errc::write_queue_full) {
-    // The client sends requests and reads no replies: closed, not allowed to grow memory.
-    slow_reader_closes_.fetch_add(1, std::memory_order_relaxed);
-    channel->close(ec, fmt::format("the client reads no replies: over {} bytes of replies queued "
-                                   "(ChannelOptions::max_write_queue_bytes)",
-                                   options_.channel.max_write_queue_bytes));
+  if (inline_transport) {
+    return inline_transport->send_reply(slot.request_id, reply.status, reply.payload, reply.attachments, slot.method,
+                                        true);
   }
-  return !ec;
-}
-
-// A reply the client could not take (over the limit its HELLO gave) would
-// make it close the connection and fail every call on it: this call alone
-// fails instead.
-void ServerCore::fit_peer_limit(transport::Frame& f, const ReplySlot& slot, const transport::Channel& channel) {
-  const std::uint32_t limit = slot.conn->peer_max_body.load(std::memory_order_relaxed);
-  if (f.payload.size() <= limit / 2 && f.attachments.empty()) return;
-  const std::size_t body = transport::encoded_size(f) - transport::kHeaderSize;
-  if (body <= limit) return;
-  oversize_replies_.fetch_add(1, std::memory_order_relaxed);
-  f.header.status = static_cast<std::uint8_t>(Status::server_error);
-  f.attachments.clear();
-  f.payload = fmt::format("reply of {} bytes to '{}' exceeds the client's limit of {} bytes (max_body)", body,
-                          slot.method, limit);
-  logger()->warn("conn={} {}", channel.id(), f.payload);
+  const auto t = slot.conn->transport.lock();
+  return t && t->send_reply(slot.request_id, reply.status, reply.payload, reply.attachments, slot.method, false);
 }
 
 // ---------------------------------------------------------------- stop and state

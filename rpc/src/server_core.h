@@ -113,13 +113,20 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   bool drained() const;
 
   // From connections (their strands).
-  void on_request(transport::Channel& channel, transport::Frame& frame, const ConnContextPtr& conn);
+  void on_request(ServerTransport& transport, IncomingRequest& request, const ConnContextPtr& conn);
   void on_connection_closed(std::uint64_t id);
   /// A connection closed for bad input: counted by reason, logged (rate-limited).
   void note_bad_input(BadInput kind, const transport::Channel& channel, std::string_view reason) {
     bad_input_.note(kind, channel.id(), channel.remote(), reason);
   }
+  /// When the request's bytes were read (the channel's last read, stamped
+  /// with the timer's fast steady clock; with ServerOptions::clock: now).
+  std::chrono::steady_clock::time_point receipt_time(const transport::Channel& channel) const noexcept {
+    return options_.clock ? options_.clock->now() : channel.last_read();
+  }
   void count_read_pause() { read_pauses_.fetch_add(1, std::memory_order_relaxed); }
+  void count_slow_reader() { slow_reader_closes_.fetch_add(1, std::memory_order_relaxed); }
+  void count_oversize_reply() { oversize_replies_.fetch_add(1, std::memory_order_relaxed); }
   const ServerOptions& options() const noexcept { return options_; }
   const ServerLiveness& liveness() const noexcept { return liveness_; }
 
@@ -176,23 +183,15 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   Verdict decide(ReplySlot& slot, Reply& reply, Answer by, bool inline_request, LazyNow& now);
   /// Counts a decided answer in the method's metrics and the server's counters.
   void account(const ReplySlot& slot, Status status, bool cancelled, bool timed_out, LazyNow& now);
-  /// The send step of finish(): completes an in-process call, or encodes the
-  /// reply and queues it on the connection (`inline_channel`: the channel
+  /// The send step of finish(): completes an in-process call, or hands the
+  /// reply to the connection's transport (`inline_transport`: the one
   /// delivering the request on this thread, else null). False if not queued.
-  bool send(ReplySlot& slot, Reply&& reply, transport::Channel* inline_channel);
-  /// Replaces a reply the client could not take (over its HELLO's max_body)
-  /// with a server_error.
-  void fit_peer_limit(transport::Frame& f, const ReplySlot& slot, const transport::Channel& channel);
+  bool send(ReplySlot& slot, Reply&& reply, ServerTransport* inline_transport);
   void record_timeout(const ReplySlot& slot, std::chrono::steady_clock::time_point t);
 
   /// A slot for a request of `conn` (counted in flight before admission reads
   /// the draining flag: see ServerShutdown::begin_drain).
   ReplySlotPtr new_slot(const ConnContextPtr& conn, const std::string& method);
-  /// When the request's bytes were read (the channel's last read, stamped
-  /// with the timer's fast steady clock; with ServerOptions::clock: now).
-  std::chrono::steady_clock::time_point receipt_time(const transport::Channel& channel) const noexcept {
-    return options_.clock ? options_.clock->now() : channel.last_read();
-  }
   void on_accept(boost::asio::ip::tcp::socket socket);
   /// False (and the refusal counted and logged) at ServerOptions::max_connections.
   bool room_for_connection(const boost::asio::ip::tcp::socket& socket);

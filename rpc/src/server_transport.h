@@ -1,0 +1,56 @@
+#pragma once
+// The protocol seam, server side: one accepted connection as the server's
+// call engine sees it, whatever its wire protocol. The transport decodes
+// what the client sends and hands each request to ServerCore::on_request
+// as an IncomingRequest; ServerCore answers through send_reply. The native
+// framed protocol is one implementation (ServerConnection: HELLO, heartbeat
+// answers, CANCEL, requests and replies over a transport::Channel); HTTP/2
+// carrying gRPC implements the same, and admission, deadlines, metrics and
+// shutdown stay as they are.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <wheelrpc/rpc/status.h>
+#include <wheelrpc/transport/frame.h>
+
+namespace wheelrpc::rpc::detail {
+
+/// A request as the call engine sees it. The engine may move from the
+/// method, payload and attachments.
+struct IncomingRequest {
+  std::uint64_t id;
+  bool two_way;
+  std::string& method;
+  std::string& payload;
+  transport::Attachments& attachments;
+  /// The budget the client gave it (0: none), counted from `received`.
+  std::chrono::milliseconds budget;
+  /// When the read that brought it completed.
+  std::chrono::steady_clock::time_point received;
+};
+
+class ServerTransport {
+ public:
+  /// Encodes and writes the reply to request `id` of `method` (the payload
+  /// and attachments may be moved from). `delivering`: called from inside
+  /// the transport's own delivery of that request (no reference needed).
+  /// False if it was not written: the connection is gone, or the client
+  /// reads no replies (the connection is then closed). Any thread.
+  virtual bool send_reply(std::uint64_t id, Status status, std::string& payload, transport::Attachments& attachments,
+                          std::string_view method, bool delivering) = 0;
+  /// The connection may read again (after its limit of requests in flight
+  /// paused it). Any thread.
+  virtual void resume_reading() = 0;
+  /// The client's address, for logs and records.
+  virtual std::string remote() const = 0;
+  /// The connection's id (as /connections shows it).
+  virtual std::uint64_t id() const noexcept = 0;
+
+ protected:
+  ~ServerTransport() = default;
+};
+
+}  // namespace wheelrpc::rpc::detail
