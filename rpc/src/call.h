@@ -19,7 +19,7 @@
 // its own request id in its connection's pending table. The call's deadline
 // is covered one of two ways (`cover`): a call sent at once has it kept in
 // its attempt's table entry, which the connection's one sweep timeout finds
-// (no wheel entry per call: ClientCore::sweep); a call that waits, backs off
+// (no wheel entry per call: Subchannel::sweep); a call that waits, backs off
 // or loses that attempt before it completes gets its own deadline on the
 // wheel for the rest of its life. Plus at most one "aux" timeout for the
 // nearest of: an attempt's own timeout, the next hedge, the end of a retry

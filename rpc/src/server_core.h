@@ -38,7 +38,7 @@
 //   the request path, apart from peer_of() when a handler throws. No user
 //   code, channel close or timer-task cancel runs under it.
 // - Leaves: `CancelSet::mu_` (a connection's cancelled ids), the
-//   MethodTable's and TimeoutLog's locks, the limiter's, and the timer's and
+//   MethodTable's and TimeoutLog's locks, and the timer's and
 //   channel's own. No lock is held across a handler or a completion handler.
 
 #include <atomic>
