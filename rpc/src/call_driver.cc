@@ -229,9 +229,10 @@ void CallDriver::fail_fast_waiting() {
   for (auto& ptr : batch) {
     Completion done;
     {
-      CallLock lock(ptr->mu);
-      if (!ptr->done.load(std::memory_order_relaxed) && ptr->phase == Phase::waiting) {
-        fail_unavailable(*ptr, *pool_.current(), done);
+      Call& call = *ptr;
+      CallLock lock(call.mu);
+      if (!call.done.load(std::memory_order_relaxed) && call.phase == Phase::waiting) {
+        fail_unavailable(call, *pool_.current(), done);
       }
     }
     deliver(done, ctx_);
@@ -247,8 +248,9 @@ void CallDriver::dispatch_waiting() {
   for (auto& ptr : batch) {
     Completion done;
     {
-      CallLock lock(ptr->mu);
-      if (!ptr->done.load(std::memory_order_relaxed) && ptr->phase == Phase::waiting) dispatch(*ptr, done);
+      Call& call = *ptr;
+      CallLock lock(call.mu);
+      if (!call.done.load(std::memory_order_relaxed) && call.phase == Phase::waiting) dispatch(call, done);
     }
     deliver(done, ctx_);
   }
@@ -578,8 +580,9 @@ void CallDriver::complete_closed(Call& call, Completion& done) {
 void CallDriver::cancel(const CallPtr& ptr, error_code ec, std::string message, Origin origin) {
   Completion done;
   {
-    CallLock lock(ptr->mu);
-    complete(*ptr, ec, Response{{}, {}, std::move(message)}, origin, done);
+    Call& call = *ptr;
+    CallLock lock(call.mu);
+    complete(call, ec, Response{{}, {}, std::move(message)}, origin, done);
   }
   deliver(done, ctx_);
 }
