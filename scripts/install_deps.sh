@@ -4,6 +4,7 @@
 # when everything is present.
 #   scripts/install_deps.sh         # what the build and the tests need
 #   scripts/install_deps.sh fuzz    # plus clang and libFuzzer (scripts/fuzz.sh)
+#   scripts/install_deps.sh clang   # plus clang (the clang-tsa preset: -Wthread-safety)
 set -euo pipefail
 
 PKGS=(g++ cmake ninja-build pkg-config libboost1.81-dev libspdlog-dev libfmt-dev
@@ -14,7 +15,10 @@ PKGS=(g++ cmake ninja-build pkg-config libboost1.81-dev libspdlog-dev libfmt-dev
       prometheus            # promtool: the admin tests check the /metrics exposition with it
       chromium              # headless: the admin pages' browser tests
       python3-matplotlib)   # bench/plot.py (and its test)
-if [ "${1:-}" = fuzz ]; then PKGS+=(clang libclang-rt-14-dev); fi
+case "${1:-}" in
+  fuzz) PKGS+=(clang libclang-rt-14-dev) ;;
+  clang) PKGS+=(clang) ;;  # clang 14 over libstdc++ 12: the clang-tsa preset
+esac
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -9,7 +9,6 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -18,6 +17,7 @@
 #include <boost/json/object.hpp>
 
 #include <wheelrpc/admin/admin_server.h>
+#include <wheelrpc/common/mutex.h>
 #include <wheelrpc/rpc/introspection.h>
 #include <wheelrpc/timer/timeout.h>
 
@@ -72,14 +72,14 @@ class AdminCore : public std::enable_shared_from_this<AdminCore> {
   std::vector<std::pair<std::string, std::function<AdminServer::Values()>>> sections_;
   std::vector<std::function<void(TextExposition&)>> metrics_;
 
-  mutable std::mutex mu_;
-  bool stopped_ = false;
-  timer::Timeout sample_timeout_;
-  std::map<std::string, History> history_;  // key: owner + '\n' + method
+  mutable common::Mutex mu_;
+  bool stopped_ WHEELRPC_GUARDED_BY(mu_) = false;
+  timer::Timeout sample_timeout_ WHEELRPC_GUARDED_BY(mu_);
+  std::map<std::string, History> history_ WHEELRPC_GUARDED_BY(mu_);  // key: owner + '\n' + method
   struct TimerPoint {
     std::uint64_t pending = 0, wakeups = 0;
   };
-  std::deque<TimerPoint> timer_history_;
+  std::deque<TimerPoint> timer_history_ WHEELRPC_GUARDED_BY(mu_);
 };
 
 }  // namespace wheelrpc::admin

@@ -104,11 +104,13 @@ error_code AdminCore::listen(unsigned short port) {
 }
 
 void AdminCore::stop() {
+  timer::Timeout sample;  // cancelled outside the lock
   {
-    std::lock_guard lock(mu_);
+    common::LockGuard lock(mu_);
     stopped_ = true;
+    sample = std::move(sample_timeout_);
   }
-  sample_timeout_.cancel();
+  sample.cancel();
   http_->stop();
 }
 
@@ -122,7 +124,7 @@ void AdminCore::schedule_sample() {
         });
       },
       kSampleEvery, ec);
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   if (stopped_) {
     t.cancel();
     return;
@@ -136,7 +138,7 @@ void AdminCore::sample() {
   for (const auto& c : clients_) now.emplace_back("client " + c.name, c.client->method_stats());
   const auto t = timer_.stats();
   {
-    std::lock_guard lock(mu_);
+    common::LockGuard lock(mu_);
     if (stopped_) return;
     for (auto& [owner, methods] : now) {
       for (auto& m : methods) {

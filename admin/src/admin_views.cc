@@ -60,7 +60,7 @@ json::value text_or_null(const std::string& s) {
 json::array AdminCore::methods_json(const std::vector<rpc::MethodStats>& methods, const std::string& owner,
                                     bool server_side) const {
   json::array out;
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   for (const auto& m : methods) {
     json::object o;
     o["method"] = m.method;
@@ -158,7 +158,7 @@ json::object AdminCore::status_json() const {
   lateness["max_bucket_us"] = t.expired ? json::value(std::uint64_t{1} << last) : json::value(nullptr);
   timer["lateness"] = std::move(lateness);
   {
-    std::lock_guard lock(mu_);
+    common::LockGuard lock(mu_);
     const int n = static_cast<int>(timer_history_.size());
     for (int i = 0; i < n; ++i) {
       pending_history.push_back(json::object{{"t", i - (n - 1)}, {"pending", timer_history_[i].pending}});

@@ -33,12 +33,12 @@ HttpServerCore::HttpServerCore(asio::any_io_executor ex, timer::Timer& timer, Ht
 
 void HttpServerCore::add(std::string method, std::string path, Handler h, bool prefix) {
   if (!h) throw std::invalid_argument("admin HTTP route " + method + " " + path + " has an empty handler");
-  std::unique_lock lock(routes_mu_);
+  common::LockGuard lock(routes_mu_);
   (prefix ? prefixes_ : exact_)[std::move(path)][std::move(method)] = std::move(h);
 }
 
 HttpServerCore::Routed HttpServerCore::route(const HttpRequest& req) const {
-  std::shared_lock lock(routes_mu_);
+  common::SharedLock lock(routes_mu_);
   const MethodMap* methods = nullptr;
   if (const auto it = exact_.find(req.path); it != exact_.end()) {
     methods = &it->second;
@@ -78,7 +78,7 @@ HttpServerCore::Routed HttpServerCore::route(const HttpRequest& req) const {
 }
 
 error_code HttpServerCore::listen(const asio::ip::tcp::endpoint& ep) {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   if (stopped_) return asio::error::operation_aborted;
   if (listening_) return asio::error::already_open;
   error_code ec;
@@ -102,7 +102,7 @@ error_code HttpServerCore::listen(const asio::ip::tcp::endpoint& ep) {
 }
 
 asio::ip::tcp::endpoint HttpServerCore::local_endpoint() const {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   return endpoint_;
 }
 
@@ -117,7 +117,7 @@ void HttpServerCore::on_accept(const error_code& ec, asio::ip::tcp::socket socke
   std::shared_ptr<HttpSession> session;
   bool reject = false;
   {
-    std::lock_guard lock(mu_);
+    common::LockGuard lock(mu_);
     if (stopped_ || ec == asio::error::operation_aborted) return;
     if (ec) {
       logger()->warn("admin HTTP server accept failed: {}; retrying in {} ms", ec.message(), kAcceptRetry.count());
@@ -128,7 +128,7 @@ void HttpServerCore::on_accept(const error_code& ec, asio::ip::tcp::socket socke
             const auto self = weak.lock();
             if (!self) return;
             self->post_if_running(self->ex_, [self] {
-              std::lock_guard l(self->mu_);
+              common::LockGuard l(self->mu_);
               if (!self->stopped_) self->accept_locked();
             });
           },
@@ -156,14 +156,14 @@ void HttpServerCore::on_accept(const error_code& ec, asio::ip::tcp::socket socke
 }
 
 void HttpServerCore::disarm(std::uint64_t id) {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   if (stopped_) return;
   if (const auto it = sessions_.find(id); it != sessions_.end()) it->second.timeout.cancel();
 }
 
 void HttpServerCore::forget(std::uint64_t id, bool counted) {
   std::shared_ptr<HttpSession> last;  // released after the lock
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   if (stopped_) return;  // stop() cancelled and dropped every entry
   const auto it = sessions_.find(id);
   if (it == sessions_.end()) return;
@@ -176,7 +176,7 @@ void HttpServerCore::forget(std::uint64_t id, bool counted) {
 void HttpServerCore::stop() {
   std::vector<std::shared_ptr<HttpSession>> sessions;
   {
-    std::lock_guard lock(mu_);
+    common::LockGuard lock(mu_);
     if (stopped_) return;
     stopped_ = true;
     error_code ignored;
@@ -201,7 +201,7 @@ HttpServer::Stats HttpServerCore::stats() const {
   s.requests = requests_.load(std::memory_order_relaxed);
   s.bad_requests = bad_requests_.load(std::memory_order_relaxed);
   s.timeouts = timeouts_.load(std::memory_order_relaxed);
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   s.open = open_;
   return s;
 }

@@ -8,9 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -20,6 +18,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <wheelrpc/common/mutex.h>
 #include <wheelrpc/timer/timer.h>
 
 #include "http_server.h"
@@ -87,33 +86,33 @@ class HttpServerCore : public std::enable_shared_from_this<HttpServerCore> {
     timer::Timeout timeout;
   };
 
-  void accept_locked();
+  void accept_locked() WHEELRPC_REQUIRES(mu_);
   void on_accept(const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket);
 
   const boost::asio::any_io_executor ex_;
   timer::Timer& timer_;
   const HttpServerOptions options_;
 
-  mutable std::shared_mutex routes_mu_;
-  std::map<std::string, MethodMap> exact_;
-  std::map<std::string, MethodMap> prefixes_;
+  mutable common::SharedMutex routes_mu_;
+  std::map<std::string, MethodMap> exact_ WHEELRPC_GUARDED_BY(routes_mu_);
+  std::map<std::string, MethodMap> prefixes_ WHEELRPC_GUARDED_BY(routes_mu_);
 
-  mutable std::mutex mu_;
-  bool stopped_ = false;
-  bool listening_ = false;
-  boost::asio::ip::tcp::acceptor acceptor_;
-  boost::asio::ip::tcp::endpoint endpoint_;
-  timer::Timeout accept_retry_;
-  std::uint64_t next_id_ = 1;
-  std::size_t open_ = 0;
-  std::unordered_map<std::uint64_t, Entry> sessions_;
+  mutable common::Mutex mu_;
+  bool stopped_ WHEELRPC_GUARDED_BY(mu_) = false;
+  bool listening_ WHEELRPC_GUARDED_BY(mu_) = false;
+  boost::asio::ip::tcp::acceptor acceptor_ WHEELRPC_GUARDED_BY(mu_);
+  boost::asio::ip::tcp::endpoint endpoint_ WHEELRPC_GUARDED_BY(mu_);
+  timer::Timeout accept_retry_ WHEELRPC_GUARDED_BY(mu_);
+  std::uint64_t next_id_ WHEELRPC_GUARDED_BY(mu_) = 1;
+  std::size_t open_ WHEELRPC_GUARDED_BY(mu_) = 0;
+  std::unordered_map<std::uint64_t, Entry> sessions_ WHEELRPC_GUARDED_BY(mu_);
 
   std::atomic<std::uint64_t> accepted_{0}, rejected_{0}, requests_{0}, bad_requests_{0}, timeouts_{0};
 };
 
 template <class Task>
 void HttpServerCore::arm(std::uint64_t id, Task&& task, std::chrono::milliseconds delay) {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   if (stopped_) return;
   const auto it = sessions_.find(id);
   if (it == sessions_.end()) return;
@@ -129,7 +128,7 @@ void HttpServerCore::arm(std::uint64_t id, Task&& task, std::chrono::millisecond
 
 template <class Executor, class F>
 bool HttpServerCore::post_if_running(const Executor& ex, F&& f) {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   if (stopped_) return false;
   boost::asio::post(ex, std::forward<F>(f));
   return true;
@@ -137,7 +136,7 @@ bool HttpServerCore::post_if_running(const Executor& ex, F&& f) {
 
 template <class F>
 void HttpServerCore::post_to_session(std::uint64_t id, F&& f) {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   if (stopped_) return;
   const auto it = sessions_.find(id);
   if (it == sessions_.end()) return;

@@ -107,7 +107,7 @@ SubscriptionId EtcdRegistryImpl::subscribe(std::string service, ProviderListener
   auto sub = std::make_shared<Subscription>(id, std::move(service), std::move(prefix), std::move(listener));
   sub->on_error = std::move(on_error);
   {
-    std::lock_guard l(index_mu_);
+    common::LockGuard l(index_mu_);
     index_.emplace(id, sub);
   }
   asio::post(strand(), [self = shared_from_this(), sub] { self->start_subscription(sub); });
@@ -117,7 +117,7 @@ SubscriptionId EtcdRegistryImpl::subscribe(std::string service, ProviderListener
 void EtcdRegistryImpl::unsubscribe(SubscriptionId id) {
   std::shared_ptr<Subscription> sub;
   {
-    std::lock_guard l(index_mu_);
+    common::LockGuard l(index_mu_);
     auto it = index_.find(id);
     if (it == index_.end()) return;
     sub = std::move(it->second);
@@ -130,7 +130,7 @@ void EtcdRegistryImpl::unsubscribe(SubscriptionId id) {
 void EtcdRegistryImpl::close() {
   if (closed_.exchange(true, std::memory_order_acq_rel)) return;
   {
-    std::lock_guard l(index_mu_);
+    common::LockGuard l(index_mu_);
     for (auto& [id, sub] : index_) sub->cancelled.store(true, std::memory_order_release);
     index_.clear();
   }
@@ -138,7 +138,7 @@ void EtcdRegistryImpl::close() {
   // on the timer.
   std::map<std::uint64_t, After> afters;
   {
-    std::lock_guard l(after_mu_);
+    common::LockGuard l(after_mu_);
     afters.swap(afters_);
   }
   for (auto& [id, a] : afters) {
@@ -184,7 +184,7 @@ void EtcdRegistryImpl::do_close() {
 }
 
 bool EtcdRegistryImpl::call_after(std::chrono::milliseconds delay, std::function<void()> fn) {
-  std::lock_guard l(after_mu_);
+  common::LockGuard l(after_mu_);
   if (closed()) {
     // Closed: the deadline is not kept for later; it runs now, on the strand.
     asio::post(strand(), std::move(fn));
@@ -210,7 +210,7 @@ void EtcdRegistryImpl::after_due(std::uint64_t id) {
 void EtcdRegistryImpl::run_after(std::uint64_t id) {
   std::function<void()> fn;
   {
-    std::lock_guard l(after_mu_);
+    common::LockGuard l(after_mu_);
     auto it = afters_.find(id);
     if (it == afters_.end()) return;
     fn = std::move(it->second.fn);
@@ -226,7 +226,7 @@ std::string EtcdRegistryImpl::describe() const {
 }
 
 RegistryStats EtcdRegistryImpl::stats() const {
-  std::lock_guard l(stats_mu_);
+  common::LockGuard l(stats_mu_);
   return stats_;
 }
 

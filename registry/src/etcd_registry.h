@@ -11,7 +11,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <set>
 #include <string>
@@ -20,6 +19,7 @@
 
 #include <boost/asio/strand.hpp>
 
+#include <wheelrpc/common/mutex.h>
 #include <wheelrpc/registry/etcd_registry.h>
 
 #include "etcd_client.h"
@@ -104,7 +104,7 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
   std::chrono::nanoseconds jittered(std::chrono::milliseconds period);
   template <class F>
   void update_stats(F f) {
-    std::lock_guard l(stats_mu_);
+    common::LockGuard l(stats_mu_);
     f(stats_);
   }
   void count_request(bool failed);
@@ -168,17 +168,17 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
     timer::Timeout timeout;
     std::function<void()> fn;
   };
-  std::mutex after_mu_;
-  std::map<std::uint64_t, After> afters_;  // guarded by after_mu_
-  std::uint64_t next_after_ = 0;           // guarded by after_mu_
+  common::Mutex after_mu_;
+  std::map<std::uint64_t, After> afters_ WHEELRPC_GUARDED_BY(after_mu_);
+  std::uint64_t next_after_ WHEELRPC_GUARDED_BY(after_mu_) = 0;
   void run_after(std::uint64_t id);
 
-  mutable std::mutex stats_mu_;
-  RegistryStats stats_;  // guarded by stats_mu_
+  mutable common::Mutex stats_mu_;
+  RegistryStats stats_ WHEELRPC_GUARDED_BY(stats_mu_);
 
   // Lookup of live subscriptions for unsubscribe() from any thread.
-  std::mutex index_mu_;
-  std::map<SubscriptionId, std::shared_ptr<Subscription>> index_;  // guarded by index_mu_
+  common::Mutex index_mu_;
+  std::map<SubscriptionId, std::shared_ptr<Subscription>> index_ WHEELRPC_GUARDED_BY(index_mu_);
 
   // Strand only:
   std::int64_t lease_ = 0;  // 0: none

@@ -2,11 +2,11 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 
 #include <boost/asio/error.hpp>
 #include <spdlog/spdlog.h>
 
+#include <wheelrpc/common/mutex.h>
 #include <wheelrpc/registry/errc.h>
 #include <wheelrpc/registry/rpc_binding.h>
 
@@ -21,13 +21,16 @@ namespace {
 // One announce's completion, shared by the registration listener and the
 // check deadline: whichever comes first completes `done`, exactly once.
 struct PendingAnnounce {
-  std::mutex mu;
-  rpc::ServiceAnnouncer::Done done;  // guarded by mu; empty once completed
+  PendingAnnounce(rpc::ServiceAnnouncer::Done d, std::weak_ptr<Registry> r, ServiceInstance i)
+      : done(std::move(d)), registry(std::move(r)), instance(std::move(i)) {}
+
+  common::Mutex mu;
+  rpc::ServiceAnnouncer::Done done WHEELRPC_GUARDED_BY(mu);  // empty once completed
   std::weak_ptr<Registry> registry;
   ServiceInstance instance;
 
   rpc::ServiceAnnouncer::Done take() {
-    std::lock_guard l(mu);
+    common::LockGuard l(mu);
     return std::move(done);
   }
   /// Fails the check unless it completed already: the registration is
@@ -49,7 +52,7 @@ class RegistryAnnouncer final : public rpc::ServiceAnnouncer {
   void announce(const boost::asio::ip::tcp::endpoint& endpoint, Done done) override {
     ServiceInstance inst;
     {
-      std::lock_guard l(mu_);
+      common::LockGuard l(mu_);
       if (instance_.endpoint.empty()) instance_.endpoint = detail::format_endpoint(detail::announceable(endpoint));
       inst = instance_;
       announced_ = true;
@@ -69,10 +72,7 @@ class RegistryAnnouncer final : public rpc::ServiceAnnouncer {
       done({}, {});
       return;
     }
-    auto pending = std::make_shared<PendingAnnounce>();
-    pending->done = std::move(done);
-    pending->registry = registry_;
-    pending->instance = inst;
+    auto pending = std::make_shared<PendingAnnounce>(std::move(done), registry_, inst);
     // A failed attempt fails the check at once (Dubbo's check=true): etcd
     // that refused in a millisecond is not worth check_timeout of waiting.
     // The timeout is for an etcd that does not answer at all.
@@ -97,7 +97,7 @@ class RegistryAnnouncer final : public rpc::ServiceAnnouncer {
   void withdraw(Done done) override {
     ServiceInstance inst;
     {
-      std::lock_guard l(mu_);
+      common::LockGuard l(mu_);
       if (!announced_) {
         done({}, {});
         return;
@@ -116,9 +116,9 @@ class RegistryAnnouncer final : public rpc::ServiceAnnouncer {
 
  private:
   std::shared_ptr<Registry> registry_;
-  std::mutex mu_;
-  ServiceInstance instance_;  // guarded by mu_
-  bool announced_ = false;    // guarded by mu_
+  common::Mutex mu_;
+  ServiceInstance instance_ WHEELRPC_GUARDED_BY(mu_);
+  bool announced_ WHEELRPC_GUARDED_BY(mu_) = false;
   const AnnounceOptions options_;
   // The registry confirmed the registration (and did not report it lost
   // since). Shared with the listeners, which may outlive the announcer.

@@ -1,9 +1,9 @@
 // provider_source(): a Client's providers from a registry subscription.
 
-#include <mutex>
 
 #include <spdlog/spdlog.h>
 
+#include <wheelrpc/common/mutex.h>
 #include <wheelrpc/registry/rpc_binding.h>
 
 #include "endpoint_address.h"
@@ -24,7 +24,7 @@ class RegistryProviderSource final : public rpc::ProviderSource {
   ~RegistryProviderSource() override { stop(); }
 
   void start(Listener listener) override {
-    std::lock_guard l(mu_);
+    common::LockGuard l(mu_);
     if (started_) return;
     started_ = true;
     // Both callbacks run on the registry's strand, never concurrently. The
@@ -48,7 +48,7 @@ class RegistryProviderSource final : public rpc::ProviderSource {
   }
 
   void stop() override {
-    std::lock_guard l(mu_);
+    common::LockGuard l(mu_);
     if (!started_ || stopped_) return;
     stopped_ = true;
     registry_->unsubscribe(id_);
@@ -62,10 +62,10 @@ class RegistryProviderSource final : public rpc::ProviderSource {
  private:
   std::shared_ptr<Registry> registry_;
   std::string service_;
-  std::mutex mu_;
-  bool started_ = false;  // guarded by mu_
-  bool stopped_ = false;  // guarded by mu_
-  SubscriptionId id_ = 0;  // guarded by mu_
+  common::Mutex mu_;
+  bool started_ WHEELRPC_GUARDED_BY(mu_) = false;
+  bool stopped_ WHEELRPC_GUARDED_BY(mu_) = false;
+  SubscriptionId id_ WHEELRPC_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace

@@ -90,10 +90,11 @@ TEST_F(EtcdClientTest, KeepAliveKeepsALeasedKeyPastItsTtl) {
   ASSERT_NE(lease.id, 0);
   EXPECT_EQ(lease.ttl, 2s);
   put("/t/live", "x", lease.id);
+  const auto lease_id = lease.id;  // clang 14 cannot capture a structured binding
   // 3.5 s > the 2 s TTL: without the renewals the key would be gone.
   const auto end = std::chrono::steady_clock::now() + 3500ms;
   while (std::chrono::steady_clock::now() < end) {
-    auto [kec, k] = await<KeepAliveResult>([&](auto h) { client_->lease_keepalive(lease.id, h); });
+    auto [kec, k] = await<KeepAliveResult>([&](auto h) { client_->lease_keepalive(lease_id, h); });
     ASSERT_FALSE(kec) << kec.message();
     EXPECT_EQ(k.id, lease.id);
     EXPECT_GT(k.ttl.count(), 0);
@@ -109,20 +110,21 @@ TEST_F(EtcdClientTest, RevokeRemovesKeysAndKeepAliveThenReportsTheLeaseGone) {
   ASSERT_FALSE(gec) << gec.message();
   put("/t/r/1", "x", lease.id);
   put("/t/r/2", "y", lease.id);
+  const auto lease_id = lease.id;  // clang 14 cannot capture a structured binding
   ASSERT_EQ(range("/t/r/").kvs.size(), 2u);
 
-  auto [rec, unused] = await<int>([&](auto h) { client_->lease_revoke(lease.id, [h](error_code e) { h(e, 0); }); });
+  auto [rec, unused] = await<int>([&](auto h) { client_->lease_revoke(lease_id, [h](error_code e) { h(e, 0); }); });
   ASSERT_FALSE(rec) << rec.message();
   EXPECT_TRUE(range("/t/r/").kvs.empty());
 
-  auto [kec, k] = await<KeepAliveResult>([&](auto h) { client_->lease_keepalive(lease.id, h); });
+  auto [kec, k] = await<KeepAliveResult>([&](auto h) { client_->lease_keepalive(lease_id, h); });
   ASSERT_FALSE(kec) << kec.message();
   EXPECT_EQ(k.ttl, 0s);  // gone: TTL absent, not an error
 
   // A put with the dead lease is refused by etcd, with its reason.
-  auto [pec, p] = await<PutResult>([&](auto h) { client_->put("/t/r/3", "z", lease.id, h); });
+  auto [pec, p] = await<PutResult>([&](auto h) { client_->put("/t/r/3", "z", lease_id, h); });
   EXPECT_EQ(pec, errc::etcd_error);
-  auto [rec2, unused2] = await<int>([&](auto h) { client_->lease_revoke(lease.id, [h](error_code e) { h(e, 0); }); });
+  auto [rec2, unused2] = await<int>([&](auto h) { client_->lease_revoke(lease_id, [h](error_code e) { h(e, 0); }); });
   EXPECT_EQ(rec2, errc::etcd_error);
 }
 

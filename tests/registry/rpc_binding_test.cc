@@ -30,11 +30,11 @@ struct DoneLog {
   std::chrono::steady_clock::time_point at;
 
   static wheelrpc::rpc::ServiceAnnouncer::Done done(const std::shared_ptr<DoneLog>& log) {
-    return [log](error_code ec, std::string message) {
+    return [log](error_code e, std::string m) {
       std::lock_guard l(log->mu);
       ++log->calls;
-      log->ec = ec;
-      log->message = std::move(message);
+      log->ec = e;
+      log->message = std::move(m);
       log->at = std::chrono::steady_clock::now();
     };
   }

@@ -27,7 +27,7 @@ std::uint32_t Shard::add(const TaskBox& box, std::uint64_t d, std::uint32_t& gen
   return i;
 }
 
-void Shard::free_record(std::uint32_t i, bool was_cancelled) noexcept {
+void Shard::free_record_locked(std::uint32_t i, bool was_cancelled) noexcept {
   Node& n = pool_[i];
   const std::uint32_t next_gen = (gen_of(n.tag) + 1) & kGenMask;
   n.tag = (next_gen << kGenShift) | (was_cancelled ? kLastCancelledBit : 0) | kFree;
@@ -53,16 +53,16 @@ bool Shard::cancel(std::uint32_t i, std::uint32_t gen, TaskBox& out) noexcept {
   }
   cancelled.add();
   out = n.task;
-  free_record(i, true);
+  free_record_locked(i, true);
   return true;
 }
 
 void Shard::finish(std::uint32_t i, TaskBox& out) noexcept {
   out = pool_[i].task;
-  free_record(i, false);
+  free_record_locked(i, false);
 }
 
-void Shard::fire(std::uint32_t i, std::uint64_t d, std::vector<Fired>& out) {
+void Shard::fire_locked(std::uint32_t i, std::uint64_t d, std::vector<Fired>& out) {
   Node& n = pool_[i];
   n.tag = (n.tag & ~kStateMask) | kFiring;
   out.push_back({id_, i, gen_of(n.tag), d});
@@ -72,7 +72,7 @@ void Shard::fire(std::uint32_t i, std::uint64_t d, std::vector<Fired>& out) {
 
 // A far record reached its hop: place it for real if its deadline is now in
 // range, else hop again.
-void Shard::reach_hop(std::uint32_t i) noexcept {
+void Shard::reach_hop_locked(std::uint32_t i) noexcept {
   auto it = far_.find(i);
   const std::uint64_t d = it->second;
   Node& n = pool_[i];
@@ -97,9 +97,9 @@ void Shard::advance(std::uint64_t now, std::vector<Fired>& out) {
       if (!due) {
         wheel_.insert(pool_, i, wheel_.deadline_ahead(n.deadline));  // cascade down
       } else if (state_of(n.tag) == kPendingFar) {
-        reach_hop(i);
+        reach_hop_locked(i);
       } else {
-        fire(i, wheel_.deadline_behind(n.deadline), out);
+        fire_locked(i, wheel_.deadline_behind(n.deadline), out);
       }
     }
   }
@@ -109,8 +109,9 @@ void Shard::advance(std::uint64_t now, std::vector<Fired>& out) {
 void Shard::stop(std::vector<std::pair<std::uint32_t, std::uint32_t>>& out) {
   stopped_ = true;
   out.reserve(out.size() + pending.load());
+  NodePool* pool = &pool_;  // the lambda runs under the lock too (the analysis does not see into it)
   wheel_.drain(pool_, [&](std::uint32_t i) {
-    Node& n = pool_[i];
+    Node& n = (*pool)[i];
     n.tag = (n.tag & ~kStateMask) | kUnprocessed;
     out.emplace_back(i, gen_of(n.tag));
   });

@@ -1,7 +1,8 @@
 #pragma once
 // One independent sub-wheel: its lock, records, wheel and counters. A thread
 // always schedules into the same shard, so producers on different threads
-// touch different cache lines. Every method requires `lock` to be held.
+// touch different cache lines. Every method requires `lock` to be held
+// (WHEELRPC_REQUIRES: the thread-safety analysis checks it).
 
 #include <atomic>
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include "node_pool.h"
 #include <wheelrpc/common/single_writer_counter.h>
 #include <wheelrpc/common/spin_lock.h>
+#include <wheelrpc/common/thread_annotations.h>
 #include "wheel.h"
 
 namespace wheelrpc::timer::detail {
@@ -39,44 +41,45 @@ class alignas(64) Shard {
 
   /// Takes `box` into a new record due at tick `d`; returns its index and sets
   /// `gen`, or returns kNil (pool full or no memory; `box` untouched).
-  std::uint32_t add(const TaskBox& box, std::uint64_t d, std::uint32_t& gen) noexcept;
+  std::uint32_t add(const TaskBox& box, std::uint64_t d, std::uint32_t& gen) noexcept WHEELRPC_REQUIRES(lock);
 
   /// Cancels a pending or unprocessed record of generation `gen`: moves its task
   /// into `out` (to be destroyed by the caller, outside the lock) and frees it.
-  bool cancel(std::uint32_t i, std::uint32_t gen, TaskBox& out) noexcept;
+  bool cancel(std::uint32_t i, std::uint32_t gen, TaskBox& out) noexcept WHEELRPC_REQUIRES(lock);
 
   /// Takes everything due at tick `now` into `out` (marked firing).
-  void advance(std::uint64_t now, std::vector<Fired>& out);
+  void advance(std::uint64_t now, std::vector<Fired>& out) WHEELRPC_REQUIRES(lock);
 
   /// Frees a firing record once its task ran (or was dropped); moves the task
   /// into `out` for the caller to destroy outside the lock.
-  void finish(std::uint32_t i, TaskBox& out) noexcept;
+  void finish(std::uint32_t i, TaskBox& out) noexcept WHEELRPC_REQUIRES(lock);
 
   /// Marks every pending record unprocessed and appends (index, gen) pairs;
   /// later `add` calls fail.
-  void stop(std::vector<std::pair<std::uint32_t, std::uint32_t>>& out);
+  void stop(std::vector<std::pair<std::uint32_t, std::uint32_t>>& out) WHEELRPC_REQUIRES(lock);
 
-  bool stopped() const noexcept { return stopped_; }
-  std::uint64_t next_event() const noexcept { return wheel_.next_event(); }
-  std::uint64_t elapsed() const noexcept { return wheel_.elapsed(); }
-  bool valid(std::uint32_t i) const noexcept { return i < pool_.high_water(); }
-  Node& node(std::uint32_t i) noexcept { return pool_[i]; }
-  const Node& node(std::uint32_t i) const noexcept { return pool_[i]; }
+  bool stopped() const noexcept WHEELRPC_REQUIRES(lock) { return stopped_; }
+  std::uint64_t next_event() const noexcept WHEELRPC_REQUIRES(lock) { return wheel_.next_event(); }
+  std::uint64_t elapsed() const noexcept WHEELRPC_REQUIRES(lock) { return wheel_.elapsed(); }
+  bool valid(std::uint32_t i) const noexcept WHEELRPC_REQUIRES(lock) { return i < pool_.high_water(); }
+  Node& node(std::uint32_t i) noexcept WHEELRPC_REQUIRES(lock) { return pool_[i]; }
+  const Node& node(std::uint32_t i) const noexcept WHEELRPC_REQUIRES(lock) { return pool_[i]; }
+  /// A firing record, without the lock: nobody else writes it until finish().
+  Node& firing_node(std::uint32_t i) noexcept WHEELRPC_NO_THREAD_SAFETY_ANALYSIS { return pool_[i]; }
   std::uint32_t id() const noexcept { return id_; }
 
   ShardCounter scheduled, cancelled, expired, pending;
 
  private:
-  void free_record(std::uint32_t i, bool cancelled_) noexcept;
-  void place(std::uint32_t i, std::uint64_t d) noexcept;
-  void fire(std::uint32_t i, std::uint64_t d, std::vector<Fired>& out);
-  void reach_hop(std::uint32_t i) noexcept;
+  void free_record_locked(std::uint32_t i, bool cancelled_) noexcept WHEELRPC_REQUIRES(lock);
+  void fire_locked(std::uint32_t i, std::uint64_t d, std::vector<Fired>& out) WHEELRPC_REQUIRES(lock);
+  void reach_hop_locked(std::uint32_t i) noexcept WHEELRPC_REQUIRES(lock);
 
   std::uint32_t id_;
-  bool stopped_ = false;
-  NodePool pool_;
-  Wheel wheel_;
-  std::unordered_map<std::uint32_t, std::uint64_t> far_;
+  bool stopped_ WHEELRPC_GUARDED_BY(lock) = false;
+  NodePool pool_ WHEELRPC_GUARDED_BY(lock);
+  Wheel wheel_ WHEELRPC_GUARDED_BY(lock);
+  std::unordered_map<std::uint32_t, std::uint64_t> far_ WHEELRPC_GUARDED_BY(lock);
 };
 
 }  // namespace wheelrpc::timer::detail

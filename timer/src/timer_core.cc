@@ -74,6 +74,7 @@ TimerCore::~TimerCore() {
   }
   // Unprocessed records still own their tasks.
   for (auto& s : shards_) {
+    common::LockGuard lock(s->lock);
     for (std::uint32_t i = 0; s->valid(i); ++i) {
       Node& n = s->node(i);
       if (state_of(n.tag) == kUnprocessed) destroy_task_box(n.task);
@@ -107,7 +108,7 @@ std::uint64_t TimerCore::deadline_tick(std::int64_t now,
 Shard& TimerCore::local_shard() noexcept { return *shards_[thread_hint() & shard_mask_]; }
 
 bool TimerCore::start() {
-  std::lock_guard lock(start_mu_);
+  common::LockGuard lock(start_mu_);
   const int s = state_.load(std::memory_order_acquire);
   if (s != kInit) return s == kStarted;
   if (!manual_) {
@@ -148,10 +149,13 @@ Timeout TimerCore::schedule(TaskBox box, std::chrono::nanoseconds delay,
   const std::uint64_t d = deadline_tick(schedule_now_ns(), delay);
   Shard& shard = local_shard();
   std::uint32_t gen = 0;
-  shard.lock.lock();
-  const std::uint32_t i = shard.add(box, d, gen);
-  const bool stopped = shard.stopped();
-  shard.lock.unlock();
+  std::uint32_t i;
+  bool stopped;
+  {
+    common::LockGuard lock(shard.lock);
+    i = shard.add(box, d, gen);
+    stopped = shard.stopped();
+  }
   if (i == kNil) [[unlikely]] {
     if (max_pending_ != 0) pending_total_.fetch_sub(1, std::memory_order_relaxed);
     reject(box, ec, stopped ? errc::timer_stopped : errc::out_of_memory);
@@ -165,7 +169,7 @@ Timeout TimerCore::schedule(TaskBox box, std::chrono::nanoseconds delay,
 
 void TimerCore::wake_worker() noexcept {
   if (wake_pending_.exchange(true, std::memory_order_acq_rel)) return;  // already on its way
-  { std::lock_guard lock(wake_mu_); }
+  { common::LockGuard lock(wake_mu_); }
   wake_cv_.notify_one();
 }
 
@@ -173,7 +177,7 @@ TimeoutState TimerCore::state(std::uint32_t id, std::uint32_t gen) const noexcep
   const std::uint32_t si = id >> kIndexBits, i = id & kIndexMask;
   if (si >= shards_.size()) return TimeoutState::finished;
   Shard& s = *shards_[si];
-  std::lock_guard lock(s.lock);
+  common::LockGuard lock(s.lock);
   if (!s.valid(i)) return TimeoutState::finished;
   const std::uint32_t tag = s.node(i).tag;
   if (gen_of(tag) == gen) {
@@ -202,7 +206,7 @@ bool TimerCore::cancel(std::uint32_t id, std::uint32_t gen) noexcept {
   TaskBox box;
   bool was_pending;
   {
-    std::lock_guard lock(s.lock);
+    common::LockGuard lock(s.lock);
     if (!s.valid(i)) return false;
     was_pending = state_of(s.node(i).tag) != kUnprocessed;
     if (!s.cancel(i, gen, box)) return false;
@@ -217,7 +221,7 @@ std::shared_ptr<TimerTask> TimerCore::task(std::uint32_t id, std::uint32_t gen) 
   std::shared_ptr<TimerTask> out;
   if (si >= shards_.size()) return out;
   Shard& s = *shards_[si];
-  std::lock_guard lock(s.lock);
+  common::LockGuard lock(s.lock);
   if (!s.valid(i)) return out;
   Node& n = s.node(i);
   if (gen_of(n.tag) == gen && state_of(n.tag) != kFree && n.task.ops && n.task.ops->get_task) {
@@ -237,12 +241,12 @@ std::vector<Timeout> TimerCore::stop() {
   check_not_in_task("stop()");
   int s = state_.load(std::memory_order_acquire);
   {
-    std::lock_guard lock(start_mu_);  // orders against a concurrent lazy start
+    common::LockGuard lock(start_mu_);  // orders against a concurrent lazy start
     s = state_.exchange(kStopped, std::memory_order_acq_rel);
   }
   if (s == kStopped) return {};
   {
-    std::lock_guard lock(wake_mu_);
+    common::LockGuard lock(wake_mu_);
     stop_requested_ = true;
   }
   wake_cv_.notify_all();
@@ -253,7 +257,7 @@ std::vector<Timeout> TimerCore::stop() {
   for (auto& sh : shards_) {
     left.clear();
     {
-      std::lock_guard lock(sh->lock);
+      common::LockGuard lock(sh->lock);
       sh->stop(left);
     }
     out.reserve(out.size() + left.size());
@@ -273,7 +277,7 @@ void TimerCore::record_lateness(std::uint64_t deadline_tick) noexcept {
 
 void TimerCore::run_one(const Fired& f) {
   Shard& s = *shards_[f.shard];
-  Node& n = s.node(f.index);  // firing: nobody else writes it until finish()
+  Node& n = s.firing_node(f.index);
   Timeout t = handle(f.shard, f.index, f.gen);
   record_lateness(f.deadline);
   try {
@@ -298,7 +302,7 @@ void TimerCore::complete_expired(const Timeout& t, std::uint64_t deadline_tick, 
   Shard& s = *shards_[si];
   TaskBox box;
   {
-    std::lock_guard lock(s.lock);
+    common::LockGuard lock(s.lock);
     s.finish(i, box);
   }
   destroy_task_box(box);
@@ -309,7 +313,7 @@ std::size_t TimerCore::expire(std::uint64_t now, std::uint64_t& next) {
   batch_.clear();
   next = kNever;
   for (auto& s : shards_) {
-    std::lock_guard lock(s->lock);
+    common::LockGuard lock(s->lock);
     s->advance(now, batch_);
     next = std::min(next, s->next_event());
   }
@@ -337,7 +341,7 @@ std::size_t TimerCore::expire(std::uint64_t now, std::uint64_t& next) {
   std::vector<TaskBox> boxes;
   boxes.reserve(n);
   for (auto& s : shards_) {
-    std::lock_guard lock(s->lock);
+    common::LockGuard lock(s->lock);
     for (const Fired& f : batch_) {
       if (f.shard != s->id()) continue;
       boxes.emplace_back();
@@ -363,7 +367,7 @@ void TimerCore::worker_main() {
   // Wake within a few microseconds of the deadline instead of the default 50 µs slack.
   prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 #endif
-  std::unique_lock lock(wake_mu_);
+  common::UniqueLock lock(wake_mu_);
   while (!stop_requested_) {
     lock.unlock();
     // Publish "awake" before scanning: see the protocol in timer_core.h.
@@ -384,8 +388,12 @@ void TimerCore::worker_main() {
     const auto until = boundary - lead_;
     bool timed_out = false;
     while (!stop_requested_ && !wake_pending_.load(std::memory_order_acquire)) {
-      if (wake_cv_.wait_until(lock, until) == std::cv_status::timeout &&
-          std::chrono::steady_clock::now() >= until) {
+      // The wait unlocks and locks wake_mu_ under `lock`: the analysis sees
+      // it held throughout, as it is whenever this thread runs.
+      std::unique_lock native(wake_mu_.native(), std::adopt_lock);
+      const std::cv_status status = wake_cv_.wait_until(native, until);
+      native.release();
+      if (status == std::cv_status::timeout && std::chrono::steady_clock::now() >= until) {
         timed_out = true;
         break;
       }

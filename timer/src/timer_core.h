@@ -14,12 +14,13 @@
 #include <cstdint>
 #include <array>
 #include <memory>
-#include <mutex>
 #include <system_error>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <wheelrpc/common/mutex.h>
+#include <wheelrpc/common/thread_annotations.h>
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 
 #include "shard.h"
@@ -93,16 +94,16 @@ class TimerCore {
   std::uint32_t shard_mask_;
 
   std::atomic<int> state_{kInit};
-  std::mutex start_mu_;
+  common::Mutex start_mu_;  // orders the lazy start against stop()
   std::thread worker_;
   std::atomic<std::thread::id> worker_id_{};
 
   alignas(64) std::atomic<std::uint64_t> sleep_until_{kAwake};
   std::atomic<bool> wake_pending_{false};
-  bool stop_requested_ = false;  // guarded by wake_mu_
+  common::Mutex wake_mu_;
+  bool stop_requested_ WHEELRPC_GUARDED_BY(wake_mu_) = false;
   std::chrono::nanoseconds lead_{0};  // worker only: how early to aim a timed wait
-  std::mutex wake_mu_;
-  std::condition_variable wake_cv_;
+  std::condition_variable wake_cv_;  // waits on wake_mu_.native() (worker_main)
 
   // Written by the worker (or run_expired's caller) only, except as noted.
   alignas(64) std::vector<Fired> batch_;

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <bit>
 #include <cassert>
-#include <cstring>
 #include <memory>
 #include <utility>
 #include <sys/socket.h>
@@ -19,7 +18,9 @@
 #include <wheelrpc/transport/errc.h>
 
 #include "log.h"
+#include "read_buffer.h"
 #include "tls_stream.h"
+#include "write_queue.h"
 
 namespace wheelrpc::transport {
 namespace asio = boost::asio;
@@ -39,15 +40,6 @@ Channel::Clock::rep now_rep() { return timer::fast_steady_now().time_since_epoch
 // The kept read buffer of a channel that just became busy: twice its last
 // read, at least this, at most read_buffer_bytes.
 constexpr std::size_t kFirstBusyBytes = 1024;
-// A written buffer larger than this is given back as soon as its write completes.
-constexpr std::size_t kMaxKeptInflightBytes = std::size_t{1} << 20;
-
-const std::size_t kSmallStringCapacity = std::string().capacity();
-
-// Heap bytes behind a string: 0 while it fits in its small-string buffer.
-std::size_t heap_bytes(const std::string& s) noexcept {
-  return s.capacity() > kSmallStringCapacity ? s.capacity() + 1 : 0;
-}
 
 // The plaintext channel delivering a read on this thread (deliver_frames):
 // a send() from its handler there is on its strand.
@@ -80,14 +72,17 @@ Channel::Channel(asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> h
                  ChannelOptions options, const TlsContext* tls, const std::string& server_name)
     : id_(g_next_id.fetch_add(1, std::memory_order_relaxed)),
       options_(options),
-      max_kept_read_(std::max(options.read_buffer_bytes, kInlineReadBytes)),
       busy_interval_(std::chrono::duration_cast<Clock::duration>(options.busy_read_interval).count()),
       strand_(asio::make_strand(socket.get_executor())),
       socket_(std::move(socket)),
       handler_(std::move(handler)),
       last_read_(now_rep()),
       last_write_(now_rep()),
-      decoder_(options.max_body) {
+      read_(std::make_unique<detail::ReadBuffer>(options.read_buffer_bytes)),
+      decoder_(options.max_body),
+      // A TLS channel's frames sent before the handshake is done wait for it
+      // (see on_tls_handshake).
+      writes_(std::make_unique<detail::WriteQueue>(tls != nullptr)) {
   error_code ec;
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
   auto remote = socket_.remote_endpoint(ec);
@@ -97,7 +92,6 @@ Channel::Channel(asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> h
   if (tls) {
     tls_ = std::make_unique<Tls>(*tls, socket_);
     detail::prepare_tls(*tls_, tls->role(), server_name, remote);
-    writing_ = true;  // frames sent before the handshake is done wait for it (see on_tls_handshake)
   }
   g_counters.opened.fetch_add(1, std::memory_order_relaxed);
 }
@@ -119,31 +113,22 @@ Channel::Clock::time_point Channel::last_write() const noexcept {
 
 ChannelTraffic Channel::traffic() const noexcept {
   ChannelTraffic t;
-  t.bytes_in = bytes_in_.load(std::memory_order_relaxed);
-  t.bytes_out = bytes_out_.load(std::memory_order_relaxed);
-  t.frames_in = frames_in_.load(std::memory_order_relaxed);
-  t.frames_out = frames_out_.load(std::memory_order_relaxed) + strand_frames_out_.load(std::memory_order_relaxed);
+  t.bytes_in = read_->bytes_in();
+  t.bytes_out = writes_->bytes_out();
+  t.frames_in = read_->frames_in();
+  t.frames_out = writes_->frames_out();
   t.heartbeats_sent = heartbeats_sent_.load(std::memory_order_relaxed);
   return t;
 }
 
-std::size_t Channel::queued_bytes() const {
-  std::lock_guard lock(write_mu_);
-  return queued_.size() + strand_queued_bytes_.load(std::memory_order_relaxed);
-}
+std::size_t Channel::queued_bytes() const { return writes_->queued_bytes(); }
 
 ChannelBufferStats Channel::buffer_stats() const {
   ChannelBufferStats stats;
-  stats.read_capacity = read_capacity_stat_.load(std::memory_order_relaxed);
-  stats.read_pending = read_pending_stat_.load(std::memory_order_relaxed);
-  stats.reads = reads_stat_.load(std::memory_order_relaxed);
-  std::size_t queued = 0;
-  {
-    std::lock_guard lock(write_mu_);
-    queued = heap_bytes(queued_);
-  }
-  queued += strand_capacity_stat_.load(std::memory_order_relaxed);
-  stats.write_capacity = queued + inflight_capacity_stat_.load(std::memory_order_relaxed);
+  stats.read_capacity = read_->capacity_stat();
+  stats.read_pending = read_->pending_stat();
+  stats.reads = read_->reads();
+  stats.write_capacity = writes_->heap_capacity();
   return stats;
 }
 
@@ -162,16 +147,15 @@ void Channel::start() {
 void Channel::do_read() {
   assert(strand_.running_in_this_thread());
   if (!is_open()) {
-    release_read_buffer();
+    read_->release();
     return;
   }
-  prepare_read_buffer();
-  const std::size_t capacity = heap_ ? heap_capacity_ : kInlineReadBytes;
-  offered_ = capacity - read_end_;
+  read_->prepare(decoder_.needed());
+  offered_ = read_->room();
   // A buffer that ends where the partial frame does is expected to fill up;
   // only one with room past the frame says, when full, that more is waiting.
-  full_means_more_ = capacity > decoder_.needed();
-  auto buffer = asio::buffer(read_data() + read_end_, offered_);
+  full_means_more_ = read_->capacity() > decoder_.needed();
+  auto buffer = asio::buffer(read_->tail(), offered_);
   auto done = asio::bind_executor(strand_, [self = shared_from_this()](const error_code& ec, std::size_t n) {
     self->on_read(ec, n);
   });
@@ -182,59 +166,16 @@ void Channel::do_read() {
   }
 }
 
-void Channel::prepare_read_buffer() {
-  const std::size_t have = read_end_ - read_begin_;
-  // What the next read wants room for: the kept buffer of a busy channel, and
-  // the rest of a partial frame. The decoder has checked the frame's size
-  // against max_body already; the buffer grows with what has arrived (at most
-  // doubling), so a header alone cannot make us allocate its whole body.
-  std::size_t want = busy_bytes_;
-  if (decoder_.needed() > have) {
-    want = std::max(want, std::min(decoder_.needed(), std::max(2 * have, max_kept_read_)));
-  }
-  const std::uint8_t* from = read_data() + read_begin_;
-  if (busy_bytes_ == 0 && want <= kInlineReadBytes) {
-    if (heap_) {
-      std::memcpy(inline_, from, have);
-      heap_.reset();
-      heap_capacity_ = 0;
-    } else if (read_begin_ > 0) {
-      std::memmove(inline_, from, have);
-    }
-  } else if (!heap_ || heap_capacity_ < want || heap_capacity_ > std::max(want, max_kept_read_)) {
-    // Grow, move off the inline bytes, or give back what a large frame needed.
-    auto buf = std::make_unique_for_overwrite<std::uint8_t[]>(want);
-    std::memcpy(buf.get(), from, have);
-    heap_ = std::move(buf);
-    heap_capacity_ = want;
-  } else if (read_begin_ > 0) {
-    std::memmove(heap_.get(), from, have);
-  }
-  read_begin_ = 0;
-  read_end_ = have;
-  read_capacity_stat_.store(heap_capacity_, std::memory_order_relaxed);
-  read_pending_stat_.store(have, std::memory_order_relaxed);
-}
-
-void Channel::release_read_buffer() noexcept {
-  heap_.reset();
-  heap_capacity_ = 0;
-  read_begin_ = read_end_ = 0;
-  busy_bytes_ = 0;
-  read_capacity_stat_.store(0, std::memory_order_relaxed);
-  read_pending_stat_.store(0, std::memory_order_relaxed);
-}
-
 void Channel::on_read(const error_code& ec, std::size_t n) {
   assert(strand_.running_in_this_thread());
   if (ec) {
     // The peer answered with a TLS record shorter than a frame header (a
     // TLS server's alert to a plaintext client) and closed.
     std::string tls_reason;
-    if (!tls_ && frames_in_.load(std::memory_order_relaxed) == 0) {
-      tls_reason = detail::tls_record_reason(read_data() + read_begin_, read_end_ - read_begin_);
+    if (!tls_ && read_->frames_in() == 0) {
+      tls_reason = detail::tls_record_reason(read_->pending(), read_->pending_size());
     }
-    release_read_buffer();
+    read_->release();
     if (!tls_reason.empty() && ec != asio::error::operation_aborted) {
       do_close(make_error_code(errc::tls_required), tls_reason);
     } else if (ec == asio::error::eof) {
@@ -254,38 +195,37 @@ void Channel::on_read(const error_code& ec, std::size_t n) {
   // A read that starts a frame decides whether the channel is busy; reads
   // that continue a frame (the rest of a large one, a header split in two)
   // say nothing about the traffic and keep that decision.
-  const bool starts_frame = read_end_ == 0;
+  const bool starts_frame = read_->unused();
   if (starts_frame) {
     quiet_ = !read_before_ || now - last_frame_start_ >= busy_interval_;
     last_frame_start_ = now;
     read_before_ = true;
   }
   const bool full = n == offered_ && full_means_more_;
-  const std::size_t capacity = heap_ ? heap_capacity_ : kInlineReadBytes;
-  reads_stat_.store(reads_stat_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  bytes_in_.store(bytes_in_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-  read_end_ += n;
+  const std::size_t capacity = read_->capacity();
+  read_->filled(n);
   if (!deliver_frames() || !flush_delivered()) return;
   // A full buffer says more bytes are waiting, unless a frame too large for
   // it explains why it is full (a HELLO over the inline bytes, a large frame:
   // their buffer is sized to them, the channel is not busy for that).
-  const bool more_waiting = full && !(read_end_ > read_begin_ && decoder_.needed() > capacity);
-  if (read_begin_ == read_end_) read_begin_ = read_end_ = 0;
+  const bool more_waiting = full && !(read_->pending_size() > 0 && decoder_.needed() > capacity);
+  read_->rewind_if_consumed();
 
   // How the next read is buffered ("Memory" in channel.h).
   const auto first_busy = [&] {
-    return std::min(std::max(std::bit_ceil(2 * n), kFirstBusyBytes), max_kept_read_);
+    return std::min(std::max(std::bit_ceil(2 * n), kFirstBusyBytes), read_->max_kept());
   };
+  const std::size_t busy = read_->busy_bytes();
   if (more_waiting) {
-    busy_bytes_ = busy_bytes_ == 0 ? first_busy() : std::min(2 * busy_bytes_, max_kept_read_);
+    read_->set_busy_bytes(busy == 0 ? first_busy() : std::min(2 * busy, read_->max_kept()));
   } else if (starts_frame) {
     if (quiet_) {
-      busy_bytes_ = 0;
-    } else if (busy_bytes_ == 0) {
-      busy_bytes_ = first_busy();
+      read_->set_busy_bytes(0);
+    } else if (busy == 0) {
+      read_->set_busy_bytes(first_busy());
     }
   }
-  if (quiet_ && !more_waiting && read_end_ == 0) trim_idle();
+  if (quiet_ && !more_waiting && read_->unused()) trim_idle();
   do_read();
   // After a read whose handlers sent frames, one write check is posted, as a
   // send() from another thread posts one: the io_context then polls its
@@ -319,17 +259,18 @@ bool Channel::deliver_frames() {
   } delivering(*this, handler.get());
   while (is_open() && !paused_.load(std::memory_order_relaxed)) {
     std::size_t consumed = 0;
-    const auto r = decoder_.decode(read_data() + read_begin_, read_end_ - read_begin_, frame_, consumed);
+    const auto r = decoder_.decode(read_->pending(), read_->pending_size(), frame_, consumed);
     if (r == FrameDecoder::Result::need_more) break;
     if (r == FrameDecoder::Result::error) {
       g_counters.bad_input.fetch_add(1, std::memory_order_relaxed);
       // A TLS record as the first bytes of a plaintext connection: the ends
       // disagree on TLS, which the reason says (and a TLS client is answered
       // with bytes that are no TLS record, so it fails at once too).
-      if (frames_in_.load(std::memory_order_relaxed) == 0 && !tls_) {
-        auto tls_reason = detail::tls_record_reason(read_data() + read_begin_, read_end_ - read_begin_);
+      if (read_->frames_in() == 0 && !tls_) {
+        auto tls_reason = detail::tls_record_reason(read_->pending(), read_->pending_size());
         if (!tls_reason.empty()) {
-          if (read_data()[read_begin_] == detail::kTlsHandshakeRecord) {
+          const bool tls_client = read_->pending()[0] == detail::kTlsHandshakeRecord;
+          if (tls_client) {
             Frame notice;
             notice.header.flags = kFlagEvent;
             notice.attachments.emplace_back("error", "this port speaks plaintext wheelrpc, not TLS");
@@ -338,30 +279,27 @@ bool Channel::deliver_frames() {
             drain_now();  // the rest of its ClientHello: a close with unread bytes would be a reset
             write_now(bytes);
           }
-          do_close(make_error_code(read_data()[read_begin_] == detail::kTlsHandshakeRecord ? errc::tls_not_spoken
-                                                                                          : errc::tls_required),
-                   tls_reason);
+          do_close(make_error_code(tls_client ? errc::tls_not_spoken : errc::tls_required), tls_reason);
           break;
         }
       }
       do_close(decoder_.error(), "bad input: " + decoder_.error_message());
       break;
     }
-    read_begin_ += consumed;
-    frames_in_.store(frames_in_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    read_->consume_frame(consumed);
     if (handler) {
       delivering.any = true;
       handler->on_frame(*this, frame_);
     }
     if (++frames_since_flush_ >= kEarlyFlushFrames) {
       frames_since_flush_ = 0;
-      if (read_begin_ != read_end_) flush_early(kEarlyFlushBytes);  // more frames to handle in this read
+      if (read_->pending_size() > 0) flush_early(kEarlyFlushBytes);  // more frames to handle in this read
     }
     // The frame is reused; a large payload the handler left in it is not kept.
-    if (frame_.payload.capacity() > max_kept_read_) std::string().swap(frame_.payload);
+    if (frame_.payload.capacity() > read_->max_kept()) std::string().swap(frame_.payload);
   }
   if (!is_open()) {  // closed by the handler or for bad input
-    release_read_buffer();
+    read_->release();
     return false;
   }
   if (paused_.load(std::memory_order_relaxed)) {
@@ -381,7 +319,7 @@ bool Channel::deliver_frames() {
 bool Channel::flush_delivered() {
   flush_early(0);
   if (is_open()) return true;
-  release_read_buffer();  // the flush ended a graceful close
+  read_->release();  // the flush ended a graceful close
   return false;
 }
 
@@ -409,49 +347,25 @@ void Channel::on_resume() {
   park_->cancel();  // its wait lets go of the channel
   if (!is_open()) return;
   if (!deliver_frames() || !flush_delivered()) return;
-  if (read_begin_ == read_end_) read_begin_ = read_end_ = 0;
+  read_->rewind_if_consumed();
   do_read();
 }
 
 void Channel::trim_idle() {
   frame_ = Frame{};
-  std::lock_guard lock(write_mu_);
-  if (writing_) return;  // a write cycle is under way: inflight_ is not ours to touch
-  if (queued_.empty() && heap_bytes(queued_) > kKeptWriteBytes) std::string().swap(queued_);
-  if (strand_queued_.empty() && heap_bytes(strand_queued_) > kKeptWriteBytes) std::string().swap(strand_queued_);
-  strand_capacity_stat_.store(heap_bytes(strand_queued_), std::memory_order_relaxed);
-  if (heap_bytes(inflight_) > kKeptWriteBytes) std::string().swap(inflight_);
-  inflight_capacity_stat_.store(heap_bytes(inflight_), std::memory_order_relaxed);
+  writes_->trim_idle();
 }
 
 error_code Channel::send(const Frame& frame) {
-  if (delivering_here() && !queued_any_.load(std::memory_order_acquire)) {
+  if (delivering_here() && writes_->strand_path_open()) {
     // From the handler, on the strand, with nothing queued by others before
     // it: no lock, and the read's flush writes it (deliver_frames, on_read).
-    if (closed_for_write_ || refuse_sends_.load(std::memory_order_relaxed)) return make_error_code(errc::closed);
-    if (strand_queued_.size() >= options_.max_write_queue_bytes) return make_error_code(errc::write_queue_full);
-    encode_frame(frame, strand_queued_);
-    strand_queued_bytes_.store(strand_queued_.size(), std::memory_order_relaxed);
-    strand_capacity_stat_.store(heap_bytes(strand_queued_), std::memory_order_relaxed);
-    strand_frames_out_.store(strand_frames_out_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    strand_sent_ = true;
-    return {};
+    const error_code ec = writes_->push_strand(frame, options_.max_write_queue_bytes);
+    if (!ec) strand_sent_ = true;
+    return ec;
   }
   bool kick = false;
-  {
-    std::lock_guard lock(write_mu_);
-    if (closed_for_write_ || refuse_sends_.load(std::memory_order_relaxed)) return make_error_code(errc::closed);
-    if (queued_.size() + strand_queued_bytes_.load(std::memory_order_relaxed) >= options_.max_write_queue_bytes) {
-      return make_error_code(errc::write_queue_full);
-    }
-    encode_frame(frame, queued_);
-    queued_any_.store(true, std::memory_order_release);
-    frames_out_.store(frames_out_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    if (!writing_) {
-      writing_ = true;
-      kick = true;
-    }
-  }
+  if (const error_code ec = writes_->push(frame, options_.max_write_queue_bytes, kick)) return ec;
   // Posted, not dispatched: frames sent while the strand is busy (say, replies
   // to a batch of requests just read) go out together in one write.
   if (kick) asio::post(strand_, [self = shared_from_this()] { self->do_write(); });
@@ -478,40 +392,20 @@ void Channel::recycle(std::string&& bytes) noexcept {
 void Channel::do_write() {
   if (write_active_) return;  // a write is under way: its completion goes on from here
   for (;;) {
-    {
-      std::unique_lock lock(write_mu_);
-      if (closed_for_write_ || (queued_.empty() && strand_queued_.empty())) {
-        writing_ = false;
-        if (pending_close_ && !closed_for_write_) {  // flushed: the graceful close
-          lock.unlock();
-          auto pc = std::move(pending_close_);
-          if (pc->limit) pc->limit->cancel();
-          do_close(pc->ec, pc->reason);
-        }
-        return;
+    // The first write after a quiet spell does not need what the last burst left.
+    const bool trim = writes_->inflight_heap_bytes() > kKeptWriteBytes &&
+                      now_rep() - last_write_.load(std::memory_order_relaxed) >= busy_interval_;
+    const auto taken = writes_->take(trim);
+    if (taken != detail::WriteQueue::Take::batch) {
+      if (pending_close_ && taken == detail::WriteQueue::Take::drained) {  // flushed: the graceful close
+        auto pc = std::move(pending_close_);
+        if (pc->limit) pc->limit->cancel();
+        do_close(pc->ec, pc->reason);
       }
-      // The first write after a quiet spell does not need what the last burst left.
-      if (heap_bytes(inflight_) > kKeptWriteBytes &&
-          now_rep() - last_write_.load(std::memory_order_relaxed) >= busy_interval_) {
-        std::string().swap(inflight_);
-      }
-      writing_ = true;  // a cycle is under way (strand frames start one without send())
-      if (strand_queued_.empty()) {
-        std::swap(queued_, inflight_);
-        queued_.clear();
-      } else {  // the strand's frames first (see strand_queued_)
-        std::swap(strand_queued_, inflight_);
-        strand_queued_.clear();
-        inflight_.append(queued_);
-        queued_.clear();
-        strand_queued_bytes_.store(0, std::memory_order_relaxed);
-        strand_capacity_stat_.store(heap_bytes(strand_queued_), std::memory_order_relaxed);
-      }
-      queued_any_.store(false, std::memory_order_relaxed);
+      return;
     }
-    inflight_capacity_stat_.store(heap_bytes(inflight_), std::memory_order_relaxed);
     const std::size_t n = tls_ ? 0 : send_now();
-    if (n < inflight_.size()) {
+    if (n < writes_->inflight().size()) {
       write_inflight(n);
       return;
     }
@@ -520,21 +414,16 @@ void Channel::do_write() {
 }
 
 std::size_t Channel::send_now() {
-  const ssize_t sent = ::send(socket_.native_handle(), inflight_.data(), inflight_.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  const std::string& bytes = writes_->inflight();
+  const ssize_t sent = ::send(socket_.native_handle(), bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   const std::size_t n = sent > 0 ? static_cast<std::size_t>(sent) : 0;
-  if (n > 0) bytes_out_.store(bytes_out_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  if (n > 0) writes_->note_written(n);
   return n;  // would block, partly written, or an error the async write then reports
 }
 
 void Channel::wrote_inflight() {
   last_write_.store(now_rep(), std::memory_order_relaxed);
-  // Keep a moderate buffer for the next batch; drop a huge one.
-  if (inflight_.capacity() > kMaxKeptInflightBytes) {
-    std::string().swap(inflight_);
-  } else {
-    inflight_.clear();
-  }
-  inflight_capacity_stat_.store(heap_bytes(inflight_), std::memory_order_relaxed);
+  writes_->wrote();
 }
 
 void Channel::write_inflight(std::size_t from) {
@@ -542,7 +431,8 @@ void Channel::write_inflight(std::size_t from) {
   auto done = asio::bind_executor(strand_, [self = shared_from_this()](const error_code& ec, std::size_t n) {
     self->on_write(ec, n);
   });
-  const auto rest = asio::buffer(inflight_.data() + from, inflight_.size() - from);
+  const std::string& bytes = writes_->inflight();
+  const auto rest = asio::buffer(bytes.data() + from, bytes.size() - from);
   if (tls_) {
     asio::async_write(tls_->stream, rest, std::move(done));
   } else {
@@ -559,22 +449,15 @@ void Channel::write_inflight(std::size_t from) {
 // the next read is started (a round trip at C = 1 saves a scheduler pass).
 void Channel::flush_early(std::size_t min_bytes) {
   assert(strand_.running_in_this_thread());
-  if (write_active_ || tls_ || closed_for_write_) return;  // closed_for_write_ is written on the strand
-  const std::size_t mine = strand_queued_.size();
-  if (mine == 0 || mine < min_bytes) {  // what others queued may make up the rest
-    std::lock_guard lock(write_mu_);
-    const std::size_t all = queued_.size() + mine;
-    if (all == 0 || all < min_bytes) return;
-  }
-  do_write();
+  if (write_active_ || tls_ || writes_->closed_on_strand()) return;
+  if (writes_->has_at_least(min_bytes)) do_write();
 }
 
 void Channel::on_write(const error_code& ec, std::size_t n) {
   write_active_ = false;
-  bytes_out_.store(bytes_out_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  writes_->note_written(n);
   if (ec) {
-    std::string().swap(inflight_);
-    inflight_capacity_stat_.store(0, std::memory_order_relaxed);
+    writes_->drop_inflight();
     if (ec != asio::error::operation_aborted) {
       if (tls_ && is_open()) {
         auto failure = detail::describe_tls_failure(ec, *tls_, tls_->ctx.role(), false);
@@ -590,18 +473,10 @@ void Channel::on_write(const error_code& ec, std::size_t n) {
 }
 
 void Channel::close_after_flush(error_code ec, std::string reason, std::chrono::milliseconds limit) {
-  {
-    std::lock_guard lock(write_mu_);
-    refuse_sends_.store(true, std::memory_order_relaxed);
-  }
+  writes_->refuse();
   asio::dispatch(strand_, [self = shared_from_this(), ec, reason = std::move(reason), limit]() mutable {
     if (self->state() == ChannelState::closed || self->pending_close_) return;
-    bool idle = false;
-    {
-      std::lock_guard lock(self->write_mu_);
-      idle = !self->writing_ && self->queued_.empty() && self->strand_queued_.empty();
-    }
-    if (idle) {
+    if (self->writes_->idle()) {
       self->do_close(ec, reason);
       return;
     }
@@ -632,15 +507,7 @@ void Channel::do_close(const error_code& ec, const std::string& reason) {
     if (pending_close_->limit) pending_close_->limit->cancel();
     pending_close_.reset();
   }
-  {
-    std::lock_guard lock(write_mu_);
-    closed_for_write_ = true;
-    std::string().swap(queued_);
-    queued_any_.store(false, std::memory_order_relaxed);
-  }
-  std::string().swap(strand_queued_);
-  strand_queued_bytes_.store(0, std::memory_order_relaxed);
-  strand_capacity_stat_.store(0, std::memory_order_relaxed);
+  writes_->close();
   error_code ignored;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);

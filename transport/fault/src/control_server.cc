@@ -3,9 +3,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
-#include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <unordered_map>
 #include <utility>
 
@@ -20,6 +18,8 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
+
+#include <wheelrpc/common/mutex.h>
 
 #include "control_api.h"
 #include "log.h"
@@ -46,7 +46,7 @@ class ControlState : public std::enable_shared_from_this<ControlState> {
   error_code start();
   void stop();
   asio::ip::tcp::endpoint local_endpoint() const {
-    std::lock_guard lock(mu_);
+    common::LockGuard lock(mu_);
     return endpoint_;
   }
 
@@ -54,30 +54,31 @@ class ControlState : public std::enable_shared_from_this<ControlState> {
   /// so that stop() waits for requests being answered.
   template <class F>
   bool with_proxy(F&& f) {
-    std::shared_lock lock(proxy_mu_);
+    common::SharedLock lock(proxy_mu_);
     if (!proxy_) return false;
     f(*proxy_);
     return true;
   }
   void forget(std::uint64_t id) {
-    std::lock_guard lock(mu_);
+    common::LockGuard lock(mu_);
     sessions_.erase(id);
   }
 
  private:
-  void accept_locked();
+  void accept_locked() WHEELRPC_REQUIRES(mu_);
 
   const asio::any_io_executor ex_;
-  std::shared_mutex proxy_mu_;
-  FaultProxy* proxy_;  // null once stopped
+  common::SharedMutex proxy_mu_;
+  FaultProxy* proxy_ WHEELRPC_GUARDED_BY(proxy_mu_);  // null once stopped
 
-  mutable std::mutex mu_;  // guards what follows; the acceptor is only touched under it
-  asio::ip::tcp::endpoint endpoint_;
-  asio::ip::tcp::acceptor acceptor_;
-  asio::steady_timer accept_pause_{ex_};
-  bool started_ = false, stopped_ = false;
-  std::uint64_t next_id_ = 1;
-  std::unordered_map<std::uint64_t, std::weak_ptr<ControlSession>> sessions_;
+  mutable common::Mutex mu_;  // the acceptor is only touched under it
+  asio::ip::tcp::endpoint endpoint_ WHEELRPC_GUARDED_BY(mu_);
+  asio::ip::tcp::acceptor acceptor_ WHEELRPC_GUARDED_BY(mu_);
+  asio::steady_timer accept_pause_ WHEELRPC_GUARDED_BY(mu_){ex_};
+  bool started_ WHEELRPC_GUARDED_BY(mu_) = false;
+  bool stopped_ WHEELRPC_GUARDED_BY(mu_) = false;
+  std::uint64_t next_id_ WHEELRPC_GUARDED_BY(mu_) = 1;
+  std::unordered_map<std::uint64_t, std::weak_ptr<ControlSession>> sessions_ WHEELRPC_GUARDED_BY(mu_);
 };
 
 /// One control connection, on its own strand: read a request, answer, repeat
@@ -165,7 +166,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
 };
 
 error_code ControlState::start() {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   if (stopped_) return errc::stopped;
   if (started_) return {};
   error_code ec;
@@ -189,14 +190,14 @@ error_code ControlState::start() {
 void ControlState::accept_locked() {
   acceptor_.async_accept(asio::any_io_executor(asio::make_strand(ex_)),
                          [self = shared_from_this()](const error_code& ec, asio::ip::tcp::socket socket) {
-                           std::lock_guard lock(self->mu_);
+                           common::LockGuard lock(self->mu_);
                            if (self->stopped_ || ec == asio::error::operation_aborted) return;
                            if (ec) {
                              // E.g. EMFILE: retry shortly rather than spin on the error.
                              logger()->warn("fault control server accept failed: {}", ec.message());
                              self->accept_pause_.expires_after(std::chrono::milliseconds(50));
                              self->accept_pause_.async_wait([self](const error_code& wait_ec) {
-                               std::lock_guard l(self->mu_);
+                               common::LockGuard l(self->mu_);
                                if (!wait_ec && !self->stopped_) self->accept_locked();
                              });
                              return;
@@ -211,7 +212,7 @@ void ControlState::accept_locked() {
 
 void ControlState::stop() {
   {
-    std::lock_guard lock(mu_);
+    common::LockGuard lock(mu_);
     if (stopped_) return;
     stopped_ = true;
     error_code ignored;
@@ -222,7 +223,7 @@ void ControlState::stop() {
     }
   }
   // Waits for requests being answered; none touches the proxy afterwards.
-  std::unique_lock lock(proxy_mu_);
+  common::LockGuard lock(proxy_mu_);
   proxy_ = nullptr;
 }
 

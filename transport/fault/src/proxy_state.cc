@@ -28,7 +28,7 @@ ProxyState::ProxyState(asio::any_io_executor ex, asio::ip::tcp::endpoint listen,
 
 template <class F>
 void ProxyState::post_to_pairs_locked(F f) {
-  for (const auto& [id, pair] : pairs_) asio::post(pair->executor(), [pair, f] { f(*pair); });
+  for (const auto& [id, pair] : pairs_) asio::post(pair->executor(), [p = pair, f] { f(*p); });
 }
 
 // The acceptor is only ever touched under mu_ (open, async_accept's
@@ -81,7 +81,7 @@ void ProxyState::accept_locked() {
 }
 
 void ProxyState::on_accept(std::uint64_t generation, const error_code& ec, asio::ip::tcp::socket socket) {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   // Accepted just before down()/stop(): the socket closes as it goes out of scope.
   if (generation != generation_ || !up_) return;
   if (ec) {
@@ -90,7 +90,7 @@ void ProxyState::on_accept(std::uint64_t generation, const error_code& ec, asio:
     accept_pause_.expires_after(std::chrono::milliseconds(50));
     accept_pause_.async_wait([self = shared_from_this(), generation](const error_code& wait_ec) {
       if (wait_ec) return;
-      std::lock_guard l(self->mu_);
+      common::LockGuard l(self->mu_);
       if (generation == self->generation_ && self->up_) self->accept_locked();
     });
     return;
@@ -108,7 +108,7 @@ void ProxyState::on_accept(std::uint64_t generation, const error_code& ec, asio:
 
 void ProxyState::forget(std::uint64_t id) {
   std::shared_ptr<ConnectionPair> gone;  // released after the unlock
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   if (const auto it = pairs_.find(id); it != pairs_.end()) {
     gone = std::move(it->second);
     pairs_.erase(it);
@@ -116,7 +116,7 @@ void ProxyState::forget(std::uint64_t id) {
 }
 
 error_code ProxyState::start() {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   if (stopped_) return errc::stopped;
   if (up_) return {};
   const error_code ec = open_locked();
@@ -125,19 +125,19 @@ error_code ProxyState::start() {
 }
 
 void ProxyState::stop() {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   if (stopped_) return;
   stopped_ = true;
   close_locked();
 }
 
 void ProxyState::down() {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   if (up_) close_locked();
 }
 
 error_code ProxyState::up() {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   if (stopped_) return errc::stopped;
   if (!started_) return errc::not_started;
   if (up_) return {};
@@ -145,18 +145,18 @@ error_code ProxyState::up() {
 }
 
 bool ProxyState::is_up() const {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   return up_;
 }
 
 asio::ip::tcp::endpoint ProxyState::local_endpoint() const {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   return listen_;
 }
 
 error_code ProxyState::add_toxic(Toxic toxic) {
   if (!validate(toxic).empty()) return errc::invalid_toxic;
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   const bool exists =
       std::any_of(toxics_.begin(), toxics_.end(), [&](const ToxicEntry& e) { return e.toxic.name == toxic.name; });
   if (exists) return errc::toxic_exists;
@@ -167,7 +167,7 @@ error_code ProxyState::add_toxic(Toxic toxic) {
 }
 
 error_code ProxyState::remove_toxic(std::string_view name) {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   const auto it =
       std::find_if(toxics_.begin(), toxics_.end(), [&](const ToxicEntry& e) { return e.toxic.name == name; });
   if (it == toxics_.end()) return errc::no_such_toxic;
@@ -177,7 +177,7 @@ error_code ProxyState::remove_toxic(std::string_view name) {
 }
 
 std::vector<ToxicInfo> ProxyState::toxics() const {
-  std::lock_guard lock(mu_);
+  common::LockGuard lock(mu_);
   std::vector<ToxicInfo> out;
   out.reserve(toxics_.size());
   for (const auto& e : toxics_) out.push_back(ToxicInfo{e.toxic, read(*e.applied)});

@@ -6,6 +6,7 @@
 
 #include <condition_variable>
 #include <mutex>
+#include <shared_mutex>
 
 #include <wheelrpc/common/thread_annotations.h>
 
@@ -21,6 +22,31 @@ class WHEELRPC_CAPABILITY("mutex") Mutex {
 
  private:
   std::mutex mu_;
+};
+
+/// std::shared_mutex as a capability: LockGuard takes it exclusively,
+/// SharedLock shared.
+class WHEELRPC_CAPABILITY("mutex") SharedMutex {
+ public:
+  void lock() WHEELRPC_ACQUIRE() { mu_.lock(); }
+  void unlock() WHEELRPC_RELEASE() { mu_.unlock(); }
+  void lock_shared() WHEELRPC_TSA(acquire_shared_capability()) { mu_.lock_shared(); }
+  void unlock_shared() WHEELRPC_TSA(release_shared_capability()) { mu_.unlock_shared(); }
+
+ private:
+  std::shared_mutex mu_;
+};
+
+/// std::shared_lock with annotations (held for the whole scope).
+class WHEELRPC_SCOPED_CAPABILITY SharedLock {
+ public:
+  explicit SharedLock(SharedMutex& mu) WHEELRPC_TSA(acquire_shared_capability(mu)) : mu_(mu) { mu_.lock_shared(); }
+  ~SharedLock() WHEELRPC_RELEASE() { mu_.unlock_shared(); }
+  SharedLock(const SharedLock&) = delete;
+  SharedLock& operator=(const SharedLock&) = delete;
+
+ private:
+  SharedMutex& mu_;
 };
 
 /// std::lock_guard with annotations.

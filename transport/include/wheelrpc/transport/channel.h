@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -23,6 +22,11 @@
 namespace wheelrpc::transport {
 
 enum class ChannelState : std::uint8_t { ready, closed };
+
+namespace detail {
+class ReadBuffer;
+class WriteQueue;
+}  // namespace detail
 
 class Channel;
 
@@ -85,9 +89,9 @@ struct ChannelTraffic {
 ///
 /// @par Memory
 /// A connection costs memory in proportion to what it carries. A channel that
-/// waits for bytes holds no heap buffer: its pending read goes into
-/// kInlineReadBytes inside the Channel, where a heartbeat or a small frame is
-/// read and decoded whole. A read that fills those bytes, or a frame larger
+/// waits for bytes holds no heap read buffer: its pending read goes into the
+/// kInlineReadBytes of its read state (allocated once, with the channel),
+/// where a heartbeat or a small frame is read and decoded whole. A read that fills those bytes, or a frame larger
 /// than they are, moves to a heap buffer sized to need: a frame's buffer grows
 /// with what has arrived (at most doubling), never straight to the size its
 /// header announces, and is given back once the frame is complete.
@@ -244,15 +248,8 @@ class Channel : public std::enable_shared_from_this<Channel> {
   /// After a delivery: writes what its frames queued (flush_early); false,
   /// with the read buffer given back, if that ended a graceful close.
   bool flush_delivered();
-  /// Picks the buffer for the next read: inline, the kept one, or one grown
-  /// (or shrunk) to what the partial frame and the channel's traffic need;
-  /// moves the partial frame to its front.
-  void prepare_read_buffer();
-  /// Gives back the heap read buffer (strand only, with no read pending).
-  void release_read_buffer() noexcept;
   /// After a quiet read: trims the write buffers and the decoded frame.
   void trim_idle();
-  std::uint8_t* read_data() noexcept { return heap_ ? heap_.get() : inline_; }
   void do_write();
   void write_inflight(std::size_t from);
   std::size_t send_now();
@@ -263,7 +260,6 @@ class Channel : public std::enable_shared_from_this<Channel> {
 
   const std::uint64_t id_;
   const ChannelOptions options_;
-  const std::size_t max_kept_read_;        // read_buffer_bytes, at least kInlineReadBytes
   const Clock::rep busy_interval_;         // busy_read_interval in Clock ticks
   boost::asio::strand<boost::asio::any_io_executor> strand_;
   boost::asio::ip::tcp::socket socket_;
@@ -279,48 +275,24 @@ class Channel : public std::enable_shared_from_this<Channel> {
   std::unique_ptr<boost::asio::steady_timer> park_;
   std::atomic<Clock::rep> last_read_, last_write_;
 
-  // Reading (strand only). [read_begin_, read_end_) of read_data() is a frame
-  // not yet complete; the buffer is inline_ or heap_ (heap_capacity_ bytes).
-  std::unique_ptr<std::uint8_t[]> heap_;
-  std::size_t heap_capacity_ = 0;
-  std::size_t read_begin_ = 0, read_end_ = 0;
+  // Reading (strand only): the buffer (kInlineReadBytes of its own, or a
+  // heap one), its sizing and the read-side figures (transport/src/read_buffer.h).
+  std::unique_ptr<detail::ReadBuffer> read_;
   std::size_t offered_ = 0;        // bytes the pending read may fill
   bool full_means_more_ = false;   // a full read leaves bytes in the socket
-  std::size_t busy_bytes_ = 0;     // buffer kept while busy; 0 = quiet
   Clock::rep last_frame_start_ = 0;  // last read that started a frame
   bool read_before_ = false;       // a read has started a frame
   bool quiet_ = true;              // that read came after a quiet spell
   FrameDecoder decoder_;
   Frame frame_;
-  std::uint8_t inline_[kInlineReadBytes];
-  // Mirrors of strand-only figures for buffer_stats() (single writer: the strand).
-  std::atomic<std::size_t> read_capacity_stat_{0}, read_pending_stat_{0}, inflight_capacity_stat_{0};
-  std::atomic<std::uint64_t> reads_stat_{0};
-  // Traffic: bytes_in_ and frames_in_ written on the strand only, frames_out_
-  // under write_mu_, bytes_out_ on the strand (single writers: load + store).
-  std::atomic<std::uint64_t> bytes_in_{0}, frames_in_{0}, bytes_out_{0}, frames_out_{0}, heartbeats_sent_{0};
+  std::atomic<std::uint64_t> heartbeats_sent_{0};
   const Clock::time_point created_ = Clock::now();
 
-  // Writing: frames are encoded straight into queued_ by any thread; the strand
-  // swaps it with inflight_ and writes that.
-  mutable std::mutex write_mu_;
-  std::string queued_;
-  bool writing_ = false;
-  bool closed_for_write_ = false;  // written on the strand, under write_mu_
-  std::atomic<bool> refuse_sends_{false};  // close_after_flush(): nothing new, the queue still drains
-  std::atomic<bool> queued_any_{false};    // queued_ holds a frame (written under write_mu_)
-  // Frames sent by this channel's own handler while it delivers a read (a
-  // reply from a handler that runs inline), on a plaintext channel whose
-  // queued_ is empty: encoded here without write_mu_, and written before
-  // queued_ (what is in queued_ came later, or from another thread at the
-  // same time). Strand only; the mirrors are for other threads' reads
-  // (single writer: the strand).
-  std::string strand_queued_;
-  std::atomic<std::size_t> strand_queued_bytes_{0}, strand_capacity_stat_{0};
-  std::atomic<std::uint64_t> strand_frames_out_{0};
-  bool strand_sent_ = false;
-  std::string inflight_;  // strand only
-  bool write_active_ = false;           // strand only: an async write of inflight_ is under way
+  // Writing: frames queued by any thread and by the handler on the strand,
+  // the batch in flight and the write-side figures (transport/src/write_queue.h).
+  std::unique_ptr<detail::WriteQueue> writes_;
+  bool strand_sent_ = false;              // strand only: the handler queued frames during this read
+  bool write_active_ = false;             // strand only: an async write of the batch is under way
   std::uint32_t frames_since_flush_ = 0;  // strand only: frames delivered since the last early flush
   // close_after_flush (strand only): the close to make once the queue drains.
   struct PendingClose;
