@@ -77,7 +77,7 @@ struct ServerConnContext {
   std::atomic<std::uint32_t> peer_max_body{transport::kDefaultMaxBody};  // the client's, from its HELLO
 
   /// One of its requests was answered (its reply queued, or dropped): one
-  /// fewer in flight; back below `cap` (ServerOptions::
+  /// fewer in flight; back below `cap` (ServerOptions::limits.
   /// max_requests_per_connection; 0: none), the connection reads on (see
   /// ServerConnection::pause_if_full). Returns how many were in flight
   /// before. Any thread. (`core` is null in the in-process calls' context.)
@@ -98,7 +98,7 @@ class ServerConnection final : public transport::ChannelHandler {
   explicit ServerConnection(std::shared_ptr<ServerCore> core);
   /// The channel made for this handler (before it starts).
   void set_channel(const std::shared_ptr<transport::Channel>& channel) { context_->channel = channel; }
-  /// Closes `channel` unless its HELLO comes within ServerOptions::hello_timeout.
+  /// Closes `channel` unless its HELLO comes within ServerOptions::keepalive.hello_timeout.
   /// Before the channel starts.
   void start_hello_timeout(timer::Timer& timer, const std::shared_ptr<transport::Channel>& channel);
 
