@@ -9,7 +9,7 @@
 /// HashedWheelTimer and one io_context run by one thread, each with
 /// ClientOptions::heartbeat = --heartbeat-ms (so every connection has its own
 /// HeartbeatTimerTask and ReconnectTimerTask). The server is a second process,
-/// `rpc_bench server --heartbeat-ms H` (ServerOptions::heartbeat = H), started
+/// `rpc_bench server --heartbeat-ms H` (ServerOptions::keepalive.heartbeat = H), started
 /// here unless --port names one already running (pass its --server-pid to have
 /// its CPU and memory measured).
 ///

@@ -16,7 +16,7 @@
 /// "1x" is the capacity measured first, in the same run (measure_capacity:
 /// a closed loop that keeps the handler busy), unless --capacity gives it.
 ///
-/// For each load factor f: a fresh server (ServerOptions::max_concurrency =
+/// For each load factor f: a fresh server (ServerOptions::overload.max_concurrency =
 /// automatic() unless --no-limiter, deadline_admission unless
 /// --no-admission) and client; calls are issued open-loop at f x capacity
 /// (evenly spaced; a call is never held back because others are slow), each
@@ -212,8 +212,8 @@ class Rig {
   static rpc::ServerOptions server_options(asio::thread_pool& pool, bool limiter, bool admission) {
     rpc::ServerOptions so;
     so.handler_executor = pool.get_executor();
-    so.deadline_admission = admission;
-    so.max_concurrency = limiter ? rpc::ConcurrencyLimit::automatic() : rpc::ConcurrencyLimit::none();
+    so.overload.deadline_admission = admission;
+    so.overload.max_concurrency = limiter ? rpc::ConcurrencyLimit::automatic() : rpc::ConcurrencyLimit::none();
     return so;
   }
 

@@ -116,7 +116,7 @@ int server(const Flags& flags) {
   const auto ep = endpoint_of(flags.str("host", "127.0.0.1"), flags.integer("port", 0, 0, 65535));
   const auto threads = static_cast<int>(flags.integer("threads", 1, 1, 64));
   rpc::ServerOptions options;
-  options.heartbeat = std::chrono::milliseconds(flags.integer("heartbeat-ms", 15000, 1, 3'600'000));
+  options.keepalive.heartbeat = std::chrono::milliseconds(flags.integer("heartbeat-ms", 15000, 1, 3'600'000));
   options.metrics = !flags.has("no-metrics");
   if (flags.has("tls")) {
     const std::filesystem::path dir = flags.str("tls", "");

@@ -306,12 +306,12 @@ int run(const Config& cfg) {
   asio::io_context io(cfg.threads);
   SleepTimers sleeps;
   rpc::ServerOptions options;
-  options.heartbeat = cfg.heartbeat;
-  options.close_timeout = cfg.idle_timeout;
+  options.keepalive.heartbeat = cfg.heartbeat;
+  options.keepalive.idle_timeout = cfg.idle_timeout;
   options.unregister_grace = cfg.unregister_grace;
-  options.max_connections = cfg.max_connections;
-  options.hello_timeout = cfg.hello_timeout;
-  options.max_requests_per_connection = cfg.max_requests_per_connection;
+  options.limits.max_connections = cfg.max_connections;
+  options.keepalive.hello_timeout = cfg.hello_timeout;
+  options.limits.max_requests_per_connection = cfg.max_requests_per_connection;
   options.channel.max_write_queue_bytes = cfg.max_write_queue_bytes;
   wheelrpc::examples::raise_open_file_limit();  // a server's connections are files
   fix_mmap_threshold();

@@ -24,7 +24,11 @@ const char* limit_kind(const ConcurrencyLimit& limit) {
 
 Admission::Admission(ServerCore& core, const ServerOptions& options, const ServerShutdown& shutdown,
                      MethodTable& methods, std::chrono::steady_clock::time_point now)
-    : core_(core), options_(options), shutdown_(shutdown), methods_(methods), limiter_(options.max_concurrency, now) {
+    : core_(core),
+      options_(options),
+      shutdown_(shutdown),
+      methods_(methods),
+      limiter_(options.overload.max_concurrency, now) {
   if (options_.metrics) unknown_cells_ = &methods_.get("(unknown)");
 }
 
@@ -56,7 +60,9 @@ const ServerMethod* Admission::admit(ReplySlot& slot, Origin origin) {
   if (!method) return refuse(slot, method_not_found_, Status::method_not_found, "no method '" + slot.method + "'");
   // Only a request read from a connection may have waited (behind the
   // handlers of the frames before it in the same read) before it got here.
-  if (origin == Origin::channel && options_.deadline_admission && slot.deadline && shed_if_spent(slot)) return nullptr;
+  if (origin == Origin::channel && options_.overload.deadline_admission && slot.deadline && shed_if_spent(slot)) {
+    return nullptr;
+  }
   if (!admit_method(*method, slot) || !admit_server(slot)) return nullptr;
   return method;
 }
@@ -108,8 +114,8 @@ bool Admission::admit_under_limit(ReplySlot& slot) {
   refused_overloaded_.fetch_add(1, std::memory_order_relaxed);
   core_.finish(slot, Status::overloaded,
                fmt::format("the server is at its concurrency limit of {} requests at once ({}, "
-                           "ServerOptions::max_concurrency): '{}' not processed",
-                           limiter_.limit(), limit_kind(options_.max_concurrency), slot.method));
+                           "ServerOptions::overload.max_concurrency): '{}' not processed",
+                           limiter_.limit(), limit_kind(options_.overload.max_concurrency), slot.method));
   return false;
 }
 
@@ -138,7 +144,7 @@ void Admission::queue_handler(const ServerMethod& method, Request&& req, ReplySl
                     [this, &method, req = std::move(req), slot = std::move(slot), conn_id]() mutable {
                       const auto t = core_.now();
                       if (queued_.fetch_sub(1, std::memory_order_relaxed) == 1) queue_emptied(t);
-                      if (options_.deadline_admission) {
+                      if (options_.overload.deadline_admission) {
                         if (slot->answered()) {
                           count_shed(*slot);  // its deadline answered it while it waited
                           return;
@@ -175,14 +181,14 @@ std::optional<std::string> Admission::shed_reason(const ServerMethod& method, co
   }
   // A queue a couple of handler runs deep is no standing queue: the target
   // is at least twice what the method's handler has recently taken.
-  const auto target = std::max<std::chrono::nanoseconds>(options_.queue_target, 2 * needs);
-  if (options_.queue_target.count() > 0 && waited > target) {
+  const auto target = std::max<std::chrono::nanoseconds>(options_.overload.queue_target, 2 * needs);
+  if (options_.overload.queue_target.count() > 0 && waited > target) {
     const std::chrono::steady_clock::time_point emptied{
         std::chrono::nanoseconds(queue_emptied_ns_.load(std::memory_order_relaxed))};
-    if (t - emptied > options_.queue_interval) {
+    if (t - emptied > options_.overload.queue_interval) {
       return fmt::format("'{}' waited {} us for a handler thread in a queue not empty for {} ms, over its "
-                         "target of {} us (ServerOptions::queue_target, or twice its handler's recent time): "
-                         "not processed",
+                         "target of {} us (ServerOptions::overload.queue_target, or twice its handler's recent "
+                         "time): not processed",
                          slot.method, micros(waited),
                          std::chrono::duration_cast<std::chrono::milliseconds>(t - emptied).count(),
                          micros(target));

@@ -22,7 +22,7 @@ enum class BadInput : std::uint8_t {
   oversize_frame,   ///< a frame header announcing a body over ChannelOptions::max_body
   malformed_frame,  ///< a body whose lengths overrun it
   no_hello,         ///< a first frame that was not a HELLO (a request before HELLO)
-  hello_timeout,    ///< no complete HELLO within ServerOptions::hello_timeout
+  hello_timeout,    ///< no complete HELLO within ServerOptions::keepalive.hello_timeout
 };
 inline constexpr std::size_t kBadInputKinds = 6;
 

@@ -215,7 +215,7 @@ void CloseTimerTask::do_task(const WatchedChannel& w, std::chrono::steady_clock:
   if (read_idle <= w.idle_timeout && write_idle <= w.idle_timeout) return;
   closed_.fetch_add(1, std::memory_order_relaxed);
   w.channel->close(transport::make_error_code(transport::errc::idle_timeout),
-                   fmt::format("idle for {} ms (no {}), close timeout {} ms",
+                   fmt::format("idle for {} ms (no {}), idle timeout {} ms",
                                std::chrono::duration_cast<std::chrono::milliseconds>(std::max(read_idle, write_idle)).count(),
                                read_idle > w.idle_timeout ? "read" : "write", w.idle_timeout.count()));
 }

@@ -31,7 +31,9 @@ LimitState next_limit_state(const AutoLimitOptions& o, LimitState state, const L
 }
 
 void validate_concurrency_limit(const ConcurrencyLimit& limit) {
-  auto fail = [](const char* what) { throw std::invalid_argument(std::string("ServerOptions::max_concurrency: ") + what); };
+  auto fail = [](const char* what) {
+    throw std::invalid_argument(std::string("ServerOptions::overload.max_concurrency: ") + what);
+  };
   if (limit.kind() == ConcurrencyLimit::Kind::fixed && limit.fixed_limit() == 0) fail("a fixed limit must be >= 1");
   if (limit.kind() != ConcurrencyLimit::Kind::automatic) return;
   const auto& o = limit.auto_options();

@@ -1,5 +1,5 @@
 #pragma once
-// The server-wide concurrency limit (ServerOptions::max_concurrency): a
+// The server-wide concurrency limit (ServerOptions::overload.max_concurrency): a
 // count of requests in flight against a limit that is fixed, or adapted once
 // per window of latency samples by a gradient rule (next_limit_state).
 
@@ -46,7 +46,7 @@ LimitState next_limit_state(const AutoLimitOptions& options, LimitState state, c
                             bool remeasure);
 
 /// Throws std::invalid_argument naming the first invalid field of `limit`
-/// (ServerOptions::max_concurrency).
+/// (ServerOptions::overload.max_concurrency).
 void validate_concurrency_limit(const ConcurrencyLimit& limit);
 
 /// Counts the requests in flight against a fixed or adaptive limit.

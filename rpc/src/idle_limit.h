@@ -2,7 +2,7 @@
 /// idle_limit: how long a connection may read nothing before either side
 /// takes its peer for dead. One formula for the client's ReconnectTimerTask
 /// (ClientOptions::idle_timeout) and the server's CloseTimerTask
-/// (ServerOptions::close_timeout); docs/timeouts.md, "Heartbeats keep
+/// (ServerOptions::keepalive.idle_timeout); docs/timeouts.md, "Heartbeats keep
 /// connections honest".
 
 #include <algorithm>

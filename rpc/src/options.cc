@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "concurrency_limiter.h"
+#include "resolved_options.h"
 
 namespace wheelrpc::rpc {
 
@@ -81,20 +82,60 @@ void validate(const ClientOptions& o) {
   }
 }
 
-void validate(const ServerOptions& o) {
-  if (o.heartbeat.count() <= 0) throw std::invalid_argument("ServerOptions::heartbeat must be > 0");
-  if (o.hello_timeout.count() <= 0) throw std::invalid_argument("ServerOptions::hello_timeout must be > 0");
-  if (o.close_timeout.count() < 0) throw std::invalid_argument("ServerOptions::close_timeout must be >= 0");
+namespace detail {
+
+// The one place that reads ServerOptions' deprecated fields.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+ServerOptions resolved(const ServerOptions& o) {
+  const ServerOptions d;  // the defaults
+  ServerOptions r = o;
+  auto fold = [](auto& current, const auto& current_default, const auto& old, const auto& old_default) {
+    if (current == current_default && old != old_default) current = old;
+  };
+  fold(r.keepalive.heartbeat, d.keepalive.heartbeat, o.heartbeat, d.heartbeat);
+  fold(r.keepalive.hello_timeout, d.keepalive.hello_timeout, o.hello_timeout, d.hello_timeout);
+  fold(r.keepalive.idle_timeout, d.keepalive.idle_timeout, o.close_timeout, d.close_timeout);
+  fold(r.keepalive.send_heartbeats, d.keepalive.send_heartbeats, o.send_heartbeats, d.send_heartbeats);
+  fold(r.limits.max_connections, d.limits.max_connections, o.max_connections, d.max_connections);
+  fold(r.limits.max_requests_per_connection, d.limits.max_requests_per_connection, o.max_requests_per_connection,
+       d.max_requests_per_connection);
+  fold(r.overload.deadline_admission, d.overload.deadline_admission, o.deadline_admission, d.deadline_admission);
+  fold(r.overload.queue_target, d.overload.queue_target, o.queue_target, d.queue_target);
+  fold(r.overload.queue_interval, d.overload.queue_interval, o.queue_interval, d.queue_interval);
+  // ConcurrencyLimit has no ==; its default is Kind::none.
+  if (r.overload.max_concurrency.kind() == ConcurrencyLimit::Kind::none &&
+      o.max_concurrency.kind() != ConcurrencyLimit::Kind::none) {
+    r.overload.max_concurrency = o.max_concurrency;
+  }
+  return r;
+}
+#pragma GCC diagnostic pop
+
+}  // namespace detail
+
+void validate(const ServerOptions& options) {
+  const ServerOptions o = detail::resolved(options);
+  if (o.keepalive.heartbeat.count() <= 0) {
+    throw std::invalid_argument("ServerOptions::keepalive.heartbeat must be > 0");
+  }
+  if (o.keepalive.hello_timeout.count() <= 0) {
+    throw std::invalid_argument("ServerOptions::keepalive.hello_timeout must be > 0");
+  }
+  if (o.keepalive.idle_timeout.count() < 0) {
+    throw std::invalid_argument("ServerOptions::keepalive.idle_timeout must be >= 0");
+  }
   if (o.unregister_grace.count() < 0 || o.unregister_grace > kLongest) {
     throw std::invalid_argument("ServerOptions::unregister_grace must be 0 .. 0xffffffff ms");
   }
-  if (o.queue_interval.count() <= 0 || o.queue_interval > kLongest) {
-    throw std::invalid_argument("ServerOptions::queue_interval must be 1 .. 0xffffffff ms");
+  if (o.overload.queue_interval.count() <= 0 || o.overload.queue_interval > kLongest) {
+    throw std::invalid_argument("ServerOptions::overload.queue_interval must be 1 .. 0xffffffff ms");
   }
-  if (o.queue_target.count() < 0 || o.queue_target >= o.queue_interval) {
-    throw std::invalid_argument("ServerOptions::queue_target must be >= 0 and below queue_interval");
+  if (o.overload.queue_target.count() < 0 || o.overload.queue_target >= o.overload.queue_interval) {
+    throw std::invalid_argument(
+        "ServerOptions::overload.queue_target must be >= 0 and below overload.queue_interval");
   }
-  detail::validate_concurrency_limit(o.max_concurrency);
+  detail::validate_concurrency_limit(o.overload.max_concurrency);
   if (auto problem = transport::tls_options_problem(o.tls, transport::TlsRole::server); !problem.empty()) {
     throw std::invalid_argument("ServerOptions::tls: " + problem);
   }

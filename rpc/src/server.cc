@@ -5,6 +5,7 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
 
+#include "resolved_options.h"
 #include "server_core.h"
 
 namespace wheelrpc::rpc {
@@ -14,14 +15,16 @@ using boost::system::error_code;
 // ---------------------------------------------------------------- Server
 
 namespace {
-ServerOptions validated(ServerOptions o) {
-  validate(o);
-  return o;
+// The options the server runs with: the deprecated fields folded in, checked.
+ServerOptions validated(const ServerOptions& o) {
+  ServerOptions r = detail::resolved(o);
+  validate(r);
+  return r;
 }
 }  // namespace
 
 Server::Server(asio::any_io_executor ex, timer::Timer& timer, ServerOptions options)
-    : core_(std::make_shared<detail::ServerCore>(std::move(ex), timer, validated(std::move(options)))) {}
+    : core_(std::make_shared<detail::ServerCore>(std::move(ex), timer, validated(options))) {}
 
 Server::~Server() { stop(); }
 

@@ -92,7 +92,7 @@ void ServerConnection::start_hello_timeout(timer::Timer& timer, const std::share
           ch->close(transport::make_error_code(transport::errc::protocol_error), "no HELLO within the hello timeout");
         }
       },
-      context_->core->options().hello_timeout, tec);
+      context_->core->options().keepalive.hello_timeout, tec);
 }
 
 void ServerConnection::on_frame(transport::Channel& channel, transport::Frame& frame) {
@@ -141,7 +141,7 @@ void ServerConnection::on_hello(transport::Channel& channel, const transport::Fr
 
 void ServerConnection::pause_if_full(transport::Channel& channel) {
   // Posted, so a resume racing with this lands after it.
-  const std::size_t cap = context_->core->options().max_requests_per_connection;
+  const std::size_t cap = context_->core->options().limits.max_requests_per_connection;
   if (cap != 0 && context_->in_flight.load(std::memory_order_acquire) >= static_cast<std::int64_t>(cap) &&
       channel.is_open()) {
     context_->core->count_read_pause();

@@ -79,8 +79,8 @@ struct ServerConnContext {
   std::atomic<std::uint32_t> peer_max_body{transport::kDefaultMaxBody};  // the client's, from its HELLO
 
   /// One of its requests was answered (its reply queued, or dropped): one
-  /// fewer in flight; back below `cap` (ServerOptions::
-  /// max_requests_per_connection; 0: none), the connection reads on (see
+  /// fewer in flight; back below `cap` (ServerOptions::limits.
+  /// limits.max_requests_per_connection; 0: none), the connection reads on (see
   /// ServerConnection::pause_if_full). Returns how many were in flight
   /// before. Any thread. (`core` is null in the in-process calls' context.)
   std::int64_t request_done(std::size_t cap);
@@ -109,7 +109,7 @@ class ServerConnection final : public transport::ChannelHandler, public ServerTr
   void resume_reading() override;
   std::string remote() const override { return remote_; }
   std::uint64_t id() const noexcept override { return id_; }
-  /// Closes `channel` unless its HELLO comes within ServerOptions::hello_timeout.
+  /// Closes `channel` unless its HELLO comes within ServerOptions::keepalive.hello_timeout.
   /// Before the channel starts.
   void start_hello_timeout(timer::Timer& timer, const std::shared_ptr<transport::Channel>& channel);
 

@@ -123,10 +123,10 @@ asio::ip::tcp::endpoint ServerCore::local_endpoint() const {
 }
 
 bool ServerCore::room_for_connection(const asio::ip::tcp::socket& socket) {
-  if (options_.max_connections == 0) return true;
+  if (options_.limits.max_connections == 0) return true;
   {
     common::LockGuard lock(mu_);
-    if (channels_.size() < options_.max_connections) return true;
+    if (channels_.size() < options_.limits.max_connections) return true;
   }
   refused_connections_.fetch_add(1, std::memory_order_relaxed);
   const auto now_ns = std::chrono::steady_clock::now().time_since_epoch().count();
@@ -134,9 +134,9 @@ bool ServerCore::room_for_connection(const asio::ip::tcp::socket& socket) {
   if (now_ns - last >= 1'000'000'000 && last_refusal_log_.compare_exchange_strong(last, now_ns)) {
     error_code ignored;
     const auto peer = socket.remote_endpoint(ignored);
-    logger()->warn("connection from {} refused: {} connections open (ServerOptions::max_connections); "
+    logger()->warn("connection from {} refused: {} connections open (ServerOptions::limits.max_connections); "
                    "{} refused so far",
-                   transport::endpoint_text(peer), options_.max_connections, refused_connections_.load());
+                   transport::endpoint_text(peer), options_.limits.max_connections, refused_connections_.load());
   }
   return false;
 }
@@ -324,7 +324,7 @@ bool ServerCore::finish(ReplySlot& slot, Status status, std::string payload, tra
     ServerCore& core;
     ServerConnContext& conn;
     ~Uncount() {
-      if (conn.request_done(core.options_.max_requests_per_connection) == 1) core.shutdown_.recheck_drained();
+      if (conn.request_done(core.options_.limits.max_requests_per_connection) == 1) core.shutdown_.recheck_drained();
     }
   } uncount{*this, *slot.conn};
   if (verdict.fate == Verdict::Fate::cancelled) return false;  // the client stopped waiting: no reply
@@ -518,7 +518,7 @@ std::vector<ConnectionInfo> ServerCore::connections() const {
     info.server_side = true;
     fill_channel_info(info, *ch);
     info.heartbeat = std::chrono::milliseconds(c.heartbeat_ms->load(std::memory_order_relaxed));
-    info.sends_heartbeats = options_.send_heartbeats;
+    info.sends_heartbeats = options_.keepalive.send_heartbeats;
     info.state = !ch->is_open() ? ConnectionInfo::State::closing
                  : info.heartbeat.count() == 0 ? ConnectionInfo::State::connecting  // no HELLO yet
                                                : ConnectionInfo::State::ready;

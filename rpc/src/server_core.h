@@ -193,7 +193,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   /// the draining flag: see ServerShutdown::begin_drain).
   ReplySlotPtr new_slot(const ConnContextPtr& conn, const std::string& method);
   void on_accept(boost::asio::ip::tcp::socket socket);
-  /// False (and the refusal counted and logged) at ServerOptions::max_connections.
+  /// False (and the refusal counted and logged) at ServerOptions::limits.max_connections.
   bool room_for_connection(const boost::asio::ip::tcp::socket& socket);
   /// The connections for the liveness tasks; false once stopped.
   bool watched(std::vector<WatchedChannel>& out);

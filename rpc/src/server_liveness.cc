@@ -9,27 +9,27 @@
 namespace wheelrpc::rpc::detail {
 
 std::chrono::milliseconds ServerLiveness::agree(std::optional<std::chrono::milliseconds> theirs) const {
-  return std::max(theirs.value_or(options_.heartbeat), options_.heartbeat);
+  return std::max(theirs.value_or(options_.keepalive.heartbeat), options_.keepalive.heartbeat);
 }
 
-std::chrono::milliseconds ServerLiveness::close_timeout_for(std::chrono::milliseconds agreed) const {
-  return idle_limit(options_.close_timeout, agreed);
+std::chrono::milliseconds ServerLiveness::idle_timeout_for(std::chrono::milliseconds agreed) const {
+  return idle_limit(options_.keepalive.idle_timeout, agreed);
 }
 
 WatchedChannel ServerLiveness::watch(std::shared_ptr<transport::Channel> channel, std::int64_t agreed_ms) const {
   std::chrono::milliseconds agreed(agreed_ms);
-  if (agreed.count() == 0) agreed = options_.heartbeat;  // before HELLO (hello_timeout applies too)
-  return {std::move(channel), agreed, close_timeout_for(agreed), {}, std::chrono::steady_clock::time_point::max()};
+  if (agreed.count() == 0) agreed = options_.keepalive.heartbeat;  // before HELLO (hello_timeout applies too)
+  return {std::move(channel), agreed, idle_timeout_for(agreed), {}, std::chrono::steady_clock::time_point::max()};
 }
 
 void ServerLiveness::start(ChannelProvider provider, const boost::asio::any_io_executor& ex, timer::Timer& timer) {
   // Idle connections are closed (and, if configured, heartbeats sent) every
   // heartbeat / 3. The checks walk every connection under the core's mu_:
   // they run on the executor.
-  const auto tick = std::max(options_.heartbeat / 3, std::chrono::milliseconds(1));
+  const auto tick = std::max(options_.keepalive.heartbeat / 3, std::chrono::milliseconds(1));
   close_task_ = std::make_shared<CloseTimerTask>(provider, tick, ex);
   close_task_->start(timer);
-  if (options_.send_heartbeats) {
+  if (options_.keepalive.send_heartbeats) {
     heartbeat_task_ = std::make_shared<HeartbeatTimerTask>(std::move(provider), tick, ex);
     heartbeat_task_->start(timer);
   }

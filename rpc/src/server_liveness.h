@@ -24,7 +24,7 @@ struct ServerStats;
 namespace wheelrpc::rpc::detail {
 
 /// Heartbeats and idle closes of one server's connections. agree(),
-/// close_timeout_for() and watch() are const and thread-safe; start(),
+/// idle_timeout_for() and watch() are const and thread-safe; start(),
 /// tasks() and add_stats() run under the ServerCore's `mu_` (which guards the
 /// task pointers).
 class ServerLiveness {
@@ -35,8 +35,8 @@ class ServerLiveness {
   /// names none) and ours, so neither side takes a healthy connection for idle.
   std::chrono::milliseconds agree(std::optional<std::chrono::milliseconds> theirs) const;
   /// How long a connection with heartbeat `agreed` may read or write nothing
-  /// before it is closed (idle_limit with ServerOptions::close_timeout).
-  std::chrono::milliseconds close_timeout_for(std::chrono::milliseconds agreed) const;
+  /// before it is closed (idle_limit with ServerOptions::keepalive.idle_timeout).
+  std::chrono::milliseconds idle_timeout_for(std::chrono::milliseconds agreed) const;
   /// What the tasks check of one connection; `agreed_ms` 0: no HELLO yet (the
   /// server's interval applies, and the hello timeout too).
   WatchedChannel watch(std::shared_ptr<transport::Channel> channel, std::int64_t agreed_ms) const;

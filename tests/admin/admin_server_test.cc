@@ -253,7 +253,7 @@ TEST(AdminServer, JsonViewsShowMethodsConnectionsAndTimeouts) {
   auto conns = json::parse(fx.get("/connections.json").body).at("connections").as_array();
   ASSERT_GE(conns.size(), 2u);  // the client's and the server's
   for (const auto& c : conns) {
-    // The server sends no heartbeats (ServerOptions::send_heartbeats off):
+    // The server sends no heartbeats (ServerOptions::keepalive.send_heartbeats off):
     // null, not a 0 that reads like a fault; the client sends them.
     if (c.at("side") == "server") {
       EXPECT_TRUE(c.at("heartbeats_sent").is_null()) << json::serialize(c);

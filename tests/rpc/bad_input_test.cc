@@ -169,7 +169,7 @@ TEST(BadInput, TruncatedFrameThenCloseIsHandled) {
 
 TEST(BadInput, SilentConnectionIsClosedAfterTheHelloTimeout) {
   wheelrpc::rpc::ServerOptions so;
-  so.hello_timeout = 100ms;
+  so.keepalive.hello_timeout = 100ms;
   RpcFixture fx(so);
   // Read before the connect: the server's timeout starts at its accept, which
   // may come before this thread gets to run again after connecting.

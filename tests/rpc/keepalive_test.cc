@@ -47,7 +47,7 @@ ClientOptions client_options(std::chrono::milliseconds heartbeat) {
 
 ServerOptions server_options(std::chrono::milliseconds heartbeat) {
   ServerOptions o;
-  o.heartbeat = heartbeat;
+  o.keepalive.heartbeat = heartbeat;
   return o;
 }
 
@@ -73,7 +73,7 @@ TEST(KeepAlive, HeartbeatsKeepAnIdleConnectionOpen) {
   // Heartbeats every 30 ms; each side closes after 600 ms idle, so a
   // heartbeat late by half a second on a loaded machine still counts.
   ServerOptions so = server_options(30ms);
-  so.close_timeout = 600ms;
+  so.keepalive.idle_timeout = 600ms;
   Server server(io.io.get_executor(), timer, so);
   wheelrpc::test::register_test_methods(server, io.io);
   ASSERT_FALSE(server.listen(wheelrpc::test::loopback0()));
@@ -159,7 +159,7 @@ TEST(KeepAlive, ServerClosesIdleConnectionsAfterTheCloseTimeoutAndNotBefore) {
   // client's heartbeats may be late by half a second on a loaded machine
   // (a sanitizer build among parallel tests) and it still stays.
   ServerOptions so = server_options(50ms);
-  so.close_timeout = 600ms;
+  so.keepalive.idle_timeout = 600ms;
   Server server(io.io.get_executor(), timer, so);
   wheelrpc::test::register_test_methods(server, io.io);
   ASSERT_FALSE(server.listen(wheelrpc::test::loopback0()));
@@ -171,7 +171,7 @@ TEST(KeepAlive, ServerClosesIdleConnectionsAfterTheCloseTimeoutAndNotBefore) {
   for (int i = 0; i < 5; ++i) idle.push_back(std::make_unique<SilentPeer>(server.local_endpoint()));
   for (auto& p : idle) {
     ASSERT_TRUE(p->wait_closed());
-    EXPECT_GE(Clock::now() - t0, 600ms) << "closed before the close timeout";
+    EXPECT_GE(Clock::now() - t0, 600ms) << "closed before the idle timeout";
   }
   EXPECT_LT(Clock::now() - t0, 5s);
   EXPECT_FALSE(call_ec(busy, 2s));

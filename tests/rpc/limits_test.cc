@@ -165,7 +165,7 @@ TEST(Limits, ResourceExhaustedIsRetriedOnAnotherProvider) {
 
 TEST(Limits, ConnectionsOverTheLimitAreClosedAtOnceAndOthersAreServed) {
   wheelrpc::rpc::ServerOptions so;
-  so.max_connections = 2;
+  so.limits.max_connections = 2;
   RpcFixture fx(so);  // its client holds no connection until its first call
   RawPeer first(fx.server.local_endpoint());
   first.hello();
@@ -202,7 +202,7 @@ TEST(Limits, AClientThatReadsNoRepliesIsClosedOnceItsRepliesPassTheQueueBound) {
 TEST(Limits, AConnectionAtItsRequestLimitIsNotReadUntilAReplyGoesOut) {
   Held held;
   wheelrpc::rpc::ServerOptions so;
-  so.max_requests_per_connection = 3;
+  so.limits.max_requests_per_connection = 3;
   RpcFixture fx(so, {}, 2, [&](wheelrpc::rpc::Server& s) {
     s.handle("hold", [&](wheelrpc::rpc::Request, Responder r) { held.add(std::move(r)); });
   });
@@ -232,8 +232,8 @@ TEST(Limits, AConnectionAtItsRequestLimitIsNotReadUntilAReplyGoesOut) {
 TEST(Limits, AConnectionPausedAtItsRequestLimitIsNotClosedAsIdle) {
   Held held;
   wheelrpc::rpc::ServerOptions so;
-  so.max_requests_per_connection = 1;
-  so.heartbeat = 100ms;  // idle connections closed after 300 ms
+  so.limits.max_requests_per_connection = 1;
+  so.keepalive.heartbeat = 100ms;  // idle connections closed after 300 ms
   RpcFixture fx(so, {}, 2, [&](wheelrpc::rpc::Server& s) {
     s.handle("hold", [&](wheelrpc::rpc::Request, Responder r) { held.add(std::move(r)); });
   });

@@ -139,11 +139,11 @@ namespace {
 /// A server whose handlers run on a pool the test holds busy, on a manual
 /// clock (the deadline on the wheel is far away in real time).
 struct QueuedFixture {
-  explicit QueuedFixture(bool admission, std::chrono::milliseconds queue_target = rpc::ServerOptions{}.queue_target) {
+  explicit QueuedFixture(bool admission, std::chrono::milliseconds queue_target = rpc::OverloadOptions{}.queue_target) {
     rpc::ServerOptions so;
     so.handler_executor = pool.threads.io.get_executor();
-    so.deadline_admission = admission;
-    so.queue_target = queue_target;
+    so.overload.deadline_admission = admission;
+    so.overload.queue_target = queue_target;
     so.clock = &clock;
     fx.emplace(so, rpc::ClientOptions{}, 2, [this](rpc::Server& s) {
       s.handle("count", [this](rpc::Request, rpc::Responder r) {
@@ -250,7 +250,7 @@ TEST(Overload, InAQueueThatHasNotEmptiedForAnIntervalWhatWaitedPastTheTargetIsSh
   const auto out = first.get();
   EXPECT_EQ(out.ec, rpc::errc::server_timeout);
   EXPECT_NE(out.response.error_message.find("waited 150000 us for a handler thread in a queue not empty for 150 ms, "
-                                            "over its target of 5000 us (ServerOptions::queue_target"),
+                                            "over its target of 5000 us (ServerOptions::overload.queue_target"),
             std::string::npos)
       << out.response.error_message;
   ASSERT_EQ(second.wait_for(30s), std::future_status::ready);
@@ -336,7 +336,7 @@ TEST(Overload, AnAutomaticLimitRefusesBeyondItAtOnceWithResourceExhausted) {
   rpc::AutoLimitOptions lo;
   lo.initial_limit = lo.min_limit = lo.max_limit = 2;
   rpc::ServerOptions so;
-  so.max_concurrency = rpc::ConcurrencyLimit::automatic(lo);
+  so.overload.max_concurrency = rpc::ConcurrencyLimit::automatic(lo);
   RpcFixture fx(so, {}, 2, [&](rpc::Server& s) {
     s.handle("hold", [&](rpc::Request, rpc::Responder r) { held.add(std::move(r)); });
   });
@@ -363,7 +363,7 @@ TEST(Overload, RefusedByTheLimitACallIsRetriedOnAnotherProvider) {
   rpc::AutoLimitOptions lo;
   lo.initial_limit = lo.min_limit = lo.max_limit = 1;
   rpc::ServerOptions limited;
-  limited.max_concurrency = rpc::ConcurrencyLimit::automatic(lo);
+  limited.overload.max_concurrency = rpc::ConcurrencyLimit::automatic(lo);
   rpc::Server busy(threads.io.get_executor(), timer, limited), spare(threads.io.get_executor(), timer, limited);
   busy.handle("work", [&](rpc::Request, rpc::Responder r) { held.add(std::move(r)); });
   spare.handle("work", [](rpc::Request, rpc::Responder r) { r.reply("spare"); });
@@ -401,7 +401,7 @@ TEST(Overload, HandlersOnTheHandlerExecutorReplyAsInline) {
   IoThreads pool(2);
   rpc::ServerOptions so;
   so.handler_executor = pool.io.get_executor();
-  so.max_concurrency = rpc::ConcurrencyLimit::automatic();
+  so.overload.max_concurrency = rpc::ConcurrencyLimit::automatic();
   {
     RpcFixture fx(so);
     for (int i = 0; i < 50; ++i) {
@@ -422,12 +422,12 @@ TEST(Overload, InvalidLimitsAreRefusedAtConstruction) {
   IoThreads threads(1);
   wheelrpc::timer::HashedWheelTimer timer;
   rpc::ServerOptions so;
-  so.max_concurrency = rpc::ConcurrencyLimit::fixed(0);
+  so.overload.max_concurrency = rpc::ConcurrencyLimit::fixed(0);
   EXPECT_THROW(rpc::Server(threads.io.get_executor(), timer, so), std::invalid_argument);
   const auto refused = [&](std::chrono::milliseconds target, std::chrono::milliseconds interval) {
     rpc::ServerOptions q;
-    q.queue_target = target;
-    q.queue_interval = interval;
+    q.overload.queue_target = target;
+    q.overload.queue_interval = interval;
     try {
       rpc::Server server(threads.io.get_executor(), timer, q);
     } catch (const std::invalid_argument& e) {

@@ -43,7 +43,7 @@ using wheelrpc::test::wait_until;
 namespace {
 
 /// Server <- FaultProxy <- Client, millisecond-scale heartbeats (30 ms: the
-/// client's idle timeout is 90 ms, the server's close timeout 90 ms).
+/// client's idle timeout is 90 ms, the server's 90 ms too).
 struct FaultFixture {
   explicit FaultFixture(const ServerOptions& so = server_options(), const ClientOptions& co = client_options())
       : server(io.io.get_executor(), timer, so),
@@ -60,7 +60,7 @@ struct FaultFixture {
   }
   static ServerOptions server_options() {
     ServerOptions o;
-    o.heartbeat = 30ms;
+    o.keepalive.heartbeat = 30ms;
     return o;
   }
   static ClientOptions client_options() {
@@ -228,7 +228,7 @@ TEST(Fault, LatencyAboveTheTimeoutTimesOutWhileSentBelowItAllSucceed) {
   // Idle timeouts of 600 ms here, not 90: with 50 ms of latency a stall of
   // 40 ms on a loaded machine would otherwise look like a dead peer.
   auto so = FaultFixture::server_options();
-  so.close_timeout = 600ms;
+  so.keepalive.idle_timeout = 600ms;
   auto co = FaultFixture::client_options();
   co.idle_timeout = 600ms;
   FaultFixture fx(so, co);

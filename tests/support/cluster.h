@@ -87,7 +87,7 @@ struct Provider {
   }
   static rpc::ServerOptions server_options(const timer::Clock* clock) {
     rpc::ServerOptions o;
-    o.heartbeat = std::chrono::milliseconds(100);
+    o.keepalive.heartbeat = std::chrono::milliseconds(100);
     o.clock = clock;
     return o;
   }

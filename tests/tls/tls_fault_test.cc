@@ -36,7 +36,7 @@ class TlsFault : public test::TlsTest {
   void SetUp() override {
     TlsTest::SetUp();
     rpc::ServerOptions so;
-    so.heartbeat = 30ms;
+    so.keepalive.heartbeat = 30ms;
     so.tls = server_tls();
     server.emplace(io.io.get_executor(), timer, so);
     test::register_test_methods(*server, io.io);

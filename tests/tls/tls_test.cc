@@ -112,8 +112,8 @@ TEST_F(TlsTest, RoundTripOverTlsCarriesSmallAndLargePayloads) {
 
 TEST_F(TlsTest, HeartbeatsKeepAnIdleTlsConnectionOpen) {
   auto so = server_with(server_tls());
-  so.heartbeat = 30ms;
-  so.close_timeout = 600ms;  // a heartbeat late by half a second on a loaded machine still counts
+  so.keepalive.heartbeat = 30ms;
+  so.keepalive.idle_timeout = 600ms;  // a heartbeat late by half a second on a loaded machine still counts
   auto co = client_with(client_tls());
   co.heartbeat = 30ms;
   co.idle_timeout = 600ms;
@@ -292,10 +292,10 @@ TEST_F(TlsTest, APeerThatNeverAnswersTheHandshakeTimesOutAndIsRetriedWithBackoff
 
 TEST_F(TlsTest, AClientStuckInTheHandshakeIsClosedAtTheHelloTimeout) {
   // Opens a TLS record and says no more (a slowloris of the handshake): the
-  // server's hello_timeout closes it, and the log says where it was stuck.
+  // server's keepalive.hello_timeout closes it, and the log says where it was stuck.
   LogCapture log("wheelrpc.transport");
   auto so = server_with(server_tls());
-  so.hello_timeout = 300ms;
+  so.keepalive.hello_timeout = 300ms;
   RpcFixture fx(so, client_with(client_tls()));
   boost::asio::io_context io;
   boost::asio::ip::tcp::socket raw(io);

@@ -1,6 +1,6 @@
 #pragma once
 /// ConcurrencyLimit: how many requests a Server processes at once
-/// (ServerOptions::max_concurrency).
+/// (ServerOptions::overload.max_concurrency).
 
 #include <chrono>
 #include <cstddef>
@@ -53,8 +53,8 @@ struct AutoLimitOptions {
 /// @par Example
 /// @code
 /// ServerOptions o;
-/// o.max_concurrency = ConcurrencyLimit::automatic();  // brpc's "auto"
-/// o.max_concurrency = ConcurrencyLimit::fixed(64);     // Dubbo's executes, server-wide
+/// o.overload.max_concurrency = ConcurrencyLimit::automatic();  // brpc's "auto"
+/// o.overload.max_concurrency = ConcurrencyLimit::fixed(64);     // Dubbo's executes, server-wide
 /// @endcode
 class ConcurrencyLimit {
  public:

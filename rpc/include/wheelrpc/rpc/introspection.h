@@ -129,7 +129,7 @@ struct ConnectionInfo {
   std::chrono::milliseconds last_read_age{-1}, last_write_age{-1};  ///< -1: no connection
   std::uint64_t heartbeats_sent = 0;          ///< on this connection
   bool sends_heartbeats = true;               ///< this side sends heartbeats on it (a server only with
-                                              ///< ServerOptions::send_heartbeats; a client always)
+                                              ///< ServerOptions::keepalive.send_heartbeats; a client always)
   std::chrono::milliseconds heartbeat{0};     ///< interval agreed in the HELLO exchange (0: not yet)
   std::uint64_t reconnect_attempts = 0;       ///< client: connect attempts to this provider so far
   std::chrono::milliseconds next_attempt_in{-1};  ///< client in backoff: until the next connect attempt; -1 otherwise

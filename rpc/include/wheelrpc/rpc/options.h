@@ -174,12 +174,10 @@ struct ClientOptions {
   /// once with errc::too_many_pending. Default 65536.
   std::size_t max_pending_calls = 65536;
 
-  /// Most attempts in flight on one provider at once (Dubbo's `actives`). A
-  /// provider at its limit gets no new attempt: load balancing picks among
-  /// the others, and when every ready provider is at its limit the attempt
-  /// waits for a slot (as for a ready connection) until the call's deadline,
-  /// then fails with errc::timeout ("not sent: every ready provider has N
-  /// attempts in flight"). 0 (default) = no limit.
+  /// Most attempts in flight on one provider at once (Dubbo's `actives`): a
+  /// provider at its limit gets no new attempt, and when every ready one is,
+  /// the attempt waits for a slot until the deadline. 0 (default) = no limit;
+  /// docs/security.md, below its table of limits.
   std::size_t max_active_per_provider = 0;
 
   /// Socket-level limits (largest body accepted, write queue bound, buffers).
@@ -221,39 +219,91 @@ struct ClientOptions {
   /// per-thread cache lines. Default true.
   bool metrics = true;
 
-  /// TLS on every connection (off by default): a fresh handshake on each
-  /// connect, verifying the server's certificate against `tls.ca_file` (or
-  /// the system's trust store) and its name against `tls.server_name` (or
-  /// the provider's IP address); `tls.cert_file`/`key_file` present a client
-  /// certificate (mTLS). The handshake and the HELLO exchange together fit in
-  /// `connect_timeout` (the ReconnectTimerTask closes a connection still not
-  /// ready then); a failed handshake is a failed connect (reconnect backoff,
-  /// calls that do not wait for ready fail with errc::unavailable naming the
-  /// reason: unknown CA, name mismatch, expired certificate, a server that
-  /// does not speak TLS, a missing client certificate). The files are read
-  /// and checked by the constructor (std::invalid_argument naming the file).
+  /// TLS on every connection (off by default), verifying the server's
+  /// certificate against `tls.ca_file` (or the system's trust store). The
+  /// handshake fits in `connect_timeout`; a failed one is a failed connect.
+  /// The files are checked by the constructor. docs/security.md, "TLS".
   transport::TlsOptions tls;
 };
 
-/// Per server; fixed at construction.
-struct ServerOptions {
+/// A server's heartbeats and its limits on silent connections.
+struct ServerKeepaliveOptions {
   /// Heartbeat interval this server proposes in the HELLO exchange; the
   /// connection uses the larger of the client's and the server's. Default 15 s; > 0.
   std::chrono::milliseconds heartbeat{15000};
 
-  /// A connection that has not completed the HELLO exchange within this time
-  /// is closed. Default 10 s.
+  /// A connection that has not completed the HELLO exchange (and, with TLS,
+  /// its handshake) within this time is closed. Default 10 s; > 0.
   std::chrono::milliseconds hello_timeout{10000};
 
   /// Connections idle (no read or no write) for longer than this are closed by
-  /// the server's CloseTimerTask (checked every heartbeat / 3). 0 (default) =
-  /// 3 x the connection's agreed heartbeat; a set value below 2 x the agreed
-  /// heartbeat is raised to that, so healthy clients are never closed.
-  std::chrono::milliseconds close_timeout{0};
+  /// the CloseTimerTask. 0 (default) = 3 x the agreed heartbeat; a value set
+  /// below 2 x the agreed heartbeat is raised to that. The same meaning as
+  /// ClientOptions::idle_timeout; docs/timeouts.md, "Heartbeats keep
+  /// connections honest".
+  std::chrono::milliseconds idle_timeout{0};
 
   /// Whether the server also sends heartbeats on connections idle for an
   /// agreed interval (clients always do). Default false.
   bool send_heartbeats = false;
+};
+
+/// A server's bounds on what clients may hold of it; the table of limits at
+/// the top of docs/security.md says what a client at each one sees.
+struct ServerLimits {
+  /// Connections open at once; one beyond it is accepted and closed at once
+  /// (ServerStats::refused_connections). 0 (default) = no limit but the
+  /// process's open-file limit.
+  std::size_t max_connections = 0;
+
+  /// Requests in flight (read and not yet answered) on one connection; at the
+  /// limit the server stops reading that connection until a reply goes out
+  /// (back-pressure in TCP, ServerStats::read_pauses). Default 1024; 0 = no
+  /// limit.
+  std::size_t max_requests_per_connection = 1024;
+};
+
+/// How a server sheds the work it cannot finish in time; docs/security.md,
+/// "Overload".
+struct OverloadOptions {
+  /// A request whose deadline has passed by the time the server gets to it is
+  /// answered Status::server_timeout without running its handler, and counted
+  /// as shed (ServerStats::shed). false: it is handled anyway, its late reply
+  /// dropped. Default true.
+  bool deadline_admission = true;
+
+  /// Controlled delay (CoDel) of the handler executor's queue: once the queue
+  /// has not been empty for `queue_interval`, a request that waited longer
+  /// than `queue_target` is shed. Only with handler_executor and
+  /// deadline_admission. Defaults 5 ms and 100 ms; target 0 = off; the target
+  /// must be below the interval.
+  std::chrono::milliseconds queue_target{5};
+  std::chrono::milliseconds queue_interval{100};
+
+  /// Requests processed at once by the whole server, queued ones included:
+  /// none (default), fixed(n) or automatic() (see ConcurrencyLimit). Beyond
+  /// it a request is answered Status::overloaded at once (the caller sees
+  /// errc::resource_exhausted). Checked after MethodOptions::max_concurrency.
+  ConcurrencyLimit max_concurrency;
+};
+
+// The deprecated fields below would make every implicit special member of
+// ServerOptions (default, copy and move constructors and assignments, the
+// destructor) warn where it is first used: GCC and clang place that warning at
+// the class's name, which this region covers. Uses of a deprecated field still warn.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+/// Per server; fixed at construction.
+struct ServerOptions {
+#pragma GCC diagnostic pop
+  /// Heartbeats, the HELLO deadline and the idle timeout.
+  ServerKeepaliveOptions keepalive;
+
+  /// Connections, and requests in flight on one connection.
+  ServerLimits limits;
+
+  /// Deadline admission, the queue's controlled delay, the concurrency limit.
+  OverloadOptions overload;
 
   /// Socket-level limits (largest body accepted, write queue bound, buffers).
   transport::ChannelOptions channel;
@@ -275,89 +325,37 @@ struct ServerOptions {
   /// Default true.
   bool metrics = true;
 
-  /// Connections open at once. A connection beyond it is accepted and closed
-  /// at once (never left waiting in the backlog), with a warning logged (at
-  /// most one a second) and ServerStats::refused_connections counted. 0
-  /// (default) = no limit but the process's open-file limit.
-  std::size_t max_connections = 0;
-  /// Requests in flight (read and not yet answered) on one connection. At the
-  /// limit the server stops reading that connection until a reply goes out:
-  /// the client's further requests wait in TCP (back-pressure), not in a
-  /// queue of the server's. Heartbeats wait too: the server does not take
-  /// the connection for idle meanwhile, and a client whose calls there all
-  /// take longer than its idle timeout (3 heartbeats) may take it for dead.
-  /// 0 = no limit. Default 1024.
-  std::size_t max_requests_per_connection = 1024;
   /// After connections close, give the memory they freed back to the
-  /// operating system (glibc's malloc_trim, on the server's executor, at most
-  /// once a second and only after a close): the allocator otherwise keeps
-  /// it, and a burst of abusive or idle connections would leave the process
-  /// that much larger for good. No effect with another C library. Default true.
+  /// operating system (glibc's malloc_trim, at most once a second). Default
+  /// true; docs/security.md, below its table of limits.
   bool return_memory = true;
 
-  /// Where handlers run. Empty (default): inline on the connection's strand
-  /// of the server's executor, as each request is read; no hop, but a busy
-  /// handler stops its connection's reads, and a backlog waits unseen in
-  /// socket buffers. Set (e.g. a boost::asio::thread_pool's executor):
-  /// requests are decoded, checked and admitted on the I/O threads, then
-  /// posted to it; the server counts them while they wait
-  /// (ServerStats::queued), knows each one's queueing time (the concurrency
-  /// limit's latency includes it), and sheds those whose deadline passed in
-  /// the queue (deadline_admission) or that waited in a standing one
-  /// (queue_target). Handlers then run on its threads, not on
-  /// a strand: two requests of one connection may run at once. It must run
-  /// (and stay alive) as long as the server has requests in flight, and its
-  /// threads must have returned from every handler before the server's
-  /// timer and executor are destroyed: a handler holding its Responder
-  /// holds the server's internals.
+  /// Where handlers run. Empty (default): inline on the connection's strand.
+  /// Set (e.g. a thread_pool's executor): requests are admitted on the I/O
+  /// threads, then queued there, where the server sees and sheds a backlog;
+  /// no strand (a connection's requests may run at once). How long it must
+  /// run and live: docs/security.md, "Overload".
   boost::asio::any_io_executor handler_executor;
 
-  /// Deadline-aware admission. A request whose deadline has passed by the
-  /// time the server gets to it (its budget was spent when it was read, or
-  /// while it waited for the handler executor) is answered
-  /// Status::server_timeout without running its handler (the caller sees
-  /// errc::server_timeout) and counted as shed (ServerStats::shed,
-  /// MethodStats::shed): a backlog never spends capacity on calls nobody
-  /// waits for. The receipt time is when the request's bytes were read from
-  /// the socket (with a `clock` set: when the server handles it). false: such
-  /// a request is handled anyway and its late reply dropped. Default true.
-  bool deadline_admission = true;
-
-  /// Controlled delay of the handler executor's queue (CoDel's rule, as
-  /// request queues of large services apply it). While the queue empties now
-  /// and then, a queued request is shed only for its deadline (above). Once
-  /// it has not been empty for `queue_interval`, a standing queue has formed:
-  /// serving what waited long in it only keeps it standing and answers every
-  /// caller late. Then a request that waited longer than `queue_target`
-  /// (or, if longer, twice what its method's handler has recently taken) is
-  /// shed when its turn comes (answered Status::server_timeout without
-  /// running its handler, counted as shed), however much of its deadline is
-  /// left, until the queue empties again. A request is also shed when less of
-  /// its deadline is left than its method's handler has recently taken (a
-  /// moving average of the time from its start to its answer). All of this only
-  /// with `handler_executor` set and `deadline_admission` on. `queue_target`
-  /// 0: no controlled delay. Defaults 5 ms and 100 ms; the target must be
-  /// below the interval.
-  std::chrono::milliseconds queue_target{5};
-  std::chrono::milliseconds queue_interval{100};
-
-  /// Requests processed at once by the whole server (admitted and not yet
-  /// answered, queued ones included): none (default), fixed(n), or
-  /// automatic() (an adaptive gradient limit; see ConcurrencyLimit). Beyond
-  /// it a request is answered at once with Status::overloaded (the caller
-  /// sees errc::resource_exhausted, retried on another provider) and counted
-  /// in ServerStats::refused_overloaded. Checked after MethodOptions::
-  /// max_concurrency. The limit costs a few relaxed atomic operations per
-  /// request on counters shared by all the server's threads.
-  ConcurrencyLimit max_concurrency;
-
-  /// TLS on the port (off by default): `tls.cert_file`/`key_file` required;
-  /// with `tls.require_client_cert` a client must present a certificate
-  /// signed by a CA of `tls.ca_file` (mTLS). The handshake counts against
-  /// `hello_timeout`. A plaintext client gets a TLS alert and is closed with
-  /// a log line naming it; the server goes on. The files are read and checked
-  /// by the constructor (std::invalid_argument naming the file).
+  /// TLS on the port (off by default; `tls.cert_file`/`key_file` required).
+  /// The handshake counts against `keepalive.hello_timeout`; the files are
+  /// checked by the constructor. docs/security.md, "TLS".
   transport::TlsOptions tls;
+
+  /// Deprecated names of the fields above, honoured for one more version: a
+  /// value set here applies where the new field is left at its default (the
+  /// new field wins when both are set). Same defaults and meanings.
+  [[deprecated("use ServerOptions::keepalive.heartbeat")]] std::chrono::milliseconds heartbeat{15000};
+  [[deprecated("use ServerOptions::keepalive.hello_timeout")]] std::chrono::milliseconds hello_timeout{10000};
+  [[deprecated("use ServerOptions::keepalive.idle_timeout")]] std::chrono::milliseconds close_timeout{0};
+  [[deprecated("use ServerOptions::keepalive.send_heartbeats")]] bool send_heartbeats = false;
+  [[deprecated("use ServerOptions::limits.max_connections")]] std::size_t max_connections = 0;
+  [[deprecated("use ServerOptions::limits.max_requests_per_connection")]] std::size_t max_requests_per_connection =
+      1024;
+  [[deprecated("use ServerOptions::overload.deadline_admission")]] bool deadline_admission = true;
+  [[deprecated("use ServerOptions::overload.queue_target")]] std::chrono::milliseconds queue_target{5};
+  [[deprecated("use ServerOptions::overload.queue_interval")]] std::chrono::milliseconds queue_interval{100};
+  [[deprecated("use ServerOptions::overload.max_concurrency")]] ConcurrencyLimit max_concurrency{};
 };
 
 /// Per method, given to Server::handle.

@@ -106,27 +106,27 @@ struct ServerStats {
   std::uint64_t oversize_frames = 0;    ///< of which: a frame header announcing a body over ChannelOptions::max_body
   std::uint64_t malformed_frames = 0;   ///< of which: a body whose lengths overrun it
   std::uint64_t no_hello = 0;           ///< of which: a first frame that was not a HELLO
-  std::uint64_t hello_timeouts = 0;     ///< of which: no HELLO within ServerOptions::hello_timeout
-  std::uint64_t heartbeats_sent = 0;    ///< heartbeats sent (ServerOptions::send_heartbeats)
+  std::uint64_t hello_timeouts = 0;     ///< of which: no HELLO within ServerOptions::keepalive.hello_timeout
+  std::uint64_t heartbeats_sent = 0;    ///< heartbeats sent (ServerOptions::keepalive.send_heartbeats)
   std::uint64_t idle_closes = 0;        ///< connections closed by the CloseTimerTask
   std::uint64_t in_flight = 0;          ///< requests not yet answered on the open connections (now)
   std::uint64_t refused_shutting_down = 0;  ///< requests refused by a graceful shutdown
   std::uint64_t refused_offline = 0;        ///< requests refused while offline (set_online(false))
   std::uint64_t refused_overloaded = 0;     ///< requests refused at their method's max_concurrency
-                                            ///< or the server's (ServerOptions::max_concurrency)
-  std::uint64_t refused_connections = 0;    ///< connections closed at once over ServerOptions::max_connections
+                                            ///< or the server's (ServerOptions::overload.max_concurrency)
+  std::uint64_t refused_connections = 0;    ///< connections closed at once over ServerOptions::limits.max_connections
   std::uint64_t slow_reader_closes = 0;     ///< connections closed because replies queued past
                                             ///< ChannelOptions::max_write_queue_bytes (the client reads none)
   std::uint64_t oversize_replies = 0;       ///< replies over the client's body limit (from its HELLO),
                                             ///< answered server_error instead
   std::uint64_t read_pauses = 0;            ///< times a connection stopped being read at
-                                            ///< ServerOptions::max_requests_per_connection
+                                            ///< ServerOptions::limits.max_requests_per_connection
   std::uint64_t memory_returns = 0;         ///< times freed memory was given back (ServerOptions::return_memory)
   std::uint64_t shed = 0;    ///< requests answered server_timeout without running their handler: their
-                             ///< deadline passed before it could start (ServerOptions::deadline_admission;
+                             ///< deadline passed before it could start (ServerOptions::overload.deadline_admission;
                              ///< also counted in server_timeouts)
   std::uint64_t queued = 0;  ///< requests waiting for ServerOptions::handler_executor (now)
-  std::uint64_t concurrency_limit = 0;  ///< ServerOptions::max_concurrency now (0: none)
+  std::uint64_t concurrency_limit = 0;  ///< ServerOptions::overload.max_concurrency now (0: none)
 };
 
 /// Where a server is in its life, for health checks.
