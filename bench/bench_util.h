@@ -33,8 +33,7 @@ namespace wheelrpc::bench {
 
 /// Monotonic clock (std::chrono::steady_clock, i.e. CLOCK_MONOTONIC), in ns.
 inline std::int64_t now_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -74,8 +73,7 @@ inline long proc_status_field(const std::string& path, std::string_view key) {
   std::ifstream f(path);
   std::string line;
   while (std::getline(f, line)) {
-    if (line.size() > key.size() && line.compare(0, key.size(), key) == 0 &&
-        line[key.size()] == ':') {
+    if (line.size() > key.size() && line.compare(0, key.size(), key) == 0 && line[key.size()] == ':') {
       try {
         return std::stol(line.substr(key.size() + 1));
       } catch (const std::exception&) {
@@ -97,8 +95,7 @@ inline long rss_bytes() {
 /// the main thread, so we walk /proc/self/task.
 inline long voluntary_ctxsw(pid_t tid = 0) {
   if (tid > 0) {
-    return proc_status_field("/proc/self/task/" + std::to_string(tid) + "/status",
-                             "voluntary_ctxt_switches");
+    return proc_status_field("/proc/self/task/" + std::to_string(tid) + "/status", "voluntary_ctxt_switches");
   }
   long sum = 0;
   std::error_code ec;

@@ -129,9 +129,11 @@ class ServerProcess {
     if (!::mkdtemp(tmpl)) throw std::runtime_error(std::string("mkdtemp: ") + std::strerror(errno));
     dir_ = tmpl;
     const std::string port_file = dir_ + "/port";
-    std::vector<std::string> args = {"rpc_bench", "server", "--port", "0", "--port-file", port_file,
+    std::vector<std::string> args = {"rpc_bench",      "server",
+                                     "--port",         "0",
+                                     "--port-file",    port_file,
                                      "--heartbeat-ms", std::to_string(heartbeat_ms),
-                                     "--lifetime", std::to_string(static_cast<long>(lifetime_s) + 1)};
+                                     "--lifetime",     std::to_string(static_cast<long>(lifetime_s) + 1)};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -189,7 +191,7 @@ struct ClientTotals {
   std::uint64_t connect_failures = 0;
   std::uint64_t reconnects = 0;  ///< connects beyond each client's first
   std::uint64_t idle_closes = 0;
-  long bad = 0;                  ///< clients not connected exactly once and ready now
+  long bad = 0;  ///< clients not connected exactly once and ready now
   long ready = 0;
 };
 
@@ -231,8 +233,8 @@ double per_conn(long before, long after, long n) {
 }  // namespace
 
 int conn_scale(const Flags& flags) {
-  flags.check_known({"connections", "heartbeat-ms", "duration-s", "batch", "ready-timeout-s", "port",
-                     "server-pid", "host"});
+  flags.check_known(
+      {"connections", "heartbeat-ms", "duration-s", "batch", "ready-timeout-s", "port", "server-pid", "host"});
   const long n = static_cast<long>(flags.integer("connections", 1000, 1, 1'000'000));
   const long heartbeat_ms = static_cast<long>(flags.integer("heartbeat-ms", 1000, 1, 3'600'000));
   const double duration_s = flags.seconds("duration-s", 20);
@@ -287,8 +289,8 @@ int conn_scale(const Flags& flags) {
   for (long first = 0; first < n && !timed_out; first += batch) {
     const long end = std::min(n, first + batch);
     for (long i = first; i < end; ++i) {
-      clients.push_back(std::make_unique<rpc::Client>(io.get_executor(), timer,
-                                                      std::vector<asio::ip::tcp::endpoint>{ep}, options));
+      clients.push_back(
+          std::make_unique<rpc::Client>(io.get_executor(), timer, std::vector<asio::ip::tcp::endpoint>{ep}, options));
       clients.back()->connect();
     }
     for (long i = first; i < end;) {

@@ -84,7 +84,7 @@ struct Settings {
   double duration_s = 5;
 
   double nominal_capacity() const { return handler_threads * 1e6 / static_cast<double>(cost.count()); }
-  double capacity = 0;                  ///< calls/s that "1x" stands for
+  double capacity = 0;                     ///< calls/s that "1x" stands for
   std::string capacity_from = "measured";  ///< "measured" (measure_capacity) or "given" (--capacity)
 };
 
@@ -388,9 +388,8 @@ void print(const Settings& s, const LoadResult& r) {
 }  // namespace
 
 int overload(const Flags& flags) {
-  flags.check_known(
-      {"load", "no-limiter", "no-admission", "cost-us", "handler-threads", "deadline-ms", "warmup", "duration",
-       "capacity"});
+  flags.check_known({"load", "no-limiter", "no-admission", "cost-us", "handler-threads", "deadline-ms", "warmup",
+                     "duration", "capacity"});
   Settings s;
   s.loads = parse_loads(flags.str("load", "1,2,4"));
   s.limiter = !flags.has("no-limiter");

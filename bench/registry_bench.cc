@@ -200,7 +200,8 @@ void registration_to_first_call(const std::string& etcd, int trials) {
 /// Starts echo_server registered as `service`; returns its pid and the read
 /// end of its stdout (kept open until it is killed) once it is registered
 /// (its "registered ..." line).
-std::pair<pid_t, int> spawn_server(const std::string& bin, const std::string& etcd, const std::string& service, int ttl) {
+std::pair<pid_t, int> spawn_server(const std::string& bin, const std::string& etcd, const std::string& service,
+                                   int ttl) {
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
   const pid_t pid = ::fork();
@@ -230,8 +231,7 @@ std::pair<pid_t, int> spawn_server(const std::string& bin, const std::string& et
   return {pid, fds[0]};
 }
 
-void kill_to_removal(const std::string& etcd, const std::string& server_bin, const std::vector<int>& ttls,
-                     int trials) {
+void kill_to_removal(const std::string& etcd, const std::string& server_bin, const std::vector<int>& ttls, int trials) {
   Runtime rt;
   auto sub_registry = reg::EtcdRegistry::create(rt.io.get_executor(), rt.timer, etcd);
   for (const int ttl : ttls) {
@@ -300,7 +300,8 @@ void etcd_requests(const std::string& etcd, int providers, double window_s) {
   const std::string service = "bench-requests-" + std::to_string(::getpid());
   {
     Runtime rt;
-    std::vector<std::shared_ptr<reg::EtcdRegistry>> one{reg::EtcdRegistry::create(rt.io.get_executor(), rt.timer, etcd)};
+    std::vector<std::shared_ptr<reg::EtcdRegistry>> one{
+        reg::EtcdRegistry::create(rt.io.get_executor(), rt.timer, etcd)};
     std::atomic<int> in{0};
     for (int i = 0; i < providers; ++i) {
       reg::ServiceInstance inst;

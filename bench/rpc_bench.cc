@@ -162,7 +162,7 @@ struct EchoRun {
   wb::LatencyHistogram hist;  ///< latencies (ns) of successful calls completed inside the window
   std::uint64_t errors = 0;   ///< failed calls over the whole run (warm-up and drain included)
   double client_cpu_s = 0;
-  double server_cpu_s = -1;   ///< CPU used during the measured window
+  double server_cpu_s = -1;  ///< CPU used during the measured window
 
   double server_cpu_now() const { return server_pid ? wb::other_process_cpu_s(server_pid) : -1; }
   static double delta(double before, double after) { return before < 0 || after < 0 ? -1 : after - before; }
@@ -178,14 +178,22 @@ struct EchoRun {
   void print() const {
     auto us = [](double ns) { return ns / 1e3; };
     wb::JsonLine()
-        .str("system", kSystem).str("version", kVersion).str("workload", workload)
-        .num("concurrency", concurrency).num("payload_bytes", payload)
-        .num("warmup_s", warmup_s, 1).num("duration_s", duration_s, 1)
-        .num("calls", hist.count()).num("calls_per_s", static_cast<double>(hist.count()) / duration_s, 0)
-        .num("p50_us", us(hist.quantile(0.50)), 1).num("p99_us", us(hist.quantile(0.99)), 1)
-        .num("p999_us", us(hist.quantile(0.999)), 1).num("max_us", us(static_cast<double>(hist.max())), 1)
+        .str("system", kSystem)
+        .str("version", kVersion)
+        .str("workload", workload)
+        .num("concurrency", concurrency)
+        .num("payload_bytes", payload)
+        .num("warmup_s", warmup_s, 1)
+        .num("duration_s", duration_s, 1)
+        .num("calls", hist.count())
+        .num("calls_per_s", static_cast<double>(hist.count()) / duration_s, 0)
+        .num("p50_us", us(hist.quantile(0.50)), 1)
+        .num("p99_us", us(hist.quantile(0.99)), 1)
+        .num("p999_us", us(hist.quantile(0.999)), 1)
+        .num("max_us", us(static_cast<double>(hist.max())), 1)
         .num("errors", errors)
-        .num("client_cpu_s", client_cpu_s, 2).num("server_cpu_s", server_cpu_s, 2)
+        .num("client_cpu_s", client_cpu_s, 2)
+        .num("server_cpu_s", server_cpu_s, 2)
         .num("server_threads", server_threads())
         .num("deadline_ms", deadline_ms)
         .num("client_cpu_ns_per_call", per_call_ns(client_cpu_s), 0)
@@ -206,7 +214,11 @@ class LoadClient {
  public:
   LoadClient(rpc::Client& client, EchoRun& run, std::chrono::milliseconds deadline, std::int64_t t_measure,
              std::int64_t t_end)
-      : client_(client), run_(run), deadline_(deadline), t_measure_(t_measure), t_end_(t_end),
+      : client_(client),
+        run_(run),
+        deadline_(deadline),
+        t_measure_(t_measure),
+        t_end_(t_end),
         payload_(static_cast<std::size_t>(run.payload)) {}
 
   std::function<void()> on_done;
@@ -259,8 +271,8 @@ class LoadClient {
 };
 
 int client(const Flags& flags) {
-  flags.check_known(
-      {"port", "concurrency", "payload", "warmup", "duration", "server-pid", "no-deadline", "host", "no-metrics", "tls"});
+  flags.check_known({"port", "concurrency", "payload", "warmup", "duration", "server-pid", "no-deadline", "host",
+                     "no-metrics", "tls"});
   EchoRun run;
   run.concurrency = static_cast<int>(flags.integer("concurrency", 16, 1, 65536));
   run.payload = static_cast<int>(flags.integer("payload", 64, 8, 16 << 20));

@@ -76,7 +76,9 @@ wb::JsonLine result_line(std::string_view workload) {
 /// Starts the timer's worker (it starts lazily on the first new_timeout), like
 /// Netty's `timer.start()` in the peer bench, so that thread creation stays
 /// out of what is measured afterwards.
-void start_worker(HashedWheelTimer& timer) { timer.new_timeout([] {}, 1h).cancel(); }
+void start_worker(HashedWheelTimer& timer) {
+  timer.new_timeout([] {}, 1h).cancel();
+}
 
 // ---- T1 churn ---------------------------------------------------------------
 
@@ -88,16 +90,13 @@ std::chrono::microseconds churn_delay(wb::SplitMix64& rng) {
 /// The churn task: counts expiries, which must not happen. Captures one
 /// pointer, so the timer stores it inline, without allocation.
 auto make_churn_task(std::atomic<std::uint64_t>& fired) {
-  return [fired_ptr = &fired](Timeout&) noexcept {
-    fired_ptr->fetch_add(1, std::memory_order_relaxed);
-  };
+  return [fired_ptr = &fired](Timeout&) noexcept { fired_ptr->fetch_add(1, std::memory_order_relaxed); };
 }
 using ChurnTask = decltype(make_churn_task(std::declval<std::atomic<std::uint64_t>&>()));
 static_assert(kInlineTask<ChurnTask>, "the churn task must be stored inline");
 
 /// Fills ring[0 .. size-2] with pending timeouts; the last slot stays free.
-void churn_fill(HashedWheelTimer& timer, std::vector<Timeout>& ring, const ChurnTask& task,
-                wb::SplitMix64& rng) {
+void churn_fill(HashedWheelTimer& timer, std::vector<Timeout>& ring, const ChurnTask& task, wb::SplitMix64& rng) {
   for (std::size_t i = 0; i + 1 < ring.size(); ++i) ring[i] = timer.new_timeout(task, churn_delay(rng));
 }
 
@@ -157,15 +156,22 @@ int churn(std::size_t p, std::size_t k) {
   const double ns = static_cast<double>(t1 - t0) / static_cast<double>(k);
   result_line("churn")
       .str("mode", "producer calls new_timeout/cancel directly")
-      .num("tick_ms", tick_ms(timer)).num("ticks_per_wheel", wheel).num("shards", shards)
-      .num("pending", p).num("iterations", k)
-      .num("ns_per_pair", ns, 1).num("pairs_per_s", 1e9 / ns, 0)
-      .num("cpu_s", c1 - c0).num("cpu_ns_per_pair", (c1 - c0) * 1e9 / static_cast<double>(k), 1)
+      .num("tick_ms", tick_ms(timer))
+      .num("ticks_per_wheel", wheel)
+      .num("shards", shards)
+      .num("pending", p)
+      .num("iterations", k)
+      .num("ns_per_pair", ns, 1)
+      .num("pairs_per_s", 1e9 / ns, 0)
+      .num("cpu_s", c1 - c0)
+      .num("cpu_ns_per_pair", (c1 - c0) * 1e9 / static_cast<double>(k), 1)
       .num("cpu_ns_per_pair_3ticks", (c2 - c0) * 1e9 / static_cast<double>(k), 1)
       .num("bytes_per_pending", static_cast<double>(rss1 - rss0) / static_cast<double>(p), 1)
       .num("sizeof_timeout", sizeof(Timeout))
-      .num("cancelled", cancelled).num("fired", fired_count)
-      .num("stats_pending", stats.pending).num("pending_at_end", pending_at_end)
+      .num("cancelled", cancelled)
+      .num("fired", fired_count)
+      .num("stats_pending", stats.pending)
+      .num("pending_at_end", pending_at_end)
       .str("check", check.text())
       .print();
   return check.ok() ? 0 : 1;
@@ -249,8 +255,7 @@ int churn_mt(std::size_t p, std::size_t k) {
     t0 = std::min(t0, producers[i].start_ns);
     t1 = std::max(t1, producers[i].end_ns);
     cancelled += producers[i].cancelled;
-    check.expect(producers[i].error.empty(),
-                 "producer " + std::to_string(i) + " threw: " + producers[i].error);
+    check.expect(producers[i].error.empty(), "producer " + std::to_string(i) + " threw: " + producers[i].error);
   }
 
   const auto stats = timer.stats();
@@ -267,15 +272,22 @@ int churn_mt(std::size_t p, std::size_t k) {
   result_line("churn_mt")
       .str("mode", "2 producer threads, one ring each, one shared timer")
       .num("threads", kThreads)
-      .num("tick_ms", tick_ms(timer)).num("ticks_per_wheel", wheel).num("shards", shards)
-      .num("pending", p).num("iterations", k)
-      .num("ns_per_pair", ns, 1).num("pairs_per_s", 1e9 / ns, 0)
-      .num("cpu_s", c1 - c0).num("cpu_ns_per_pair", (c1 - c0) * 1e9 / static_cast<double>(k), 1)
+      .num("tick_ms", tick_ms(timer))
+      .num("ticks_per_wheel", wheel)
+      .num("shards", shards)
+      .num("pending", p)
+      .num("iterations", k)
+      .num("ns_per_pair", ns, 1)
+      .num("pairs_per_s", 1e9 / ns, 0)
+      .num("cpu_s", c1 - c0)
+      .num("cpu_ns_per_pair", (c1 - c0) * 1e9 / static_cast<double>(k), 1)
       .num("cpu_ns_per_pair_3ticks", (c2 - c0) * 1e9 / static_cast<double>(k), 1)
       .num("bytes_per_pending", static_cast<double>(rss1 - rss0) / static_cast<double>(p), 1)
       .num("sizeof_timeout", sizeof(Timeout))
-      .num("cancelled", cancelled).num("fired", fired_count)
-      .num("stats_pending", stats.pending).num("pending_at_end", pending_at_end)
+      .num("cancelled", cancelled)
+      .num("fired", fired_count)
+      .num("stats_pending", stats.pending)
+      .num("pending_at_end", pending_at_end)
       .str("check", check.text())
       .print();
   return check.ok() ? 0 : 1;
@@ -313,8 +325,7 @@ auto make_accuracy_task(AccuracySlot* slot) {
     }
   };
 }
-static_assert(kInlineTask<decltype(make_accuracy_task(nullptr))>,
-              "the accuracy task must be stored inline");
+static_assert(kInlineTask<decltype(make_accuracy_task(nullptr))>, "the accuracy task must be stored inline");
 
 /// T2. The main thread schedules all N timeouts as fast as it can; tasks run on
 /// the timer's worker and record when they ran.
@@ -337,8 +348,8 @@ int accuracy(std::size_t n) {
   bool all_fired = false;
   {
     std::unique_lock lock(run.mutex);
-    all_fired = run.all_fired_cv.wait_until(lock, std::chrono::steady_clock::now() + 10s,
-                                            [&] { return run.all_fired; });
+    all_fired =
+        run.all_fired_cv.wait_until(lock, std::chrono::steady_clock::now() + 10s, [&] { return run.all_fired; });
   }
   const std::int64_t t1 = wb::now_ns();
   const double c1 = wb::process_cpu_s();
@@ -365,8 +376,11 @@ int accuracy(std::size_t n) {
 
   result_line("accuracy")
       .str("mode", "tasks on the timer's worker, scheduled from main thread")
-      .num("tick_ms", tick_ms(timer)).num("ticks_per_wheel", wheel)
-      .num("timeouts", n).num("fired", fired).num("errors", n - std::min<std::uint64_t>(fired, n))
+      .num("tick_ms", tick_ms(timer))
+      .num("ticks_per_wheel", wheel)
+      .num("timeouts", n)
+      .num("fired", fired)
+      .num("errors", n - std::min<std::uint64_t>(fired, n))
       .num("schedule_s", static_cast<double>(t_sched - t0) / 1e9)
       .num("wall_s", static_cast<double>(t1 - t0) / 1e9)
       .num("min_late_ms", ms(min_late), 3)
@@ -418,13 +432,16 @@ int idle(double secs) {
   check.expect(cancelled, "cancel() returned false");
 
   result_line("idle")
-      .num("tick_ms", tick_ms(timer)).num("ticks_per_wheel", wheel)
+      .num("tick_ms", tick_ms(timer))
+      .num("ticks_per_wheel", wheel)
       .num("seconds", secs, 1)
-      .num("cpu_s", c1 - c0, 6).num("vol_ctxsw", v1 - v0)
+      .num("cpu_s", c1 - c0, 6)
+      .num("vol_ctxsw", v1 - v0)
       .num("timer_thread_cpu_s", tid > 0 ? tc1 - tc0 : -1.0, 6)
       .num("timer_thread_vol_ctxsw", tid > 0 ? tv1 - tv0 : -1L)
       .num("wakeups", s1.wakeups - s0.wakeups)
-      .num("fired", fired_count).num("cancelled", cancelled ? 1 : 0)
+      .num("fired", fired_count)
+      .num("cancelled", cancelled ? 1 : 0)
       .str("check", check.text())
       .print();
   return check.ok() ? 0 : 1;
@@ -463,8 +480,7 @@ int clock_cost(std::size_t n) {
     return static_cast<double>(wb::now_ns() - t0) / static_cast<double>(n);
   };
   const double rng_ns = per_call([&] { sink += churn_delay(rng).count(); });
-  const double steady_ns =
-      per_call([&] { sink += std::chrono::steady_clock::now().time_since_epoch().count(); });
+  const double steady_ns = per_call([&] { sink += std::chrono::steady_clock::now().time_since_epoch().count(); });
   const double fast_ns = per_call([&] { sink += wheelrpc::timer::detail::FastClock::now_ns(); });
   result_line("clock")
       .num("calls", static_cast<unsigned long long>(n))

@@ -175,11 +175,12 @@ constexpr const char* kUsage =
 /// end now (--help, a usage error).
 std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
   FlagParser flags("echo_server", kUsage);
-  flags.add_number("--port", 0, 65535,
-                   [&](long long v) {
-                     cfg.port = static_cast<unsigned short>(v);
-                     cfg.port_given = true;
-                   })
+  flags
+      .add_number("--port", 0, 65535,
+                  [&](long long v) {
+                    cfg.port = static_cast<unsigned short>(v);
+                    cfg.port_given = true;
+                  })
       .add_value("--host",
                  [&](const std::string& value) -> std::optional<std::string> {
                    asio::ip::tcp::endpoint ignored;
@@ -273,8 +274,8 @@ class SleepTimers {
 void register_methods(rpc::Server& server, asio::io_context& io, SleepTimers& sleeps) {
   server.handle("echo", [](rpc::Request req, rpc::Responder r) { r.reply(std::move(req.payload)); });
   server.handle("sleep", [&io, &sleeps](rpc::Request req, rpc::Responder r) {
-    const auto ms = parse_int(req.payload.empty() ? std::string_view("0") : std::string_view(req.payload),
-                              0, 86'400'000);
+    const auto ms =
+        parse_int(req.payload.empty() ? std::string_view("0") : std::string_view(req.payload), 0, 86'400'000);
     if (!ms) {
       r.fail(rpc::errc::bad_request, "sleep: the payload must be a decimal number of milliseconds (0..86400000)");
       return;
@@ -293,9 +294,9 @@ void register_methods(rpc::Server& server, asio::io_context& io, SleepTimers& sl
   });
 }
 
-
 int run(const Config& cfg) {
-  wheelrpc::examples::install_loggers({"wheelrpc.rpc", "wheelrpc.transport", "wheelrpc.timer", "wheelrpc.registry", "wheelrpc.admin"});
+  wheelrpc::examples::install_loggers(
+      {"wheelrpc.rpc", "wheelrpc.transport", "wheelrpc.timer", "wheelrpc.registry", "wheelrpc.admin"});
 
   asio::ip::tcp::endpoint endpoint;  // --host was checked by parse_args
   if (!wheelrpc::transport::parse_endpoint(cfg.host + ":" + std::to_string(cfg.port), endpoint)) {
@@ -473,10 +474,8 @@ int run(const Config& cfg) {
                "connections_open=%llu\n",
                static_cast<unsigned long long>(s.accepted), static_cast<unsigned long long>(s.requests),
                static_cast<unsigned long long>(s.replies), static_cast<unsigned long long>(s.errors),
-               static_cast<unsigned long long>(s.server_timeouts),
-               static_cast<unsigned long long>(s.late_replies),
-               static_cast<unsigned long long>(s.method_not_found),
-               static_cast<unsigned long long>(s.protocol_errors),
+               static_cast<unsigned long long>(s.server_timeouts), static_cast<unsigned long long>(s.late_replies),
+               static_cast<unsigned long long>(s.method_not_found), static_cast<unsigned long long>(s.protocol_errors),
                static_cast<unsigned long long>(s.connections));
   // The connections closed for bad input, by reason (each was logged, one
   // line a second at most): a port scanner or a misconfigured client shows here.

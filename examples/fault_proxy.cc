@@ -73,8 +73,7 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
   FlagParser flags("fault_proxy", kUsage);
   flags.add_value("--listen", endpoint(cfg.listen, cfg.listen_given))
       .add_value("--upstream", endpoint(cfg.upstream, cfg.upstream_given))
-      .add_number("--control-port", 0, 65535,
-                  [&](long long v) { cfg.control_port = static_cast<unsigned short>(v); });
+      .add_number("--control-port", 0, 65535, [&](long long v) { cfg.control_port = static_cast<unsigned short>(v); });
   if (const auto status = flags.parse(argc, argv)) return status;
   if (!cfg.listen_given) return flags.usage_error("--listen is required");
   if (!cfg.upstream_given) return flags.usage_error("--upstream is required");
@@ -118,17 +117,16 @@ int run(const Config& cfg) {
   io.run();
 
   const fault::ProxyStats s = proxy.stats();
-  std::fprintf(stderr,
-               "fault_proxy: stopped. accepted=%llu upstream_connect_failures=%llu bytes_upstream=%llu/%llu "
-               "bytes_downstream=%llu/%llu bytes_dropped=%llu toxics_applied=%llu resets=%llu limit_closes=%llu\n",
-               static_cast<unsigned long long>(s.connections_accepted),
-               static_cast<unsigned long long>(s.upstream_connect_failures),
-               static_cast<unsigned long long>(s.bytes_upstream_in),
-               static_cast<unsigned long long>(s.bytes_upstream_out),
-               static_cast<unsigned long long>(s.bytes_downstream_in),
-               static_cast<unsigned long long>(s.bytes_downstream_out),
-               static_cast<unsigned long long>(s.bytes_dropped), static_cast<unsigned long long>(s.toxics_applied),
-               static_cast<unsigned long long>(s.resets), static_cast<unsigned long long>(s.limit_closes));
+  std::fprintf(
+      stderr,
+      "fault_proxy: stopped. accepted=%llu upstream_connect_failures=%llu bytes_upstream=%llu/%llu "
+      "bytes_downstream=%llu/%llu bytes_dropped=%llu toxics_applied=%llu resets=%llu limit_closes=%llu\n",
+      static_cast<unsigned long long>(s.connections_accepted),
+      static_cast<unsigned long long>(s.upstream_connect_failures),
+      static_cast<unsigned long long>(s.bytes_upstream_in), static_cast<unsigned long long>(s.bytes_upstream_out),
+      static_cast<unsigned long long>(s.bytes_downstream_in), static_cast<unsigned long long>(s.bytes_downstream_out),
+      static_cast<unsigned long long>(s.bytes_dropped), static_cast<unsigned long long>(s.toxics_applied),
+      static_cast<unsigned long long>(s.resets), static_cast<unsigned long long>(s.limit_closes));
   return 0;
 }
 

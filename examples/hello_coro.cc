@@ -1,3 +1,5 @@
+// Docs quote this file's lines verbatim (tests/examples checks them): not reformatted.
+// clang-format off
 // hello_coro: wheelrpc on one page, the example to read first. One timer, one
 // io_context, a server with two methods, a client, and a coroutine that calls
 // "echo" three times and then "slow" with a deadline shorter than its work.
@@ -72,3 +74,4 @@ int main() {
   std::printf("bye\n");
   return status;
 }
+// clang-format on

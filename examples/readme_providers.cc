@@ -1,3 +1,5 @@
+// Docs quote this file's lines verbatim (tests/examples checks them): not reformatted.
+// clang-format off
 // readme_providers: the README's "Several providers" snippet, as a whole
 // program (the README shows the part between the [readme:providers] marks).
 // Three servers provide "get_user"; one client spreads its calls over them,
@@ -60,3 +62,4 @@ int main() {
   io.run();
   return status;
 }
+// clang-format on

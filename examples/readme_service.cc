@@ -1,3 +1,5 @@
+// Docs quote this file's lines verbatim (tests/examples checks them): not reformatted.
+// clang-format off
 // readme_service: the README's "An RPC service in a few lines", as a whole
 // program (the README shows the part between the [readme:service] marks).
 // A server with an echo method, a client, and one call with a deadline and a
@@ -52,3 +54,4 @@ int main() {
   return status;
 }
 // [readme:service-end]
+// clang-format on

@@ -1,3 +1,5 @@
+// Docs quote this file's lines verbatim (tests/examples checks them): not reformatted.
+// clang-format off
 // readme_timer: the README's timer snippet, as a whole program (the README
 // shows the part between the [readme:timer] marks). One timeout is cancelled
 // in time, one runs, one is still pending when the timer stops.
@@ -29,3 +31,4 @@ int main() {
   std::printf("stopped: %zu never ran\n", never_ran.size());
 }
 // [readme:timer-end]
+// clang-format on

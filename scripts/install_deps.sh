@@ -4,7 +4,7 @@
 # when everything is present.
 #   scripts/install_deps.sh         # what the build and the tests need
 #   scripts/install_deps.sh fuzz    # plus clang and libFuzzer (scripts/fuzz.sh)
-#   scripts/install_deps.sh clang   # plus clang (the clang-tsa preset: -Wthread-safety)
+#   scripts/install_deps.sh clang   # plus clang and clang-format (the clang-tsa preset; scripts/format.sh)
 set -euo pipefail
 
 PKGS=(g++ cmake ninja-build pkg-config libboost1.81-dev libspdlog-dev libfmt-dev
@@ -17,7 +17,7 @@ PKGS=(g++ cmake ninja-build pkg-config libboost1.81-dev libspdlog-dev libfmt-dev
       python3-matplotlib)   # bench/plot.py (and its test)
 case "${1:-}" in
   fuzz) PKGS+=(clang libclang-rt-14-dev) ;;
-  clang) PKGS+=(clang) ;;  # clang 14 over libstdc++ 12: the clang-tsa preset
+  clang) PKGS+=(clang clang-format) ;;  # clang 14 over libstdc++ 12: the clang-tsa preset; the format check
 esac
 
 missing=()

@@ -60,7 +60,7 @@ class AdminCore : public std::enable_shared_from_this<AdminCore> {
   void schedule_sample();
   void gateway(detail::HttpRequest& req, detail::Reply reply);
   boost::json::array methods_json(const std::vector<rpc::MethodStats>& methods, const std::string& owner,
-                                   bool server_side) const;
+                                  bool server_side) const;
 
   boost::asio::any_io_executor ex_;
   timer::HashedWheelTimer& timer_;

@@ -68,8 +68,7 @@ std::string AdminCore::metrics_text() const {
     for (const auto& m : methods) out.sample({{"method", m.method}}, static_cast<double>(m.shed));
     out.begin("wheelrpc_server_queued", MetricType::gauge, "Requests waiting for the server's handler executor.");
     out.sample({}, static_cast<double>(stats.queued));
-    out.begin("wheelrpc_server_concurrency_limit", MetricType::gauge,
-              "The server's concurrency limit now (0: none).");
+    out.begin("wheelrpc_server_concurrency_limit", MetricType::gauge, "The server's concurrency limit now (0: none).");
     out.sample({}, static_cast<double>(stats.concurrency_limit));
     out.begin("wheelrpc_server_connections", MetricType::gauge, "Connections the server has open.");
     out.sample({}, static_cast<double>(stats.connections));
@@ -147,10 +146,12 @@ std::string AdminCore::metrics_text() const {
     // Every reason present, zeros included, so a rate() sees the first one.
     out.begin("wheelrpc_server_bad_input_total", MetricType::counter,
               "Connections the server closed for bad input, by reason.");
-    const std::pair<const char*, std::uint64_t> reasons[] = {
-        {"bad_magic", server_stats.bad_magic},           {"bad_version", server_stats.bad_version},
-        {"oversize_frame", server_stats.oversize_frames}, {"malformed_frame", server_stats.malformed_frames},
-        {"no_hello", server_stats.no_hello},             {"hello_timeout", server_stats.hello_timeouts}};
+    const std::pair<const char*, std::uint64_t> reasons[] = {{"bad_magic", server_stats.bad_magic},
+                                                             {"bad_version", server_stats.bad_version},
+                                                             {"oversize_frame", server_stats.oversize_frames},
+                                                             {"malformed_frame", server_stats.malformed_frames},
+                                                             {"no_hello", server_stats.no_hello},
+                                                             {"hello_timeout", server_stats.hello_timeouts}};
     for (const auto& [reason, n] : reasons) out.sample({{"reason", reason}}, static_cast<double>(n));
   }
 
@@ -176,7 +177,8 @@ std::string AdminCore::metrics_text() const {
   }
 
   const auto t = timer_.stats();
-  out.begin("wheelrpc_timer_pending", MetricType::gauge, "Timeouts scheduled on the shared timer and not yet run or cancelled.");
+  out.begin("wheelrpc_timer_pending", MetricType::gauge,
+            "Timeouts scheduled on the shared timer and not yet run or cancelled.");
   out.sample({}, static_cast<double>(t.pending));
   out.begin("wheelrpc_timer_scheduled_total", MetricType::counter, "Timeouts scheduled on the shared timer.");
   out.sample({}, static_cast<double>(t.scheduled));

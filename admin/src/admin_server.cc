@@ -76,14 +76,17 @@ unsigned gateway_status(const error_code& ec) {
 }  // namespace
 
 AdminCore::AdminCore(asio::any_io_executor ex, timer::HashedWheelTimer& timer, AdminOptions options)
-    : ex_(std::move(ex)), timer_(timer), options_(std::move(options)),
+    : ex_(std::move(ex)),
+      timer_(timer),
+      options_(std::move(options)),
       http_(std::make_unique<detail::HttpServer>(ex_, timer_, http_options(options_))) {
   if (options_.gateway_timeout.count() <= 0) throw std::invalid_argument("AdminOptions::gateway_timeout must be > 0");
 }
 
 void AdminCore::add_client(std::string name, rpc::Client& client) {
   for (const auto& c : clients_) {
-    if (c.name == name) throw std::invalid_argument("AdminServer::add_client: a client named '" + name + "' was added already");
+    if (c.name == name)
+      throw std::invalid_argument("AdminServer::add_client: a client named '" + name + "' was added already");
   }
   clients_.push_back({std::move(name), &client});
 }
@@ -94,7 +97,7 @@ error_code AdminCore::listen(unsigned short port) {
   if (ec) return ec;
   if (!address.is_loopback() && !options_.allow_remote) {
     detail::logger()->error("admin: refusing to bind {}: not a loopback address (set AdminOptions::allow_remote)",
-                    options_.address);
+                            options_.address);
     return make_error_code(boost::system::errc::invalid_argument);
   }
   add_routes();
@@ -167,61 +170,60 @@ void AdminCore::add_routes() {
     };
   };
   http_->add("GET", "/", route([](AdminCore&, HttpRequest&, Reply reply) {
-    reply(HttpResponse::text(200,
-                             "wheelrpc admin: /status /connections /timeouts /metrics /health /ready; "
-                             "POST /offline /online /rpc/METHOD"));
-  }));
+               reply(HttpResponse::text(200,
+                                        "wheelrpc admin: /status /connections /timeouts /metrics /health /ready; "
+                                        "POST /offline /online /rpc/METHOD"));
+             }));
   http_->add("GET", "/metrics", route([](AdminCore& core, HttpRequest&, Reply reply) {
-    HttpResponse r;
-    r.content_type = std::string(TextExposition::kContentType);
-    r.body = core.metrics_text();
-    reply(std::move(r));
-  }));
+               HttpResponse r;
+               r.content_type = std::string(TextExposition::kContentType);
+               r.body = core.metrics_text();
+               reply(std::move(r));
+             }));
   http_->add("GET", "/status", route([](AdminCore& core, HttpRequest& req, Reply reply) {
-    reply(wants_json(req) ? json_response(200, core.status_json()) : page(detail::status_page()));
-  }));
-  http_->add("GET", "/status.json", route([](AdminCore& core, HttpRequest&, Reply reply) {
-    reply(json_response(200, core.status_json()));
-  }));
+               reply(wants_json(req) ? json_response(200, core.status_json()) : page(detail::status_page()));
+             }));
+  http_->add("GET", "/status.json",
+             route([](AdminCore& core, HttpRequest&, Reply reply) { reply(json_response(200, core.status_json())); }));
   http_->add("GET", "/connections", route([](AdminCore& core, HttpRequest& req, Reply reply) {
-    reply(wants_json(req) ? json_response(200, core.connections_json()) : page(detail::connections_page()));
-  }));
+               reply(wants_json(req) ? json_response(200, core.connections_json()) : page(detail::connections_page()));
+             }));
   http_->add("GET", "/connections.json", route([](AdminCore& core, HttpRequest&, Reply reply) {
-    reply(json_response(200, core.connections_json()));
-  }));
+               reply(json_response(200, core.connections_json()));
+             }));
   http_->add("GET", "/timeouts", route([](AdminCore& core, HttpRequest& req, Reply reply) {
-    reply(wants_json(req) ? json_response(200, core.timeouts_json()) : page(detail::timeouts_page()));
-  }));
+               reply(wants_json(req) ? json_response(200, core.timeouts_json()) : page(detail::timeouts_page()));
+             }));
   http_->add("GET", "/timeouts.json", route([](AdminCore& core, HttpRequest&, Reply reply) {
-    reply(json_response(200, core.timeouts_json()));
-  }));
+               reply(json_response(200, core.timeouts_json()));
+             }));
   http_->add("GET", "/health", route([](AdminCore& core, HttpRequest&, Reply reply) {
-    if (!core.server_) {
-      reply(HttpResponse::text(200, "OK"));  // a client-only process: up while it answers
-      return;
-    }
-    const auto s = core.server_->state();
-    if (s.serving()) {
-      reply(HttpResponse::text(200, "OK"));
-    } else {
-      reply(HttpResponse::text(503, !s.listening ? "not listening" : s.draining ? "draining" : "offline"));
-    }
-  }));
+               if (!core.server_) {
+                 reply(HttpResponse::text(200, "OK"));  // a client-only process: up while it answers
+                 return;
+               }
+               const auto s = core.server_->state();
+               if (s.serving()) {
+                 reply(HttpResponse::text(200, "OK"));
+               } else {
+                 reply(HttpResponse::text(503, !s.listening ? "not listening" : s.draining ? "draining" : "offline"));
+               }
+             }));
   http_->add("GET", "/ready", route([](AdminCore& core, HttpRequest&, Reply reply) {
-    if (!core.server_) {
-      reply(HttpResponse::text(200, "ready"));
-      return;
-    }
-    const auto s = core.server_->state();
-    if (s.ready()) {
-      reply(HttpResponse::text(200, "ready"));
-    } else {
-      reply(HttpResponse::text(503, !s.listening      ? "not listening"
-                                    : s.draining      ? "draining"
-                                    : !s.online       ? "offline"
-                                                      : "not registered yet"));
-    }
-  }));
+               if (!core.server_) {
+                 reply(HttpResponse::text(200, "ready"));
+                 return;
+               }
+               const auto s = core.server_->state();
+               if (s.ready()) {
+                 reply(HttpResponse::text(200, "ready"));
+               } else {
+                 reply(HttpResponse::text(503, !s.listening ? "not listening"
+                                               : s.draining ? "draining"
+                                               : !s.online  ? "offline"
+                                                            : "not registered yet"));
+               }
+             }));
   auto qos = [route](bool online) {
     return route([online](AdminCore& core, HttpRequest&, Reply reply) {
       if (!core.server_) {
@@ -235,9 +237,8 @@ void AdminCore::add_routes() {
   };
   http_->add("POST", "/offline", qos(false));
   http_->add("POST", "/online", qos(true));
-  http_->add_prefix("POST", "/rpc/", route([](AdminCore& core, HttpRequest& req, Reply reply) {
-    core.gateway(req, std::move(reply));
-  }));
+  http_->add_prefix("POST", "/rpc/",
+                    route([](AdminCore& core, HttpRequest& req, Reply reply) { core.gateway(req, std::move(reply)); }));
 }
 
 void AdminCore::gateway(HttpRequest& req, Reply reply) {
@@ -258,7 +259,8 @@ void AdminCore::gateway(HttpRequest& req, Reply reply) {
     long long ms = 0;
     auto [end, ec] = std::from_chars(h.data(), h.data() + h.size(), ms);
     if (ec != std::errc() || end != h.data() + h.size() || ms <= 0 || ms > 86'400'000) {
-      fail(400, "bad_request", "X-Wheelrpc-Timeout-Ms must be an integer from 1 to 86400000, got '" + std::string(h) + "'");
+      fail(400, "bad_request",
+           "X-Wheelrpc-Timeout-Ms must be an integer from 1 to 86400000, got '" + std::string(h) + "'");
       return;
     }
     timeout = std::chrono::milliseconds(ms);

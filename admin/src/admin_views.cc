@@ -91,7 +91,8 @@ json::array AdminCore::methods_json(const std::vector<rpc::MethodStats>& methods
 json::object AdminCore::status_json() const {
   json::object o;
   o["time"] = iso_time(std::chrono::system_clock::now());
-  o["uptime_s"] = std::round(std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count() * 10) / 10;
+  o["uptime_s"] =
+      std::round(std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count() * 10) / 10;
   o["process"] = options_.process_name;
   if (server_) {
     const auto state = server_->state();
@@ -166,7 +167,9 @@ json::object AdminCore::status_json() const {
     if (n >= 2) {
       const double span_s = n - 1;
       timer["wakeups_per_s"] =
-          std::round(static_cast<double>(timer_history_.back().wakeups - timer_history_.front().wakeups) / span_s * 10) / 10;
+          std::round(static_cast<double>(timer_history_.back().wakeups - timer_history_.front().wakeups) / span_s *
+                     10) /
+          10;
     } else {
       timer["wakeups_per_s"] = nullptr;
     }

@@ -19,9 +19,9 @@ struct HttpRequest {
   std::string query;   ///< the target after the first '?', "" if none
   /// Every header line in order, names lower-cased, values as sent (trimmed by the parser).
   std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;    ///< the whole body (chunked bodies de-chunked)
-  unsigned version = 11;  ///< 10 for HTTP/1.0, 11 for HTTP/1.1
-  bool keep_alive = true; ///< what the client asked for (version and Connection header)
+  std::string body;        ///< the whole body (chunked bodies de-chunked)
+  unsigned version = 11;   ///< 10 for HTTP/1.0, 11 for HTTP/1.1
+  bool keep_alive = true;  ///< what the client asked for (version and Connection header)
 
   /// The value of the first header named `lower_name` (give it lower-cased), "" if absent.
   std::string_view header(std::string_view lower_name) const;
@@ -42,7 +42,7 @@ struct HttpResponse {
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;  ///< extra headers
-  bool close = false;  ///< close the connection after writing this response
+  bool close = false;                                        ///< close the connection after writing this response
 
   /// A short text answer: `body` is `text` followed by a newline.
   static HttpResponse text(unsigned status, std::string_view text, bool close = false);

@@ -91,8 +91,7 @@ error_code HttpServerCore::listen(const asio::ip::tcp::endpoint& ep) {
     error_code ignored;
     acceptor_.close(ignored);
     // Returned, so the caller reports it (not said twice).
-    logger()->debug("admin HTTP server cannot listen on {}:{}: {}", ep.address().to_string(), ep.port(),
-                    ec.message());
+    logger()->debug("admin HTTP server cannot listen on {}:{}: {}", ep.address().to_string(), ep.port(), ec.message());
     return ec;
   }
   listening_ = true;
@@ -149,8 +148,8 @@ void HttpServerCore::on_accept(const error_code& ec, asio::ip::tcp::socket socke
     accept_locked();
   }
   if (reject) {
-    logger()->warn("conn={} admin HTTP connection refused: too many admin connections (limit {})",
-                   session->id(), options_.max_connections);
+    logger()->warn("conn={} admin HTTP connection refused: too many admin connections (limit {})", session->id(),
+                   options_.max_connections);
   }
   session->start();
 }

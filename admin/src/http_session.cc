@@ -164,9 +164,8 @@ void HttpSession::do_read() {
   assert(on_strand());
   if (reading_) return;
   reading_ = true;
-  socket_.async_read_some(asio::buffer(read_buf_), [self = shared_from_this()](const error_code& ec, std::size_t n) {
-    self->on_read(ec, n);
-  });
+  socket_.async_read_some(asio::buffer(read_buf_),
+                          [self = shared_from_this()](const error_code& ec, std::size_t n) { self->on_read(ec, n); });
 }
 
 void HttpSession::write_continue() {
@@ -233,8 +232,8 @@ void HttpSession::handle(HttpRequest req) {
                     e.what());
     if (!state->done.exchange(true)) write_response(HttpResponse::text(500, "internal error in the handler"));
   } catch (...) {
-    logger()->error("conn={} peer={} admin HTTP handler for {} {} threw a non-std exception", id_, peer_,
-                    req_.method, req_.path);
+    logger()->error("conn={} peer={} admin HTTP handler for {} {} threw a non-std exception", id_, peer_, req_.method,
+                    req_.path);
     if (!state->done.exchange(true)) write_response(HttpResponse::text(500, "internal error in the handler"));
   }
 }
@@ -271,9 +270,8 @@ void HttpSession::write_response(HttpResponse res) {
   m.keep_alive(!close_after_write_);
   res_ = std::move(m);
   arm(TimerKind::write, core_->options().request_timeout);
-  http::async_write(socket_, res_, [self = shared_from_this()](const error_code& ec, std::size_t) {
-    self->on_write(ec);
-  });
+  http::async_write(socket_, res_,
+                    [self = shared_from_this()](const error_code& ec, std::size_t) { self->on_write(ec); });
 }
 
 void HttpSession::on_write(const error_code& ec) {
@@ -321,8 +319,7 @@ void HttpSession::on_timeout(std::uint64_t seq) {
   assert(on_strand());
   if (phase_ == Phase::closed || seq != timer_seq_) return;
   switch (timer_kind_) {
-    case TimerKind::none:
-      return;
+    case TimerKind::none: return;
     case TimerKind::idle:
       logger()->debug("conn={} peer={} admin HTTP connection idle, closed", id_, peer_);
       close();
@@ -347,9 +344,7 @@ void HttpSession::on_timeout(std::uint64_t seq) {
                      core_->options().request_timeout.count());
       close();
       return;
-    case TimerKind::linger:
-      close();
-      return;
+    case TimerKind::linger: close(); return;
   }
 }
 

@@ -29,8 +29,7 @@ class HttpServerCore;
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
   /// `socket` must be on a strand (`make_strand` of the server's executor).
-  HttpSession(std::uint64_t id, boost::asio::ip::tcp::socket socket, std::shared_ptr<HttpServerCore> core,
-              bool reject);
+  HttpSession(std::uint64_t id, boost::asio::ip::tcp::socket socket, std::shared_ptr<HttpServerCore> core, bool reject);
   ~HttpSession();
 
   /// Starts serving (posted onto the strand). Any thread.
@@ -76,11 +75,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::array<char, 4096> read_buf_{};
   std::string in_;  // received, not yet consumed by the parser
   RequestParser parser_;
-  bool reading_ = false;          // an async_read_some is outstanding
-  bool writing_continue_ = false; // "100 Continue" is being written
-  bool request_started_ = false;  // bytes of the next request have arrived
+  bool reading_ = false;                  // an async_read_some is outstanding
+  bool writing_continue_ = false;         // "100 Continue" is being written
+  bool request_started_ = false;          // bytes of the next request have arrived
   std::chrono::milliseconds idle_limit_;  // request_timeout for a new connection, then idle_timeout
-  std::size_t lingered_ = 0;      // bytes discarded while lingering
+  std::size_t lingered_ = 0;              // bytes discarded while lingering
 
   Phase phase_ = Phase::reading;
   HttpRequest req_;

@@ -30,9 +30,7 @@ void write_double(std::string& out, double d) {
 
 void write(std::string& out, const json::value& v) {
   switch (v.kind()) {
-    case json::kind::double_:
-      write_double(out, v.get_double());
-      return;
+    case json::kind::double_: write_double(out, v.get_double()); return;
     case json::kind::array: {
       out += '[';
       bool first = true;

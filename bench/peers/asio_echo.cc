@@ -165,8 +165,12 @@ int server(const peers::Flags& flags) {
 class EchoLoad {
  public:
   EchoLoad(tcp::socket& socket, peers::EchoRun& run, std::int64_t t_measure, std::int64_t t_end)
-      : socket_(socket), run_(run), t_measure_(t_measure), t_end_(t_end),
-        payload_(static_cast<std::size_t>(run.payload)), queued_at_(static_cast<std::size_t>(run.concurrency)),
+      : socket_(socket),
+        run_(run),
+        t_measure_(t_measure),
+        t_end_(t_end),
+        payload_(static_cast<std::size_t>(run.payload)),
+        queued_at_(static_cast<std::size_t>(run.concurrency)),
         read_buffer_(std::max(kInitialBuffer, 2 * (kHeader + payload_))) {
     const std::size_t batch = queued_at_.size() * (kHeader + payload_);
     pending_.reserve(batch);
@@ -328,8 +332,8 @@ int main(int argc, char** argv) {
   try {
     if (mode == "server") return server(peers::Flags(argc, argv, {"port", "port-file", "lifetime", "host"}));
     if (mode == "client") {
-      return client(peers::Flags(argc, argv,
-                                 {"port", "concurrency", "payload", "warmup", "duration", "server-pid", "host"}));
+      return client(
+          peers::Flags(argc, argv, {"port", "concurrency", "payload", "warmup", "duration", "server-pid", "host"}));
     }
     return usage(mode.empty() ? "" : "unknown mode " + std::string(mode));
   } catch (const peers::UsageError& e) {

@@ -139,13 +139,18 @@ int churn(std::size_t p, std::size_t k) {
   const double ns = static_cast<double>(t1 - t0) / static_cast<double>(k);
   result_line("churn")
       .str("mode", "producer owns the io_context, poll() every 1000 iterations")
-      .num("pending", p).num("iterations", k)
-      .num("ns_per_pair", ns, 1).num("pairs_per_s", 1e9 / ns, 0)
-      .num("cpu_s", c1 - c0).num("cpu_ns_per_pair", (c1 - c0) * 1e9 / static_cast<double>(k), 1)
+      .num("pending", p)
+      .num("iterations", k)
+      .num("ns_per_pair", ns, 1)
+      .num("pairs_per_s", 1e9 / ns, 0)
+      .num("cpu_s", c1 - c0)
+      .num("cpu_ns_per_pair", (c1 - c0) * 1e9 / static_cast<double>(k), 1)
       .num("bytes_per_pending", static_cast<double>(rss1 - rss0) / static_cast<double>(p), 1)
       .num("sizeof_steady_timer", sizeof(asio::steady_timer))
-      .num("cancelled", cancelled).num("aborted_handlers_run", in_loop.aborted)
-      .num("fired", in_loop.fired).num("pending_at_end", pending_at_end)
+      .num("cancelled", cancelled)
+      .num("aborted_handlers_run", in_loop.aborted)
+      .num("fired", in_loop.fired)
+      .num("pending_at_end", pending_at_end)
       .str("check", check.empty() ? "ok" : check)
       .print();
   return check.empty() ? 0 : 1;
@@ -195,7 +200,9 @@ int accuracy(std::size_t n) {
 
   result_line("accuracy")
       .str("mode", "io_context on its own thread, scheduled from the main thread")
-      .num("timeouts", n).num("fired", fired).num("errors", errors)
+      .num("timeouts", n)
+      .num("fired", fired)
+      .num("errors", errors)
       .num("schedule_s", static_cast<double>(t_scheduled - t0) / 1e9)
       .num("wall_s", static_cast<double>(t1 - t0) / 1e9)
       .num("min_late_ms", ms(min_late), 3)
@@ -241,9 +248,12 @@ int idle(double seconds) {
 
   result_line("idle")
       .num("seconds", seconds, 1)
-      .num("cpu_s", c1 - c0, 6).num("vol_ctxsw", v1 - v0)
-      .num("timer_thread_cpu_s", tc1 - tc0, 6).num("timer_thread_vol_ctxsw", tv1 - tv0)
-      .num("fired", fired).num("aborted", aborted)
+      .num("cpu_s", c1 - c0, 6)
+      .num("vol_ctxsw", v1 - v0)
+      .num("timer_thread_cpu_s", tc1 - tc0, 6)
+      .num("timer_thread_vol_ctxsw", tv1 - tv0)
+      .num("fired", fired)
+      .num("aborted", aborted)
       .str("check", ok ? "ok" : "FAILED: the timeout fired or was not cancelled")
       .print();
   return ok ? 0 : 1;

@@ -119,12 +119,11 @@ int server(const peers::Flags& flags) {
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   if (!dir.empty()) {
     grpc::SslServerCredentialsOptions options(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-    options.pem_key_cert_pairs.push_back({read_file(std::filesystem::path(dir) / "server.key"),
-                                          read_file(std::filesystem::path(dir) / "server.pem")});
+    options.pem_key_cert_pairs.push_back(
+        {read_file(std::filesystem::path(dir) / "server.key"), read_file(std::filesystem::path(dir) / "server.pem")});
     credentials = grpc::SslServerCredentials(options);
   }
-  const std::string address =
-      flags.str("host", "127.0.0.1") + ":" + std::to_string(flags.integer("port", 0, 0, 65535));
+  const std::string address = flags.str("host", "127.0.0.1") + ":" + std::to_string(flags.integer("port", 0, 0, 65535));
   peers::exit_after(flags.seconds("lifetime", 0));
 
   Echo::AsyncService service;
@@ -172,8 +171,7 @@ int client(const peers::Flags& flags) {
   if (!flags.has("port")) throw peers::UsageError("the client needs --port");
   const std::string dir = tls_dir(flags);
   run.tls = !dir.empty();
-  const std::string target =
-      flags.str("host", "127.0.0.1") + ":" + std::to_string(flags.integer("port", 0, 1, 65535));
+  const std::string target = flags.str("host", "127.0.0.1") + ":" + std::to_string(flags.integer("port", 0, 1, 65535));
 
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
   if (run.tls) {

@@ -183,10 +183,10 @@ struct EchoRun {
   bool tls = false;
   pid_t server_pid = 0;  ///< 0: the server's CPU and threads are not reported (-1)
 
-  Histogram latency;          ///< ns, successful calls completed inside the window
-  std::uint64_t errors = 0;   ///< failed calls over the whole run (warm-up and drain too)
-  double client_cpu_s = 0;    ///< this process, over the window
-  double server_cpu_s = -1;   ///< the server process, over the window; -1: unknown
+  Histogram latency;         ///< ns, successful calls completed inside the window
+  std::uint64_t errors = 0;  ///< failed calls over the whole run (warm-up and drain too)
+  double client_cpu_s = 0;   ///< this process, over the window
+  double server_cpu_s = -1;  ///< the server process, over the window; -1: unknown
 
   /// The client's and the server's CPU seconds now; the client samples both
   /// at the window's start and end.
@@ -209,15 +209,22 @@ struct EchoRun {
     const long threads =
         server_pid > 0 ? status_field("/proc/" + std::to_string(server_pid) + "/status", "Threads") : -1;
     JsonLine line;
-    line.str("system", system).str("version", version).str("workload", "echo")
-        .num("concurrency", concurrency).num("payload_bytes", payload)
-        .num("warmup_s", warmup_s, 1).num("duration_s", duration_s, 1)
+    line.str("system", system)
+        .str("version", version)
+        .str("workload", "echo")
+        .num("concurrency", concurrency)
+        .num("payload_bytes", payload)
+        .num("warmup_s", warmup_s, 1)
+        .num("duration_s", duration_s, 1)
         .num("calls", static_cast<unsigned long long>(calls))
         .num("calls_per_s", static_cast<double>(calls) / duration_s, 0)
-        .num("p50_us", us(latency.quantile(0.50)), 1).num("p99_us", us(latency.quantile(0.99)), 1)
-        .num("p999_us", us(latency.quantile(0.999)), 1).num("max_us", us(static_cast<double>(latency.max())), 1)
+        .num("p50_us", us(latency.quantile(0.50)), 1)
+        .num("p99_us", us(latency.quantile(0.99)), 1)
+        .num("p999_us", us(latency.quantile(0.999)), 1)
+        .num("max_us", us(static_cast<double>(latency.max())), 1)
         .num("errors", static_cast<unsigned long long>(errors))
-        .num("client_cpu_s", client_cpu_s, 2).num("server_cpu_s", server_cpu_s, 2)
+        .num("client_cpu_s", client_cpu_s, 2)
+        .num("server_cpu_s", server_cpu_s, 2)
         .num("server_threads", threads)
         .num("deadline_ms", deadline_ms)
         .num("client_cpu_ns_per_call", per_call_ns(client_cpu_s), 0)

@@ -39,7 +39,8 @@ std::size_t choose() noexcept {
 }  // namespace
 
 std::size_t thread_slot() noexcept {
-  if (t_slot <= kSharedSlot) [[likely]] return t_slot;
+  if (t_slot <= kSharedSlot) [[likely]]
+    return t_slot;
   thread_local SlotReturn give_back;  // constructed once, on this first use
   (void)give_back;
   t_slot = choose();

@@ -1,3 +1,5 @@
+// Docs quote this file's lines verbatim (tests/examples checks them): not reformatted.
+// clang-format off
 // Guide, "Per-call options": the deadline, retries of idempotent calls with
 // their own attempt timeouts, and hedging. Two servers share a "lookup" that
 // hangs on a key seen for the first time and answers the repeats.
@@ -86,3 +88,4 @@ int main() {
   io.run();
   return guide::status();
 }
+// clang-format on

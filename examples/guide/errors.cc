@@ -1,3 +1,5 @@
+// Docs quote this file's lines verbatim (tests/examples checks them): not reformatted.
+// clang-format off
 // Guide, "Errors": what a caller sees for each failure, the message that
 // comes with it, which failures are retried, and the exception use_awaitable
 // throws.
@@ -75,3 +77,4 @@ int main() {
   io.run();
   return guide::status();
 }
+// clang-format on

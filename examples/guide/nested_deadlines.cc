@@ -1,3 +1,5 @@
+// Docs quote this file's lines verbatim (tests/examples checks them): not reformatted.
+// clang-format off
 // Guide, "Deadlines inherited by nested calls": the calls a handler makes get
 // what is left of its caller's budget; one made after the budget is spent
 // fails at once, unsent. Here main makes blocking calls; two threads run io.
@@ -96,3 +98,4 @@ int main() {
   for (auto& t : io_threads) t.join();
   return guide::status();
 }
+// clang-format on

@@ -1,3 +1,5 @@
+// Docs quote this file's lines verbatim (tests/examples checks them): not reformatted.
+// clang-format off
 // Guide, "Payloads": a payload is bytes (a std::string); carry structured data
 // in it (here JSON, with Boost.JSON and Boost.Describe) and metadata in
 // attachments.
@@ -85,3 +87,4 @@ int main() {
   io.run();
   return guide::status();
 }
+// clang-format on

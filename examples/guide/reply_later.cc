@@ -1,3 +1,5 @@
+// Docs quote this file's lines verbatim (tests/examples checks them): not reformatted.
+// clang-format off
 // Guide, "Defining methods": a handler replies now or later, from any thread,
 // exactly once; a Responder dropped without a reply answers server_error.
 #include <wheelrpc/rpc/client.h>
@@ -71,3 +73,4 @@ int main() {
   check(!second_reply_sent, "a second reply is dropped: reply() returns false");
   return guide::status();
 }
+// clang-format on

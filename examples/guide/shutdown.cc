@@ -1,3 +1,5 @@
+// Docs quote this file's lines verbatim (tests/examples checks them): not reformatted.
+// clang-format off
 // Guide, "Shutting down": close clients and stop servers, then stop the
 // threads (the pool doing handlers' work, those running the executor), then
 // let the timer go. In that order the program ends by itself. Two threads run
@@ -74,3 +76,4 @@ int main() {
   std::printf("closed cleanly\n");
   return guide::status();  // 3. the timer is destroyed last
 }
+// clang-format on

@@ -1,3 +1,5 @@
+// Docs quote this file's lines verbatim (tests/examples checks them): not reformatted.
+// clang-format off
 // Guide, "What runs on which thread": a handler runs on its connection's strand,
 // on a thread running the server's executor, and must not block it: heavy work
 // goes to a thread pool, which replies. A coroutine resumes on its own executor.
@@ -79,3 +81,4 @@ int main() {
   pool.join();
   return guide::status();
 }
+// clang-format on

@@ -1,3 +1,5 @@
+// Docs quote this file's lines verbatim (tests/examples checks them): not reformatted.
+// clang-format off
 // Guide, "wait_for_ready": against a server that is down, a call fails fast
 // with unavailable (the default); with wait_for_ready it waits through the
 // client's reconnects until its deadline, and succeeds once the server is up.
@@ -72,3 +74,4 @@ int main() {
   io.run();
   return guide::status();
 }
+// clang-format on

@@ -34,10 +34,10 @@ struct Config {
   int retries = rpc::CallOptions{}.retries;             ///< --retries (CallOptions::retries)
   bool idempotent = false;                              ///< --idempotent (CallOptions::idempotent)
   rpc::LoadBalance load_balance = rpc::ClientOptions{}.load_balance;  ///< --lb
-  std::chrono::milliseconds hedge_delay{0};             ///< --hedge-ms; 0 = no hedging
-  bool fail_on_error = false;                           ///< --fail-on-error: exit 1 if a call failed
-  int admin_port = -1;                                  ///< --admin-port: -1 = no admin server
-  transport::TlsOptions tls;                            ///< --tls-ca, --tls-cert, --tls-key, --tls-server-name
+  std::chrono::milliseconds hedge_delay{0};                           ///< --hedge-ms; 0 = no hedging
+  bool fail_on_error = false;                                         ///< --fail-on-error: exit 1 if a call failed
+  int admin_port = -1;                                                ///< --admin-port: -1 = no admin server
+  transport::TlsOptions tls;  ///< --tls-ca, --tls-cert, --tls-key, --tls-server-name
 };
 
 /// Reads the command line into `cfg` (FlagParser). Returns the exit status

@@ -10,7 +10,9 @@ bool connections_settled(const std::vector<rpc::ProviderStats>& providers, const
   // No provider, and the source has said why (it failed, or its set is
   // empty): nothing will connect soon, so there is nothing to wait for.
   if (source.providers == 0 && !source.error.empty()) return true;
-  const auto ready_or_failed = [](const rpc::ProviderStats& p) { return p.removed || p.ready || !p.last_error.empty(); };
+  const auto ready_or_failed = [](const rpc::ProviderStats& p) {
+    return p.removed || p.ready || !p.last_error.empty();
+  };
   // None yet: a provider source (names, a registry) has not reported a set.
   return source.providers > 0 && std::all_of(providers.begin(), providers.end(), ready_or_failed);
 }
@@ -42,7 +44,8 @@ void ConnectWait::poll() {
   // as providers not yet connecting, never as a set with none.
   const rpc::SourceState source = client_.source_state();
   const std::vector<rpc::ProviderStats> providers = client_.providers();
-  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_);
+  const auto waited =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_);
   if (connections_settled(providers, source) || waited >= kBound) {
     if (std::none_of(providers.begin(), providers.end(), [](const rpc::ProviderStats& p) { return p.ready; })) {
       std::fprintf(stderr, "echo_client: no server ready after %lld ms: %s\n", static_cast<long long>(waited.count()),

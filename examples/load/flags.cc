@@ -196,8 +196,7 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
       .add_number("--report-interval-ms", 1, kDayMs,
                   [&](long long v) { cfg.report_interval = std::chrono::milliseconds(v); })
       .add_number("--heartbeat-ms", 1, kDayMs, [&](long long v) { cfg.heartbeat = std::chrono::milliseconds(v); })
-      .add_number("--idle-timeout-ms", 1, kDayMs,
-                  [&](long long v) { cfg.idle_timeout = std::chrono::milliseconds(v); })
+      .add_number("--idle-timeout-ms", 1, kDayMs, [&](long long v) { cfg.idle_timeout = std::chrono::milliseconds(v); })
       .add_number("--retries", 0, rpc::CallOptions::kMaxRetries,
                   [&](long long v) { cfg.retries = static_cast<int>(v); })
       .add_value("--lb",
@@ -207,8 +206,9 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
                    cfg.load_balance = *lb;
                    return std::nullopt;
                  })
-      .add_number("--hedge-ms", 0, kDayMs, [&](long long v) { cfg.hedge_delay = std::chrono::milliseconds(v); },
-                  "0 = no hedging");
+      .add_number(
+          "--hedge-ms", 0, kDayMs, [&](long long v) { cfg.hedge_delay = std::chrono::milliseconds(v); },
+          "0 = no hedging");
   add_tls_flags(flags, cfg.tls, transport::TlsRole::client);
   if (const auto status = flags.parse(argc, argv)) return status;
   if (auto problem = finish_tls_flags(cfg.tls, transport::TlsRole::client)) return flags.usage_error(*problem);

@@ -16,8 +16,15 @@ namespace asio = boost::asio;
 using boost::system::error_code;
 
 Load::Load(const Config& cfg, asio::io_context& io, rpc::Client& client, std::function<void()> after_close)
-    : cfg_(cfg), io_(io), client_(client), after_close_(std::move(after_close)), report_timer_(io), end_timer_(io), drain_timer_(io),
-      signals_(io, SIGINT, SIGTERM), connect_wait_(io, client) {}
+    : cfg_(cfg),
+      io_(io),
+      client_(client),
+      after_close_(std::move(after_close)),
+      report_timer_(io),
+      end_timer_(io),
+      drain_timer_(io),
+      signals_(io, SIGINT, SIGTERM),
+      connect_wait_(io, client) {}
 
 void Load::start() {
   wait_for_signal();
@@ -48,7 +55,8 @@ void Load::begin() {
   last_report_at_ = start_;
   if (!issuing_) return;  // interrupted while connecting: stop_issuing() posted finish()
   if (cfg_.duration_s) {
-    end_timer_.expires_after(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*cfg_.duration_s)));
+    end_timer_.expires_after(
+        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(*cfg_.duration_s)));
     end_timer_.async_wait([this](const error_code& ec) {
       if (!ec) stop_issuing();
     });
@@ -94,12 +102,13 @@ void Load::issue() {
                      });
 }
 
-void Load::on_complete(std::uint64_t id, Clock::time_point issued_at, const std::string& expected,
-                       const error_code& ec, rpc::Response r) {
+void Load::on_complete(std::uint64_t id, Clock::time_point issued_at, const std::string& expected, const error_code& ec,
+                       rpc::Response r) {
   const Clock::time_point now = Clock::now();
   if (id >= completions_.size() || completions_[id]++ > 0) {
     ++tally_.completed_twice;
-    if (!cfg_.json) std::fprintf(stderr, "echo_client: call #%llu completed again\n", static_cast<unsigned long long>(id));
+    if (!cfg_.json)
+      std::fprintf(stderr, "echo_client: call #%llu completed again\n", static_cast<unsigned long long>(id));
     return;
   }
   if (finished_) return;  // gave up on it already: it counts as lost
@@ -152,8 +161,9 @@ void Load::schedule_report() {
     // A stall (nothing completes for T + 5 s with calls in flight) ends the
     // run: those calls are lost.
     if (in_flight_ > 0 && Clock::now() - last_progress_ > cfg_.timeout + std::chrono::seconds(5)) {
-      if (!cfg_.json) std::fprintf(stderr, "echo_client: no call completed for %lld ms; giving up\n",
-                                   static_cast<long long>((cfg_.timeout + std::chrono::seconds(5)).count()));
+      if (!cfg_.json)
+        std::fprintf(stderr, "echo_client: no call completed for %lld ms; giving up\n",
+                     static_cast<long long>((cfg_.timeout + std::chrono::seconds(5)).count()));
       issuing_ = false;
       finish();
       return;
@@ -203,7 +213,8 @@ void Load::finish() {
   s.providers = client_.providers();  // those that left included
   s.proposed_heartbeat = cfg_.heartbeat;
   for (const auto& c : client_.connections()) {
-    if (c.heartbeat.count() > 0 && std::find(s.heartbeats.begin(), s.heartbeats.end(), c.heartbeat) == s.heartbeats.end())
+    if (c.heartbeat.count() > 0 &&
+        std::find(s.heartbeats.begin(), s.heartbeats.end(), c.heartbeat) == s.heartbeats.end())
       s.heartbeats.push_back(c.heartbeat);
   }
   std::sort(s.heartbeats.begin(), s.heartbeats.end());

@@ -82,8 +82,8 @@ namespace rpc = wheelrpc::rpc;
 using wheelrpc::examples::load::Config;
 
 int run(const Config& cfg) {
-  wheelrpc::examples::install_loggers({"wheelrpc.rpc", "wheelrpc.transport", "wheelrpc.timer", "wheelrpc.registry",
-                                       "wheelrpc.admin"});
+  wheelrpc::examples::install_loggers(
+      {"wheelrpc.rpc", "wheelrpc.transport", "wheelrpc.timer", "wheelrpc.registry", "wheelrpc.admin"});
   asio::io_context io(1);
   wheelrpc::timer::HashedWheelTimer timer;  // must outlive the client and the registry
   rpc::ClientOptions options;

@@ -106,10 +106,11 @@ void print_summary(const Config& cfg, const Tally& tally, const Summary& s) {
         .print();
     return;
   }
-  std::printf("\n%llu calls in %.2f s: %llu ok, %llu timed out, %llu failed otherwise, %llu lost, "
-              "%llu completed twice\n",
-              static_cast<ull>(tally.issued), s.elapsed_s, static_cast<ull>(tally.ok), static_cast<ull>(tally.timeouts),
-              static_cast<ull>(failed), static_cast<ull>(s.lost), static_cast<ull>(tally.completed_twice));
+  std::printf(
+      "\n%llu calls in %.2f s: %llu ok, %llu timed out, %llu failed otherwise, %llu lost, "
+      "%llu completed twice\n",
+      static_cast<ull>(tally.issued), s.elapsed_s, static_cast<ull>(tally.ok), static_cast<ull>(tally.timeouts),
+      static_cast<ull>(failed), static_cast<ull>(s.lost), static_cast<ull>(tally.completed_twice));
   if (tally.ok > 0) std::printf("  ok calls: %.0f/s, latency p50 %.0f us, p99 %.0f us\n", rate, p50, p99);
   if (!tally.errors.empty()) {
     std::printf("  errors by code:");

@@ -18,8 +18,8 @@ namespace wheelrpc::examples::load {
 struct Progress {
   std::chrono::steady_clock::duration elapsed{};  ///< since the first call
   std::size_t in_flight = 0;
-  double ok_per_s = 0;         ///< successful calls per second since the previous line
-  std::uint64_t connects = 0;  ///< connections made so far (ClientStats::connects)
+  double ok_per_s = 0;            ///< successful calls per second since the previous line
+  std::uint64_t connects = 0;     ///< connections made so far (ClientStats::connects)
   std::size_t providers_now = 0;  ///< providers in the client's set now
 };
 
@@ -30,10 +30,11 @@ void print_progress(const Config& cfg, const Tally& tally, const Progress& p);
 
 /// What the summary shows besides the tally.
 struct Summary {
-  double elapsed_s = 0;  ///< from the first call to the last completion
+  double elapsed_s = 0;    ///< from the first call to the last completion
   std::uint64_t lost = 0;  ///< calls that never completed
   rpc::ClientStats stats;
-  std::vector<rpc::ProviderStats> providers;  ///< every provider ever in the set (Client::providers(), those that left included)
+  std::vector<rpc::ProviderStats>
+      providers;  ///< every provider ever in the set (Client::providers(), those that left included)
   /// The heartbeat intervals agreed with the servers (distinct, ascending;
   /// from the connections open at the end), and the one this client proposed.
   std::vector<std::chrono::milliseconds> heartbeats;

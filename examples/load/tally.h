@@ -23,12 +23,12 @@ inline constexpr const char* kWrongReply = "wrong_reply";
 
 /// The counts of one run. Only the thread that runs the load touches it.
 struct Tally {
-  std::uint64_t issued = 0;           ///< calls started
-  std::uint64_t ok = 0;               ///< with the expected reply
-  std::uint64_t timeouts = 0;         ///< failed with "timeout" (also in `errors`)
-  std::uint64_t completed_twice = 0;  ///< completions of a call that had completed already
-  std::map<std::string, std::uint64_t> errors;  ///< failed calls per error_name (or kWrongReply)
-  std::map<std::string, std::string> examples;  ///< per error name, the message of its first failed call
+  std::uint64_t issued = 0;                            ///< calls started
+  std::uint64_t ok = 0;                                ///< with the expected reply
+  std::uint64_t timeouts = 0;                          ///< failed with "timeout" (also in `errors`)
+  std::uint64_t completed_twice = 0;                   ///< completions of a call that had completed already
+  std::map<std::string, std::uint64_t> errors;         ///< failed calls per error_name (or kWrongReply)
+  std::map<std::string, std::string> examples;         ///< per error name, the message of its first failed call
   std::chrono::steady_clock::duration max_overrun{0};  ///< latest completion after its deadline
   support::LatencyHistogram latency_us;                ///< of the calls with the expected reply
 

@@ -14,7 +14,7 @@ namespace {
 /// The upper edges of every bucket but the last, in ms.
 constexpr std::array<double, 11> kEdgesMs = {0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250};
 /// Index 0 is an empty bucket; 1..8 the block characters, one eighth each.
-constexpr std::array<std::string_view, 9> kBars = {" ", "\u2581", "\u2582", "\u2583", "\u2584",
+constexpr std::array<std::string_view, 9> kBars = {" ",      "\u2581", "\u2582", "\u2583", "\u2584",
                                                    "\u2585", "\u2586", "\u2587", "\u2588"};
 
 std::string label(double ms) {

@@ -16,13 +16,17 @@ inline void show_registry(admin::AdminServer& admin, std::shared_ptr<registry::E
   admin.add_section("Registry", [reg] {
     const auto s = reg->stats();
     auto n = [](std::uint64_t v) { return std::to_string(v); };
-    return admin::AdminServer::Values{
-        {"registrations in force", n(s.registered_now)}, {"subscriptions", n(s.subscriptions_now)},
-        {"registrations", n(s.registrations)},           {"unregistrations", n(s.unregistrations)},
-        {"lease grants", n(s.lease_grants)},             {"lease renewals", n(s.lease_renewals)},
-        {"lease losses", n(s.lease_losses)},             {"watch restarts", n(s.watch_restarts)},
-        {"etcd requests", n(s.requests)},                {"etcd request failures", n(s.request_failures)},
-        {"retry tasks pending", n(s.retry_tasks_pending)}};
+    return admin::AdminServer::Values{{"registrations in force", n(s.registered_now)},
+                                      {"subscriptions", n(s.subscriptions_now)},
+                                      {"registrations", n(s.registrations)},
+                                      {"unregistrations", n(s.unregistrations)},
+                                      {"lease grants", n(s.lease_grants)},
+                                      {"lease renewals", n(s.lease_renewals)},
+                                      {"lease losses", n(s.lease_losses)},
+                                      {"watch restarts", n(s.watch_restarts)},
+                                      {"etcd requests", n(s.requests)},
+                                      {"etcd request failures", n(s.request_failures)},
+                                      {"retry tasks pending", n(s.retry_tasks_pending)}};
   });
   admin.add_metrics([reg](admin::TextExposition& out) {
     const auto s = reg->stats();

@@ -14,17 +14,14 @@ namespace wheelrpc::examples {
 
 namespace po = boost::program_options;
 
-std::optional<std::string> number_problem(std::string_view text, long long lo, long long hi,
-                                          const std::string& note) {
+std::optional<std::string> number_problem(std::string_view text, long long lo, long long hi, const std::string& note) {
   long long v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (text.empty() || end != text.data() + text.size() ||
-      (ec != std::errc() && ec != std::errc::result_out_of_range)) {
+  if (text.empty() || end != text.data() + text.size() || (ec != std::errc() && ec != std::errc::result_out_of_range)) {
     return "expected a number, got '" + std::string(text) + "'";
   }
   if (ec == std::errc() && v >= lo && v <= hi) return std::nullopt;
-  std::string problem =
-      "expected " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " + std::string(text);
+  std::string problem = "expected " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " + std::string(text);
   if (!note.empty()) problem += "; " + note;
   return problem;
 }
@@ -44,12 +41,13 @@ FlagParser& FlagParser::add_value(std::string name, Apply apply) {
 
 FlagParser& FlagParser::add_number(std::string name, long long lo, long long hi, std::function<void(long long)> set,
                                    std::string note) {
-  return add_value(std::move(name), [lo, hi, note = std::move(note),
-                                     set = std::move(set)](const std::string& value) -> std::optional<std::string> {
-    if (auto problem = number_problem(value, lo, hi, note)) return problem;
-    set(*parse_int(value, lo, hi));
-    return std::nullopt;
-  });
+  return add_value(
+      std::move(name),
+      [lo, hi, note = std::move(note), set = std::move(set)](const std::string& value) -> std::optional<std::string> {
+        if (auto problem = number_problem(value, lo, hi, note)) return problem;
+        set(*parse_int(value, lo, hi));
+        return std::nullopt;
+      });
 }
 
 const FlagParser::Flag* FlagParser::find(std::string_view name) const {
@@ -105,12 +103,9 @@ std::optional<int> FlagParser::parse(int argc, char** argv) const {
   } catch (const po::invalid_command_line_syntax& e) {
     switch (e.kind()) {
       case po::invalid_syntax::missing_parameter:
-      case po::invalid_syntax::empty_adjacent_parameter:
-        return usage_error(e.get_option_name() + ": missing value");
-      case po::invalid_syntax::extra_parameter:
-        return usage_error(e.get_option_name() + ": takes no value");
-      default:
-        return usage_error(e.what());
+      case po::invalid_syntax::empty_adjacent_parameter: return usage_error(e.get_option_name() + ": missing value");
+      case po::invalid_syntax::extra_parameter: return usage_error(e.get_option_name() + ": takes no value");
+      default: return usage_error(e.what());
     }
   } catch (const po::error& e) {
     return usage_error(e.what());

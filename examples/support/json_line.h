@@ -26,7 +26,9 @@ namespace wheelrpc::support {
 ///   // {"workload":"echo","calls":1000,"p50_us":87.2}
 class JsonLine {
  public:
-  JsonLine& str(std::string_view k, std::string_view v) { return raw(k, boost::json::serialize(boost::json::string_view(v))); }
+  JsonLine& str(std::string_view k, std::string_view v) {
+    return raw(k, boost::json::serialize(boost::json::string_view(v)));
+  }
   /// `v` with `decimals` digits after the point (3 by default), like the peers.
   JsonLine& num(std::string_view k, double v, int decimals = 3) {
     char buf[64];

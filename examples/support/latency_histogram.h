@@ -43,8 +43,8 @@ class LatencyHistogram {
   /// it (at most max()); 0 when empty.
   double quantile(double q) const noexcept {
     if (count_ == 0) return 0;
-    const auto rank = std::max<std::uint64_t>(
-        1, static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(count_))));
+    const auto rank =
+        std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(count_))));
     std::uint64_t seen = 0;
     for (std::size_t i = 0; i < buckets_.size(); ++i) {
       seen += buckets_[i];

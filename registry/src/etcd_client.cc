@@ -98,13 +98,12 @@ class UnaryRequest : public std::enable_shared_from_this<UnaryRequest> {
 
   // A failure of this attempt: goes to the next endpoint.
   void attempt_failed(std::string_view phase, error_code ec) {
-    const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::chrono::steady_clock::now() - started_);
+    const auto elapsed =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_);
     if (timed_out_) {
       last_ec_ = make_error_code(errc::timeout);
       last_why_ = "etcd " + path_ + " to " + to_string(endpoint()) + ": no answer within " +
-                  std::to_string(client_->options().request_timeout.count()) + " ms (in " +
-                  std::string(phase) + ")";
+                  std::to_string(client_->options().request_timeout.count()) + " ms (in " + std::string(phase) + ")";
     } else if (phase == "connect" && ec == asio::error::connection_refused) {
       // The commonest first-hour mistake (etcd not started, a wrong port):
       // say it plainly.
@@ -142,17 +141,15 @@ class UnaryRequest : public std::enable_shared_from_this<UnaryRequest> {
     req_.keep_alive(false);
     req_.body() = body_;
     req_.prepare_payload();
-    http::async_write(socket_, req_, [self = shared_from_this(), gen](error_code e, std::size_t) {
-      self->on_write(gen, e);
-    });
+    http::async_write(socket_, req_,
+                      [self = shared_from_this(), gen](error_code e, std::size_t) { self->on_write(gen, e); });
   }
 
   void on_write(std::uint64_t gen, error_code ec) {
     if (gen != gen_) return;
     if (ec) return attempt_failed("write", ec);
-    http::async_read(socket_, buffer_, *res_, [self = shared_from_this(), gen](error_code e, std::size_t) {
-      self->on_read(gen, e);
-    });
+    http::async_read(socket_, buffer_, *res_,
+                     [self = shared_from_this(), gen](error_code e, std::size_t) { self->on_read(gen, e); });
   }
 
   void on_read(std::uint64_t gen, error_code ec) {
@@ -170,8 +167,8 @@ class UnaryRequest : public std::enable_shared_from_this<UnaryRequest> {
     const unsigned status = res.result_int();
     if (status / 100 == 2) return finish({}, {}, res.body());
     if (auto msg = decode_error_message(res.body())) {
-      return finish(make_error_code(errc::etcd_error),
-                    "etcd " + path_ + " at " + to_string(endpoint()) + ": " + *msg, res.body());
+      return finish(make_error_code(errc::etcd_error), "etcd " + path_ + " at " + to_string(endpoint()) + ": " + *msg,
+                    res.body());
     }
     std::string excerpt = res.body().substr(0, 120);
     finish(make_error_code(errc::http_error),
@@ -235,8 +232,7 @@ std::shared_ptr<EtcdClient> EtcdClient::create(Executor ex, timer::Timer& timer,
   return std::shared_ptr<EtcdClient>(new EtcdClient(std::move(ex), timer, std::move(endpoints), options));
 }
 
-EtcdClient::EtcdClient(Executor ex, timer::Timer& timer, std::vector<EtcdEndpoint> endpoints,
-                       EtcdClientOptions options)
+EtcdClient::EtcdClient(Executor ex, timer::Timer& timer, std::vector<EtcdEndpoint> endpoints, EtcdClientOptions options)
     : strand_(asio::make_strand(std::move(ex))), timer_(timer), endpoints_(std::move(endpoints)), options_(options) {}
 
 std::size_t EtcdClient::preferred_endpoint() const noexcept {

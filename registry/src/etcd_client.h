@@ -64,8 +64,7 @@ class EtcdClient : public std::enable_shared_from_this<EtcdClient> {
   using Strand = boost::asio::strand<Executor>;
 
   /// `endpoints` must not be empty (throws std::invalid_argument).
-  static std::shared_ptr<EtcdClient> create(Executor ex, timer::Timer& timer,
-                                            std::vector<EtcdEndpoint> endpoints,
+  static std::shared_ptr<EtcdClient> create(Executor ex, timer::Timer& timer, std::vector<EtcdEndpoint> endpoints,
                                             EtcdClientOptions options = {});
 
   /// Puts `key` = `value`, attached to `lease` (0: none).
@@ -76,8 +75,7 @@ class EtcdClient : public std::enable_shared_from_this<EtcdClient> {
   /// Deletes `key` (no error if it does not exist: `deleted` is 0).
   void delete_key(std::string key, std::function<void(boost::system::error_code, DeleteResult)> handler);
   /// Grants a lease of `ttl` (seconds, ≥ 1).
-  void lease_grant(std::chrono::seconds ttl,
-                   std::function<void(boost::system::error_code, LeaseGrantResult)> handler);
+  void lease_grant(std::chrono::seconds ttl, std::function<void(boost::system::error_code, LeaseGrantResult)> handler);
   /// Renews lease `id` once. A result with `ttl` 0 means the lease is gone
   /// (etcd does not report that as an error).
   void lease_keepalive(std::int64_t id, std::function<void(boost::system::error_code, KeepAliveResult)> handler);

@@ -15,8 +15,7 @@ std::vector<EtcdEndpoint> fail(boost::system::error_code& ec, std::string& why, 
 
 }  // namespace
 
-std::vector<EtcdEndpoint> parse_etcd_endpoints(std::string_view list, boost::system::error_code& ec,
-                                               std::string& why) {
+std::vector<EtcdEndpoint> parse_etcd_endpoints(std::string_view list, boost::system::error_code& ec, std::string& why) {
   ec.clear();
   why.clear();
   const std::string original(list);
@@ -45,8 +44,7 @@ std::vector<EtcdEndpoint> parse_etcd_endpoints(std::string_view list, boost::sys
       port = entry.substr(close + 2);
     } else {
       const auto colon = entry.rfind(':');
-      if (colon == std::string_view::npos)
-        return fail(ec, why, "etcd endpoint '" + shown + "': missing ':port'");
+      if (colon == std::string_view::npos) return fail(ec, why, "etcd endpoint '" + shown + "': missing ':port'");
       host = entry.substr(0, colon);
       port = entry.substr(colon + 1);
       if (host.find(':') != std::string_view::npos)

@@ -21,8 +21,7 @@ struct EtcdEndpoint {
 /// accepted; IPv6 as `[::1]:2379`). Every entry needs an explicit port. On
 /// failure returns an empty list, sets `ec` to errc::bad_endpoint and `why` to a
 /// message naming the bad entry. Pure function, thread-safe.
-std::vector<EtcdEndpoint> parse_etcd_endpoints(std::string_view list, boost::system::error_code& ec,
-                                               std::string& why);
+std::vector<EtcdEndpoint> parse_etcd_endpoints(std::string_view list, boost::system::error_code& ec, std::string& why);
 
 /// `host:port` (`[host]:port` for IPv6), for logs and the HTTP Host header.
 std::string to_string(const EtcdEndpoint& ep);

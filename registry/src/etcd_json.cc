@@ -231,8 +231,7 @@ void decode_delete(std::string_view body, DeleteResult& out, boost::system::erro
   });
 }
 
-void decode_lease_grant(std::string_view body, LeaseGrantResult& out, boost::system::error_code& ec,
-                        std::string& why) {
+void decode_lease_grant(std::string_view body, LeaseGrantResult& out, boost::system::error_code& ec, std::string& why) {
   decode(body, ec, why, [&](const json::object& o) {
     out.id = get_int64(o, "ID");
     out.ttl = std::chrono::seconds(get_int64(o, "TTL"));
@@ -240,8 +239,7 @@ void decode_lease_grant(std::string_view body, LeaseGrantResult& out, boost::sys
   });
 }
 
-void decode_keepalive(std::string_view body, KeepAliveResult& out, boost::system::error_code& ec,
-                      std::string& why) {
+void decode_keepalive(std::string_view body, KeepAliveResult& out, boost::system::error_code& ec, std::string& why) {
   decode(body, ec, why, [&](const json::object& o) {
     const auto* r = o.if_contains("result");
     if (r == nullptr) throw DecodeError{"keepalive answer without 'result'"};
@@ -255,8 +253,7 @@ void decode_empty(std::string_view body, boost::system::error_code& ec, std::str
   decode(body, ec, why, [](const json::object&) {});
 }
 
-void decode_watch_response(std::string_view line, WatchResponse& out, boost::system::error_code& ec,
-                           std::string& why) {
+void decode_watch_response(std::string_view line, WatchResponse& out, boost::system::error_code& ec, std::string& why) {
   decode(line, ec, why, [&](const json::object& o) {
     const auto* r = o.if_contains("result");
     if (r == nullptr) throw DecodeError{"watch message without 'result'"};

@@ -98,15 +98,12 @@ std::string encode_watch_create(std::string_view prefix, std::int64_t start_revi
 void decode_put(std::string_view body, PutResult& out, boost::system::error_code& ec, std::string& why);
 void decode_range(std::string_view body, RangeResult& out, boost::system::error_code& ec, std::string& why);
 void decode_delete(std::string_view body, DeleteResult& out, boost::system::error_code& ec, std::string& why);
-void decode_lease_grant(std::string_view body, LeaseGrantResult& out, boost::system::error_code& ec,
-                        std::string& why);
-void decode_keepalive(std::string_view body, KeepAliveResult& out, boost::system::error_code& ec,
-                      std::string& why);
+void decode_lease_grant(std::string_view body, LeaseGrantResult& out, boost::system::error_code& ec, std::string& why);
+void decode_keepalive(std::string_view body, KeepAliveResult& out, boost::system::error_code& ec, std::string& why);
 /// A body with only a header (revoke): checks it is a JSON object and not an error.
 void decode_empty(std::string_view body, boost::system::error_code& ec, std::string& why);
 /// One line of a watch stream.
-void decode_watch_response(std::string_view line, WatchResponse& out, boost::system::error_code& ec,
-                           std::string& why);
+void decode_watch_response(std::string_view line, WatchResponse& out, boost::system::error_code& ec, std::string& why);
 
 /// The message of an etcd error body (`{"error":..,"message":..,"code":N}`),
 /// or nullopt if `body` is not one.

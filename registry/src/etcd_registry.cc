@@ -87,10 +87,10 @@ std::string EtcdRegistryImpl::key_of(const std::string& service, const std::stri
 }
 
 void EtcdRegistryImpl::register_instance(ServiceInstance instance, RegistrationListener listener) {
-  asio::post(strand(), [self = shared_from_this(), instance = std::move(instance),
-                        listener = std::move(listener)]() mutable {
-    self->do_register(std::move(instance), std::move(listener));
-  });
+  asio::post(strand(),
+             [self = shared_from_this(), instance = std::move(instance), listener = std::move(listener)]() mutable {
+               self->do_register(std::move(instance), std::move(listener));
+             });
 }
 
 void EtcdRegistryImpl::unregister_instance(const std::string& service, const std::string& endpoint,
@@ -236,8 +236,8 @@ void EtcdRegistryImpl::count_request(bool failed) {
 
 std::chrono::nanoseconds EtcdRegistryImpl::jittered(std::chrono::milliseconds period) {
   std::uniform_real_distribution<double> d(0.8, 1.2);
-  return std::chrono::nanoseconds(static_cast<std::int64_t>(
-      static_cast<double>(std::chrono::nanoseconds(period).count()) * d(rng_)));
+  return std::chrono::nanoseconds(
+      static_cast<std::int64_t>(static_cast<double>(std::chrono::nanoseconds(period).count()) * d(rng_)));
 }
 
 template <class Task, class Arg>
@@ -247,8 +247,8 @@ std::uint64_t EtcdRegistryImpl::schedule_retry(Arg arg) {
   const std::uint64_t id = ++next_retry_;
   auto task = std::make_shared<Task>(weak_from_this(), id, std::move(arg));
   std::error_code ec;
-  auto timeout = client_->timer().new_timeout(std::shared_ptr<timer::TimerTask>(task),
-                                              jittered(options_.retry_period), ec);
+  auto timeout =
+      client_->timer().new_timeout(std::shared_ptr<timer::TimerTask>(task), jittered(options_.retry_period), ec);
   if (ec) {
     logger()->error("{} not scheduled: {} (the operation will not be retried)", task->name(), ec.message());
     return 0;

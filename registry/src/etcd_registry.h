@@ -66,11 +66,11 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
     ServiceInstance instance;
     std::string value;  // instance.to_json()
     RegistrationListener listener;
-    std::uint64_t gen = 0;        // from next_gen_, new for each register_instance
-    bool registered = false;      // put confirmed under lease_
-    bool put_again = false;       // to put once the key's write in flight ends
-    std::uint64_t retry = 0;      // pending FailedRegisteredTask, 0: none
-    bool reported = false;        // a state was reported to the listener
+    std::uint64_t gen = 0;    // from next_gen_, new for each register_instance
+    bool registered = false;  // put confirmed under lease_
+    bool put_again = false;   // to put once the key's write in flight ends
+    std::uint64_t retry = 0;  // pending FailedRegisteredTask, 0: none
+    bool reported = false;    // a state was reported to the listener
     boost::system::error_code last_ec;
   };
 
@@ -86,14 +86,14 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
     // Strand only:
     ProviderSet set;
     std::optional<std::vector<ServiceInstance>> delivered;
-    std::int64_t revision = 0;   // last revision seen (read or event)
-    bool need_read = true;       // no successful read yet, or compacted
+    std::int64_t revision = 0;  // last revision seen (read or event)
+    bool need_read = true;      // no successful read yet, or compacted
     std::shared_ptr<EtcdWatch> watch;
     std::uint64_t watch_gen = 0;
     bool watch_created = false;
     std::size_t watch_endpoint = 0;  // the client's endpoint index the watch was confirmed on
     std::chrono::steady_clock::time_point watch_started;
-    std::uint64_t retry = 0;     // pending FailedSubscribedTask
+    std::uint64_t retry = 0;  // pending FailedSubscribedTask
   };
 
   // etcd_registry.cc
@@ -113,8 +113,7 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
   // registry_lease.cc
   void ensure_lease();
   void on_granted(boost::system::error_code ec, const std::string& why, std::int64_t id);
-  void on_keepalive(std::int64_t lease, boost::system::error_code ec, const std::string& why,
-                    std::chrono::seconds ttl);
+  void on_keepalive(std::int64_t lease, boost::system::error_code ec, const std::string& why, std::chrono::seconds ttl);
   void schedule_keepalive(std::int64_t lease, std::chrono::nanoseconds delay);
   void lease_lost(std::int64_t lease, const std::string& why);
   void set_lease(std::int64_t id);

@@ -31,8 +31,7 @@ using WatchHandler = std::function<void(error_code, const WatchResponse&)>;
 // strand.
 class WatchStream final : public EtcdWatch, public std::enable_shared_from_this<WatchStream> {
  public:
-  WatchStream(std::shared_ptr<EtcdClient> client, std::string prefix, std::int64_t start_revision,
-              WatchHandler handler)
+  WatchStream(std::shared_ptr<EtcdClient> client, std::string prefix, std::int64_t start_revision, WatchHandler handler)
       : client_(std::move(client)),
         prefix_(std::move(prefix)),
         start_revision_(start_revision),
@@ -84,10 +83,9 @@ class WatchStream final : public EtcdWatch, public std::enable_shared_from_this<
                             [self = shared_from_this(), gen = gen_](error_code ec, tcp::resolver::results_type r) {
                               if (gen != self->gen_ || self->done_) return;
                               if (ec) return self->attempt_failed("resolve", ec);
-                              asio::async_connect(self->socket_, r,
-                                                  [self, gen](error_code e, const tcp::endpoint&) {
-                                                    self->on_connect(gen, e);
-                                                  });
+                              asio::async_connect(self->socket_, r, [self, gen](error_code e, const tcp::endpoint&) {
+                                self->on_connect(gen, e);
+                              });
                             });
   }
 
@@ -152,8 +150,8 @@ class WatchStream final : public EtcdWatch, public std::enable_shared_from_this<
     if (ec) return attempt_failed("read header", ec);
     const unsigned status = parser_->get().result_int();
     if (status != 200) {
-      return finish(make_error_code(errc::http_error), "etcd watch " + prefix_ + " on " + to_string(endpoint()) +
-                                                           ": HTTP " + std::to_string(status));
+      return finish(make_error_code(errc::http_error),
+                    "etcd watch " + prefix_ + " on " + to_string(endpoint()) + ": HTTP " + std::to_string(status));
     }
     if (!parser_->chunked()) {
       return finish(make_error_code(errc::bad_response),
@@ -163,9 +161,8 @@ class WatchStream final : public EtcdWatch, public std::enable_shared_from_this<
   }
 
   void read_more(std::uint64_t gen) {
-    http::async_read_some(socket_, buffer_, *parser_, [self = shared_from_this(), gen](error_code ec, std::size_t) {
-      self->on_read(gen, ec);
-    });
+    http::async_read_some(socket_, buffer_, *parser_,
+                          [self = shared_from_this(), gen](error_code ec, std::size_t) { self->on_read(gen, ec); });
   }
 
   void on_read(std::uint64_t gen, error_code ec) {
@@ -180,8 +177,7 @@ class WatchStream final : public EtcdWatch, public std::enable_shared_from_this<
     }
     if (parser_->is_done()) {
       if (splitter_.pending() != 0) {
-        return finish(make_error_code(errc::truncated),
-                      "etcd watch " + prefix_ + ": stream ended mid-message");
+        return finish(make_error_code(errc::truncated), "etcd watch " + prefix_ + ": stream ended mid-message");
       }
       return finish(make_error_code(errc::watch_closed), "etcd watch " + prefix_ + ": stream ended");
     }

@@ -5,8 +5,8 @@
 
 namespace wheelrpc::registry::detail {
 
-std::optional<ServiceInstance> decode_provider(std::string_view service, std::string_view key,
-                                               std::string_view value, std::string& why) {
+std::optional<ServiceInstance> decode_provider(std::string_view service, std::string_view key, std::string_view value,
+                                               std::string& why) {
   std::string inner;
   auto inst = ServiceInstance::from_json(value, inner);
   if (!inst) {
@@ -14,8 +14,7 @@ std::optional<ServiceInstance> decode_provider(std::string_view service, std::st
     return std::nullopt;
   }
   if (inst->service != service) {
-    why = "value of " + std::string(key) + " names service '" + inst->service + "', not '" + std::string(service) +
-          "'";
+    why = "value of " + std::string(key) + " names service '" + inst->service + "', not '" + std::string(service) + "'";
     return std::nullopt;
   }
   return inst;

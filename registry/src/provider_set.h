@@ -19,8 +19,8 @@ namespace wheelrpc::registry::detail {
 /// Decodes the value of `key` as a provider of `service`: a ServiceInstance
 /// (see ServiceInstance::from_json) naming that service. nullopt and `why`
 /// otherwise.
-std::optional<ServiceInstance> decode_provider(std::string_view service, std::string_view key,
-                                               std::string_view value, std::string& why);
+std::optional<ServiceInstance> decode_provider(std::string_view service, std::string_view key, std::string_view value,
+                                               std::string& why);
 
 class ProviderSet {
  public:

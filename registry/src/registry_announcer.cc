@@ -87,8 +87,8 @@ class RegistryAnnouncer final : public rpc::ServiceAnnouncer {
                     what + " not confirmed within " + std::to_string(limit.count()) + " ms: no answer from " + where);
     });
     if (!timed) {
-      pending->fail(make_error_code(errc::unavailable),
-                    what + ": the registry cannot time the check (timer stopped?)", /*log=*/false);
+      pending->fail(make_error_code(errc::unavailable), what + ": the registry cannot time the check (timer stopped?)",
+                    /*log=*/false);
     }
   }
 

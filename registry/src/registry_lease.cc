@@ -83,8 +83,7 @@ void EtcdRegistryImpl::schedule_keepalive(std::int64_t lease, std::chrono::nanos
   keepalive_.cancel();
   std::error_code ec;
   keepalive_ = client_->timer().new_timeout(
-      std::shared_ptr<timer::TimerTask>(std::make_shared<LeaseKeepAliveTimerTask>(weak_from_this(), lease)), delay,
-      ec);
+      std::shared_ptr<timer::TimerTask>(std::make_shared<LeaseKeepAliveTimerTask>(weak_from_this(), lease)), delay, ec);
   if (ec) logger()->error("lease {:x}: keepalive not scheduled: {}", lease, ec.message());
 }
 
@@ -112,8 +111,8 @@ void EtcdRegistryImpl::on_keepalive(std::int64_t lease, error_code ec, const std
     // new lease and puts them again).
     if (!lease_expired_reported_ && std::chrono::steady_clock::now() >= lease_valid_until_) {
       lease_expired_reported_ = true;
-      const std::string gone = fmt::format("lease {:x} expired while etcd was unreachable ({})", lease,
-                                           why.empty() ? ec.message() : why);
+      const std::string gone =
+          fmt::format("lease {:x} expired while etcd was unreachable ({})", lease, why.empty() ? ec.message() : why);
       // The count first: a listener told of the loss may read the stats at once.
       std::vector<Registration*> lost;
       for (auto& [key, r] : regs_) {

@@ -1,6 +1,5 @@
 // provider_source(): a Client's providers from a registry subscription.
 
-
 #include <spdlog/spdlog.h>
 
 #include <wheelrpc/common/mutex.h>
@@ -30,8 +29,7 @@ class RegistryProviderSource final : public rpc::ProviderSource {
     // Both callbacks run on the registry's strand, never concurrently. The
     // client names the source (describe()) before `why`: no prefix here.
     auto on_error = [listener](boost::system::error_code ec, const std::string& why) { listener(ec, {}, why); };
-    auto on_set = [listener = std::move(listener), service = service_](
-                      const std::vector<ServiceInstance>& providers) {
+    auto on_set = [listener = std::move(listener), service = service_](const std::vector<ServiceInstance>& providers) {
       std::vector<boost::asio::ip::tcp::endpoint> eps;
       eps.reserve(providers.size());
       for (const auto& p : providers) {

@@ -69,10 +69,8 @@ void EtcdRegistryImpl::put_registration(const std::string& key) {
   r.put_again = false;
   count_request(false);
   op_put(*client_, key, r.value, lease_,
-         [self = shared_from_this(), key, gen = r.gen, lease = lease_](error_code ec, const std::string& why,
-                                                                      PutResult) {
-           self->on_put(key, gen, lease, ec, why);
-         });
+         [self = shared_from_this(), key, gen = r.gen, lease = lease_](
+             error_code ec, const std::string& why, PutResult) { self->on_put(key, gen, lease, ec, why); });
 }
 
 void EtcdRegistryImpl::on_put(const std::string& key, std::uint64_t gen, std::int64_t lease, error_code ec,
@@ -168,27 +166,27 @@ void EtcdRegistryImpl::send_delete(const std::string& key, std::vector<DeleteDon
   assert(!writing_.contains(key));
   writing_.insert(key);
   count_request(false);
-  op_delete(*client_, key,
-            [self = shared_from_this(), key, dones = std::move(dones)](error_code ec, const std::string& why,
-                                                                       DeleteResult) {
-              self->writing_.erase(key);
-              if (ec) {
-                self->count_request(true);
-                if (!self->closed() && !self->regs_.contains(key) && !self->unreg_retries_.contains(key) &&
-                    !self->deferred_deletes_.contains(key)) {
-                  logger()->warn("unregister {} failed: {}; retry in ~{} ms", key, why.empty() ? ec.message() : why,
-                                 self->options_.retry_period.count());
-                  self->unreg_retries_[key] = self->schedule_retry<FailedUnregisteredTask>(std::string(key));
-                }
-              } else {
-                self->update_stats([](RegistryStats& s) { ++s.unregistrations; });
-                SPDLOG_LOGGER_DEBUG(logger(), "unregistered {}", key);
-              }
-              for (const auto& d : dones) {
-                if (d) d(ec);
-              }
-              if (!self->closed()) self->after_write(key);
-            });
+  op_delete(
+      *client_, key,
+      [self = shared_from_this(), key, dones = std::move(dones)](error_code ec, const std::string& why, DeleteResult) {
+        self->writing_.erase(key);
+        if (ec) {
+          self->count_request(true);
+          if (!self->closed() && !self->regs_.contains(key) && !self->unreg_retries_.contains(key) &&
+              !self->deferred_deletes_.contains(key)) {
+            logger()->warn("unregister {} failed: {}; retry in ~{} ms", key, why.empty() ? ec.message() : why,
+                           self->options_.retry_period.count());
+            self->unreg_retries_[key] = self->schedule_retry<FailedUnregisteredTask>(std::string(key));
+          }
+        } else {
+          self->update_stats([](RegistryStats& s) { ++s.unregistrations; });
+          SPDLOG_LOGGER_DEBUG(logger(), "unregistered {}", key);
+        }
+        for (const auto& d : dones) {
+          if (d) d(ec);
+        }
+        if (!self->closed()) self->after_write(key);
+      });
 }
 
 void EtcdRegistryImpl::after_write(const std::string& key) {

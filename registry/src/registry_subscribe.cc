@@ -46,8 +46,8 @@ void EtcdRegistryImpl::start_subscription(std::shared_ptr<Subscription> sub) {
 void EtcdRegistryImpl::schedule_watch_probe() {
   assert(strand().running_in_this_thread());
   if (probe_scheduled_ || closed() || subs_.empty()) return;
-  const auto period = std::max(options_.request_timeout,
-                               std::chrono::duration_cast<std::chrono::milliseconds>(options_.lease_ttl) / 3);
+  const auto period =
+      std::max(options_.request_timeout, std::chrono::duration_cast<std::chrono::milliseconds>(options_.lease_ttl) / 3);
   probe_scheduled_ = call_after(period, [w = weak_from_this()] {
     if (auto self = w.lock()) self->probe_watches();
   });
@@ -87,7 +87,8 @@ void EtcdRegistryImpl::on_read(SubscriptionId id, error_code ec, const std::stri
   if (ec) count_request(true);
   Subscription* sub = find_subscription(id);
   if (sub == nullptr || closed()) return;
-  if (ec) return subscription_failed(*sub, ec, "read of " + sub->prefix + " failed: " + (why.empty() ? ec.message() : why));
+  if (ec)
+    return subscription_failed(*sub, ec, "read of " + sub->prefix + " failed: " + (why.empty() ? ec.message() : why));
   follow_endpoint();
   update_stats([](RegistryStats& s) { ++s.full_reads; });
   const auto bad = sub->set.reset(r.kvs);
@@ -138,8 +139,7 @@ void EtcdRegistryImpl::on_watch(SubscriptionId id, std::uint64_t gen, error_code
   sub->watch.reset();
   if (ec == boost::asio::error::operation_aborted) return;
   if (ec == errc::compacted) {
-    logger()->info("subscription {}: revision {} compacted; reading the prefix again", sub->prefix,
-                   sub->revision + 1);
+    logger()->info("subscription {}: revision {} compacted; reading the prefix again", sub->prefix, sub->revision + 1);
     read_prefix(*sub);
     return;
   }
@@ -152,8 +152,9 @@ void EtcdRegistryImpl::on_watch(SubscriptionId id, std::uint64_t gen, error_code
     return;
   }
   count_request(true);  // the watch was never confirmed, or broke at once
-  subscription_failed(*sub, ec, "watch of " + sub->prefix + " from revision " + std::to_string(sub->revision + 1) +
-                                    " failed: " + ec.message());
+  subscription_failed(
+      *sub, ec,
+      "watch of " + sub->prefix + " from revision " + std::to_string(sub->revision + 1) + " failed: " + ec.message());
 }
 
 void EtcdRegistryImpl::subscription_failed(Subscription& sub, error_code ec, const std::string& why) {
@@ -208,8 +209,8 @@ void EtcdRegistryImpl::follow_endpoint() {
     if (!sub->watch || !sub->watch_created || sub->watch_endpoint == preferred) continue;
     if (sub->cancelled.load(std::memory_order_acquire)) continue;
     update_stats([](RegistryStats& s) { ++s.watch_restarts; });
-    logger()->info("subscription {}: requests failed over to {}; moving the watch there from revision {}",
-                   sub->prefix, to_string(client_->endpoints()[preferred]), sub->revision + 1);
+    logger()->info("subscription {}: requests failed over to {}; moving the watch there from revision {}", sub->prefix,
+                   to_string(client_->endpoints()[preferred]), sub->revision + 1);
     start_watch(*sub);
   }
 }

@@ -12,8 +12,7 @@ namespace json = boost::json;
 namespace {
 
 bool service_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-         c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
 }
 
 // "host:port" or "[v6]:port" with a port 1..65535 and no character that would

@@ -135,33 +135,31 @@ void Admission::dispatch(const ServerMethod& method, Request&& req, ReplySlotPtr
   core_.run_handler(method, std::move(req), std::move(slot), conn_id);
 }
 
-void Admission::queue_handler(const ServerMethod& method, Request&& req, ReplySlotPtr&& slot,
-                              std::uint64_t conn_id) {
+void Admission::queue_handler(const ServerMethod& method, Request&& req, ReplySlotPtr&& slot, std::uint64_t conn_id) {
   // `method` lives in handlers_, fixed once listening; the slot's connection
   // context keeps the core (and this) alive until the job has run.
   if (queued_.fetch_add(1, std::memory_order_relaxed) == 0) queue_emptied(core_.now());
-  boost::asio::post(options_.handler_executor,
-                    [this, &method, req = std::move(req), slot = std::move(slot), conn_id]() mutable {
-                      const auto t = core_.now();
-                      if (queued_.fetch_sub(1, std::memory_order_relaxed) == 1) queue_emptied(t);
-                      if (options_.overload.deadline_admission) {
-                        if (slot->answered()) {
-                          count_shed(*slot);  // its deadline answered it while it waited
-                          return;
-                        }
-                        if (auto why = shed_reason(method, *slot, t)) {
-                          count_shed(*slot);
-                          core_.finish(*slot, Status::server_timeout, std::move(*why));
-                          return;
-                        }
-                      }
-                      slot->queued_ns.store(std::chrono::nanoseconds(t - slot->received).count(),
-                                            std::memory_order_relaxed);
-                      slot->service_ns = method.service_ns.get();  // the handler's answer adds to it (finish)
-                      core_.run_handler(method, std::move(req), std::move(slot), conn_id);
-                      // Nothing of the core is touched past here: once the reply is out,
-                      // the server may be gone.
-                    });
+  boost::asio::post(
+      options_.handler_executor, [this, &method, req = std::move(req), slot = std::move(slot), conn_id]() mutable {
+        const auto t = core_.now();
+        if (queued_.fetch_sub(1, std::memory_order_relaxed) == 1) queue_emptied(t);
+        if (options_.overload.deadline_admission) {
+          if (slot->answered()) {
+            count_shed(*slot);  // its deadline answered it while it waited
+            return;
+          }
+          if (auto why = shed_reason(method, *slot, t)) {
+            count_shed(*slot);
+            core_.finish(*slot, Status::server_timeout, std::move(*why));
+            return;
+          }
+        }
+        slot->queued_ns.store(std::chrono::nanoseconds(t - slot->received).count(), std::memory_order_relaxed);
+        slot->service_ns = method.service_ns.get();  // the handler's answer adds to it (finish)
+        core_.run_handler(method, std::move(req), std::move(slot), conn_id);
+        // Nothing of the core is touched past here: once the reply is out,
+        // the server may be gone.
+      });
 }
 
 std::optional<std::string> Admission::shed_reason(const ServerMethod& method, const ReplySlot& slot,
@@ -175,9 +173,10 @@ std::optional<std::string> Admission::shed_reason(const ServerMethod& method, co
   // after the caller stopped waiting.
   const std::chrono::nanoseconds needs(method.service_ns->load(std::memory_order_relaxed));
   if (slot.deadline && t + needs > *slot.deadline) {
-    return fmt::format("'{}' waited {} us for a handler thread; {} us of its budget left, less than the {} us "
-                       "its handler has recently taken: not processed",
-                       slot.method, micros(waited), micros(*slot.deadline - t), micros(needs));
+    return fmt::format(
+        "'{}' waited {} us for a handler thread; {} us of its budget left, less than the {} us "
+        "its handler has recently taken: not processed",
+        slot.method, micros(waited), micros(*slot.deadline - t), micros(needs));
   }
   // A queue a couple of handler runs deep is no standing queue: the target
   // is at least twice what the method's handler has recently taken.
@@ -186,12 +185,12 @@ std::optional<std::string> Admission::shed_reason(const ServerMethod& method, co
     const std::chrono::steady_clock::time_point emptied{
         std::chrono::nanoseconds(queue_emptied_ns_.load(std::memory_order_relaxed))};
     if (t - emptied > options_.overload.queue_interval) {
-      return fmt::format("'{}' waited {} us for a handler thread in a queue not empty for {} ms, over its "
-                         "target of {} us (ServerOptions::overload.queue_target, or twice its handler's recent "
-                         "time): not processed",
-                         slot.method, micros(waited),
-                         std::chrono::duration_cast<std::chrono::milliseconds>(t - emptied).count(),
-                         micros(target));
+      return fmt::format(
+          "'{}' waited {} us for a handler thread in a queue not empty for {} ms, over its "
+          "target of {} us (ServerOptions::overload.queue_target, or twice its handler's recent "
+          "time): not processed",
+          slot.method, micros(waited), std::chrono::duration_cast<std::chrono::milliseconds>(t - emptied).count(),
+          micros(target));
     }
   }
   return std::nullopt;

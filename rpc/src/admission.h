@@ -77,8 +77,7 @@ class Admission {
 
  private:
   /// Answers `slot` with a refusal (counted in `counter`); returns null.
-  const ServerMethod* refuse(ReplySlot& slot, std::atomic<std::uint64_t>& counter, Status status,
-                             std::string message);
+  const ServerMethod* refuse(ReplySlot& slot, std::atomic<std::uint64_t>& counter, Status status, std::string message);
   /// Sheds a request whose deadline passed before it was handled; true if it did.
   bool shed_if_spent(ReplySlot& slot);
   /// Admits under the method's max_concurrency (counting it in `slot`).
@@ -100,11 +99,11 @@ class Admission {
   const ServerOptions& options_;
   const ServerShutdown& shutdown_;
   MethodTable& methods_;
-  MethodCells* unknown_cells_ = nullptr;  // "(unknown)": requests for methods with no handler
+  MethodCells* unknown_cells_ = nullptr;                    // "(unknown)": requests for methods with no handler
   std::unordered_map<std::string, ServerMethod> handlers_;  // fixed once listening
   ConcurrencyLimiter limiter_;
   std::atomic<std::int64_t> queue_emptied_ns_{0};  // steady ns (the server's clock)
-  std::atomic<std::int64_t> queued_{0};  // posted to the handler executor, not yet started
+  std::atomic<std::int64_t> queued_{0};            // posted to the handler executor, not yet started
   std::atomic<std::uint64_t> shed_{0}, refused_shutting_down_{0}, refused_offline_{0}, refused_overloaded_{0},
       method_not_found_{0};
 };

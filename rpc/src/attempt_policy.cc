@@ -27,13 +27,10 @@ bool may_retry(Failure failure, bool idempotent) noexcept {
     case Failure::write_queue_full:
     case Failure::unavailable:
     case Failure::overloaded:
-    case Failure::shutting_down:
-      return true;
+    case Failure::shutting_down: return true;
     case Failure::attempt_timeout:
-    case Failure::server_timeout:
-      return idempotent;
-    case Failure::application:
-      return false;
+    case Failure::server_timeout: return idempotent;
+    case Failure::application: return false;
   }
   return false;
 }
@@ -91,12 +88,8 @@ std::string final_message(std::string_view last_message, RetryVerdict verdict, i
   std::string out(last_message);
   switch (verdict) {
     case RetryVerdict::retry:
-    case RetryVerdict::not_retryable:
-      out += attempt_note(attempts, max_attempts, false);
-      break;
-    case RetryVerdict::out_of_attempts:
-      out += attempt_note(attempts, max_attempts, max_attempts > 1);
-      break;
+    case RetryVerdict::not_retryable: out += attempt_note(attempts, max_attempts, false); break;
+    case RetryVerdict::out_of_attempts: out += attempt_note(attempts, max_attempts, max_attempts > 1); break;
     case RetryVerdict::no_time:
       out += attempt_note(attempts, max_attempts, true);
       out += fmt::format("; no time left to retry: backoff {} ms, {} ms left before the deadline", count_ms(delay),
@@ -128,9 +121,9 @@ Outcome deadline_outcome(const DeadlineFacts& f) {
   // failed to connect, the call could not have been served at all.
   if (f.every_provider_failed) {
     out.ec = make_error_code(errc::unavailable);
-    out.message = describe("unavailable (no connection could be made before the deadline; " +
-                               f.last_connect_error + ")",
-                           f.elapsed, f.method, f.peer);
+    out.message =
+        describe("unavailable (no connection could be made before the deadline; " + f.last_connect_error + ")",
+                 f.elapsed, f.method, f.peer);
   } else if (f.last_ec) {
     out.ec = f.last_ec;
     out.message = f.last_error + attempt_note(f.attempts, f.max_attempts, false) +

@@ -110,8 +110,8 @@ std::string describe(std::string_view what, std::chrono::milliseconds elapsed, s
 
 /// What a call knows when its deadline passes.
 struct DeadlineFacts {
-  bool sent = false;             ///< an attempt is in flight
-  bool inherited = false;        ///< the deadline was inherited from the request being served
+  bool sent = false;                   ///< an attempt is in flight
+  bool inherited = false;              ///< the deadline was inherited from the request being served
   bool every_provider_failed = false;  ///< each provider's last connect attempt failed
   std::string last_connect_error;      ///< the latest of those errors
   boost::system::error_code last_ec;   ///< of the call's last failed attempt (empty: none)

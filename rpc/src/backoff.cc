@@ -13,7 +13,8 @@ Backoff::Backoff(BackoffOptions o, std::uint64_t seed) : options_(o), rng_(seed 
   if (!(o.multiplier >= 1.0) || o.multiplier > 100.0) {
     throw std::invalid_argument("BackoffOptions::multiplier must be between 1 and 100");
   }
-  if (!(o.jitter >= 0.0 && o.jitter <= 1.0)) throw std::invalid_argument("BackoffOptions::jitter must be between 0 and 1");
+  if (!(o.jitter >= 0.0 && o.jitter <= 1.0))
+    throw std::invalid_argument("BackoffOptions::jitter must be between 0 and 1");
   if (o.max < o.initial) throw std::invalid_argument("BackoffOptions::max must be >= initial");
 }
 

@@ -43,9 +43,10 @@ void BadInputLog::note(BadInput kind, std::uint64_t conn, std::string_view peer,
   // The channel's reason for a decoder error starts "bad input: "; the line says that already.
   constexpr std::string_view kPrefix = "bad input: ";
   if (reason.starts_with(kPrefix)) reason.remove_prefix(kPrefix.size());
-  logger()->warn("conn={} peer={} closed for bad input ({}): {} ({} connections closed for bad input so far; "
-                 "at most one such line a second)",
-                 conn, peer, bad_input_name(kind), reason, total());
+  logger()->warn(
+      "conn={} peer={} closed for bad input ({}): {} ({} connections closed for bad input so far; "
+      "at most one such line a second)",
+      conn, peer, bad_input_name(kind), reason, total());
 }
 
 std::uint64_t BadInputLog::total() const noexcept {

@@ -62,7 +62,7 @@ struct Call : common::Recycled<Call> {
 
   /// One attempt that was sent and awaits its reply.
   struct Attempt {
-    std::uint64_t id = 0;       // its pending-table key on the provider's connection
+    std::uint64_t id = 0;  // its pending-table key on the provider's connection
     // The provider it went to: kept alive while the attempt is, even if the
     // provider leaves the client's set meanwhile.
     std::shared_ptr<Subchannel> conn;
@@ -111,7 +111,7 @@ struct Call : common::Recycled<Call> {
   // never cleared: while false, nobody can pin the call, and marking it done
   // needs no fence against pins (mark_done).
   bool pinnable = false;
-  std::string payload;  // kept for retries and hedges
+  std::string payload;                 // kept for retries and hedges
   transport::Attachments attachments;  // the caller's
   // The traceparent every attempt carries after the caller's attachments
   // (lent to the frame, not copied into them); unsent when `send_trace` is
@@ -122,8 +122,8 @@ struct Call : common::Recycled<Call> {
   timer::Timeout deadline_timeout;
   Cover cover = Cover::none;
   Phase phase = Phase::idle;
-  bool waited = false;  // went through the waiting list
-  int attempts = 0;     // started so far
+  bool waited = false;                              // went through the waiting list
+  int attempts = 0;                                 // started so far
   boost::container::small_vector<Attempt, 1> live;  // sent, awaiting a reply
   // Providers tried, and that of the latest failed attempt: identities only,
   // compared with the current set's members, never dereferenced.
@@ -134,7 +134,7 @@ struct Call : common::Recycled<Call> {
   // moves to `latest_hold` (no reference count per attempt for messages).
   const Subchannel* latest = nullptr;
   std::shared_ptr<const Subchannel> latest_hold;
-  boost::system::error_code last_ec;       // of the latest failed attempt
+  boost::system::error_code last_ec;  // of the latest failed attempt
   std::string last_error;
   TimePoint retry_at = kNever;  // phase backoff: when the next attempt starts
   TimePoint hedge_at = kNever;  // phase sent: when the next hedge starts
@@ -182,8 +182,8 @@ inline CallPtr share_with_pinner(Call& c) noexcept {
 class CallPin {
  public:
   explicit CallPin(Call& c) noexcept : call_(c) {
-    call_.pins.fetch_add(1);                // sequentially consistent: pairs with
-    alive_ = !call_.done.load();            // complete()'s done store and pins load
+    call_.pins.fetch_add(1);      // sequentially consistent: pairs with
+    alive_ = !call_.done.load();  // complete()'s done store and pins load
   }
   ~CallPin() { call_.pins.fetch_sub(1, std::memory_order_release); }
   CallPin(const CallPin&) = delete;

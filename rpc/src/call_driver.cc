@@ -321,12 +321,13 @@ bool CallDriver::send_attempt(Call& call, const std::shared_ptr<Subchannel>& sub
   drop_attempt(call, call.live.size() - 1, true, done);
   if (result == Subchannel::SendResult::too_big) {
     complete(call, errc::bad_request,
-             Response{{}, {}, describe(call, fmt::format("request body of {} bytes exceeds {} of {} bytes, not sent",
-                                                         body,
-                                                         limit < ctx_.options.channel.max_body
-                                                             ? "the server's limit (max_body from its HELLO)"
-                                                             : "the limit (ChannelOptions::max_body)",
-                                                         limit))},
+             Response{{},
+                      {},
+                      describe(call, fmt::format("request body of {} bytes exceeds {} of {} bytes, not sent", body,
+                                                 limit < ctx_.options.channel.max_body
+                                                     ? "the server's limit (max_body from its HELLO)"
+                                                     : "the limit (ChannelOptions::max_body)",
+                                                 limit))},
              Origin::other, done);
   } else {
     const bool full = result == Subchannel::SendResult::queue_full;
@@ -369,8 +370,10 @@ void CallDriver::attempt_failed(Call& call, const Subchannel* provider, Failure 
   if (verdict == RetryVerdict::retry && !try_extra_attempt(t)) verdict = RetryVerdict::budget_refused;
   if (verdict != RetryVerdict::retry) {
     complete(call, ec,
-             Response{{}, {}, final_message(message, verdict, call.attempts, call.plan.max_attempts, delay,
-                                            ms_between(t, call.plan.deadline))},
+             Response{{},
+                      {},
+                      final_message(message, verdict, call.attempts, call.plan.max_attempts, delay,
+                                    ms_between(t, call.plan.deadline))},
              Origin::other, done);
     return;
   }
@@ -416,7 +419,7 @@ void CallDriver::on_reply(Subchannel& sub, IncomingReply& reply, TimePoint recei
     Call::Attempt a = std::move(*it);
     call.live.erase(it);
     if (a.conn.get() == call.latest) call.latest_hold = std::move(a.conn);  // messages below name it
-    if (a.swept) call.cover = Call::Cover::none;  // covered again below if the call goes on
+    if (a.swept) call.cover = Call::Cover::none;                            // covered again below if the call goes on
     const Status status = reply.status;
     error_code ec = status_error(status);
     if (ec) {
@@ -445,8 +448,8 @@ void CallDriver::on_reply(Subchannel& sub, IncomingReply& reply, TimePoint recei
       const char* what = ec == errc::unavailable   ? "unavailable (refused by the server)"
                          : ec == errc::bad_request ? "bad request (rejected by the server)"
                                                    : nullptr;
-      std::string message = describe(call, what ? std::string_view(what) : std::string_view(ec.message()), &sub) +
-                            ": " + reply.payload;
+      std::string message =
+          describe(call, what ? std::string_view(what) : std::string_view(ec.message()), &sub) + ": " + reply.payload;
       const Failure failure = failure_of(status);
       if (may_retry(failure, call.plan.idempotent)) {
         attempt_failed(call, &sub, failure, ec, std::move(message), done);
@@ -496,8 +499,7 @@ void CallDriver::on_lost(Subchannel& sub, LostAttempts& lost, const std::string&
 
 // ---------------------------------------------------------------- completion
 
-bool CallDriver::complete(Call& call, error_code ec, Response response, Origin origin, Completion& done,
-                          TimePoint at) {
+bool CallDriver::complete(Call& call, error_code ec, Response response, Origin origin, Completion& done, TimePoint at) {
   call.mu.assert_held();
   if (!mark_done(call)) return false;
   if (ec) [[unlikely]] {

@@ -66,8 +66,7 @@ class CallDriver {
   bool send_attempt(Call& call, const std::shared_ptr<Subchannel>& sub, Completion& done) WHEELRPC_REQUIRES(call.mu);
   /// A ready provider of `set` for the call's next attempt (or hedge, which
   /// avoids the providers it already waits on): its index in `set.conns`.
-  std::optional<std::size_t> pick(const Call& call, const ProviderSet& set, bool avoid_live)
-      WHEELRPC_REQUIRES(call.mu);
+  std::optional<std::size_t> pick(const Call& call, const ProviderSet& set, bool avoid_live) WHEELRPC_REQUIRES(call.mu);
   /// Removes the attempt at `index` from the call and its subchannel's table.
   void drop_attempt(Call& call, std::size_t index, bool failed, Completion& done) WHEELRPC_REQUIRES(call.mu);
   /// An attempt failed (already out of the books): retry it, or complete the
@@ -130,7 +129,7 @@ class CallDriver {
   RetryBudget budget_;
   std::atomic<std::uint64_t> rng_;
   common::Mutex books_mu_;
-  std::vector<CallPtr> waiting_ WHEELRPC_GUARDED_BY(books_mu_);  // calls waiting for a ready provider
+  std::vector<CallPtr> waiting_ WHEELRPC_GUARDED_BY(books_mu_);                // calls waiting for a ready provider
   std::unordered_map<Call*, CallPtr> backoff_ WHEELRPC_GUARDED_BY(books_mu_);  // calls between attempts
 };
 

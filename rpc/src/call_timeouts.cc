@@ -139,7 +139,7 @@ void CallTimeouts::on_aux(const CallPtr& ptr, TimePoint fired) {
           logger()->debug("hedging '{}' on {} after {} ms", call.method, set->conns[*target]->peer(),
                           ms_between(call.start, t).count());
           sent = driver_.send_attempt(call, set->conns[*target], done);  // rearms the aux timeout
-          if (!sent) call.hedge_at = t + call.plan.hedge_delay;           // it went down meanwhile
+          if (!sent) call.hedge_at = t + call.plan.hedge_delay;          // it went down meanwhile
         }
         // else: the budget refused it (counted); no more hedges for this call
         if (!sent) rearm_aux(call, t);

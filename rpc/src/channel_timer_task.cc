@@ -55,7 +55,7 @@ void AbstractTimerTask::check_within(std::chrono::nanoseconds delay) {
     return;
   }
   if (timer::fast_steady_now() + delay >= next_at_) return;  // due soon enough
-  if (!next_.cancel()) {  // expired meanwhile: as above
+  if (!next_.cancel()) {                                     // expired meanwhile: as above
     sooner_ = sooner_ ? std::min(*sooner_, delay) : delay;
     return;
   }
@@ -214,10 +214,11 @@ void CloseTimerTask::do_task(const WatchedChannel& w, std::chrono::steady_clock:
   const auto write_idle = now - w.channel->last_write();
   if (read_idle <= w.idle_timeout && write_idle <= w.idle_timeout) return;
   closed_.fetch_add(1, std::memory_order_relaxed);
-  w.channel->close(transport::make_error_code(transport::errc::idle_timeout),
-                   fmt::format("idle for {} ms (no {}), idle timeout {} ms",
-                               std::chrono::duration_cast<std::chrono::milliseconds>(std::max(read_idle, write_idle)).count(),
-                               read_idle > w.idle_timeout ? "read" : "write", w.idle_timeout.count()));
+  w.channel->close(
+      transport::make_error_code(transport::errc::idle_timeout),
+      fmt::format("idle for {} ms (no {}), idle timeout {} ms",
+                  std::chrono::duration_cast<std::chrono::milliseconds>(std::max(read_idle, write_idle)).count(),
+                  read_idle > w.idle_timeout ? "read" : "write", w.idle_timeout.count()));
 }
 
 void ReconnectTimerTask::do_task(const WatchedChannel& w, std::chrono::steady_clock::time_point now) {
@@ -230,10 +231,10 @@ void ReconnectTimerTask::do_task(const WatchedChannel& w, std::chrono::steady_cl
   if (read_idle <= w.idle_timeout) return;
   idle_closes_.fetch_add(1, std::memory_order_relaxed);
   // Close; the next run reconnects (the first attempt after a loss is fast).
-  w.channel->close(transport::make_error_code(transport::errc::idle_timeout),
-                   fmt::format("read nothing for {} ms (idle timeout {} ms): peer unresponsive",
-                               std::chrono::duration_cast<std::chrono::milliseconds>(read_idle).count(),
-                               w.idle_timeout.count()));
+  w.channel->close(
+      transport::make_error_code(transport::errc::idle_timeout),
+      fmt::format("read nothing for {} ms (idle timeout {} ms): peer unresponsive",
+                  std::chrono::duration_cast<std::chrono::milliseconds>(read_idle).count(), w.idle_timeout.count()));
 }
 
 }  // namespace wheelrpc::rpc

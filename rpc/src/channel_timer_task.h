@@ -132,13 +132,13 @@ class AbstractTimerTask : public timer::TimerTask, public std::enable_shared_fro
   const std::chrono::milliseconds tick_;
   boost::asio::any_io_executor executor_;
   std::atomic<bool> cancelled_{false};
-  std::atomic<int> running_{0};                 // runs in progress (0 or 1)
-  std::atomic<std::thread::id> runner_{};       // the thread of the run in progress
+  std::atomic<int> running_{0};            // runs in progress (0 or 1)
+  std::atomic<std::thread::id> runner_{};  // the thread of the run in progress
   std::atomic<std::uint64_t> runs_{0};
   common::Mutex mu_;
   // Guarded by mu_:
-  timer::Timer* timer_ WHEELRPC_GUARDED_BY(mu_) = nullptr;  // set by start()
-  timer::Timeout next_ WHEELRPC_GUARDED_BY(mu_);             // the next run
+  timer::Timer* timer_ WHEELRPC_GUARDED_BY(mu_) = nullptr;                  // set by start()
+  timer::Timeout next_ WHEELRPC_GUARDED_BY(mu_);                            // the next run
   std::chrono::steady_clock::time_point next_at_ WHEELRPC_GUARDED_BY(mu_);  // when it is due (steady clock)
   // check_within() while the timeout was not pending
   std::optional<std::chrono::nanoseconds> sooner_ WHEELRPC_GUARDED_BY(mu_);
@@ -170,8 +170,7 @@ class HeartbeatTimerTask final : public AbstractTimerTask {
 /// has come (a client's draining connection to a provider that left).
 class CloseTimerTask final : public AbstractTimerTask {
  public:
-  CloseTimerTask(ChannelProvider provider, std::chrono::milliseconds tick,
-                 boost::asio::any_io_executor executor = {})
+  CloseTimerTask(ChannelProvider provider, std::chrono::milliseconds tick, boost::asio::any_io_executor executor = {})
       : AbstractTimerTask(std::move(provider), tick, std::move(executor)) {}
   std::uint64_t closed() const noexcept { return closed_.load(std::memory_order_relaxed); }
 

@@ -4,7 +4,6 @@
 #include <stdexcept>
 #include <string>
 
-
 #include <wheelrpc/rpc/backoff.h>
 
 #include "client_core.h"
@@ -39,13 +38,16 @@ using detail::runs_in_this_thread;
 Response Client::call(std::string method, std::string payload, CallOptions options) {
   if (runs_in_this_thread(get_executor())) {
     throw CallError(errc::bad_request,
-                    "Client::call('" + method + "') on a thread that runs the client's executor would wait for "
-                    "itself (the reply and the deadline need that thread): not sent; use async_call there");
+                    "Client::call('" + method +
+                        "') on a thread that runs the client's executor would wait for "
+                        "itself (the reply and the deadline need that thread): not sent; use async_call there");
   }
   std::promise<std::pair<boost::system::error_code, Response>> promise;
   auto future = promise.get_future();
   async_call(std::move(method), std::move(payload), std::move(options),
-             [&promise](boost::system::error_code ec, Response r) { promise.set_value({ec, std::move(r)}); });
+             [&promise](boost::system::error_code ec, Response r) {
+               promise.set_value({ec, std::move(r)});
+             });
   auto [ec, response] = future.get();
   if (ec) throw CallError(ec, std::move(response.error_message));
   return std::move(response);

@@ -145,11 +145,11 @@ void ClientCore::send_failback(RetryTimerTask::Delivery delivery) {
   auto method = delivery.method;
   auto payload = delivery.payload;
   auto options = delivery.options;
-  start_call(std::move(method), std::move(payload), std::move(options),
-             [weak = std::weak_ptr<FailbackQueue>(failback_), d = std::move(delivery)](error_code ec,
-                                                                                       Response r) mutable {
-               if (auto queue = weak.lock()) queue->on_result(std::move(d), ec, r.error_message);
-             });
+  start_call(
+      std::move(method), std::move(payload), std::move(options),
+      [weak = std::weak_ptr<FailbackQueue>(failback_), d = std::move(delivery)](error_code ec, Response r) mutable {
+        if (auto queue = weak.lock()) queue->on_result(std::move(d), ec, r.error_message);
+      });
 }
 
 }  // namespace wheelrpc::rpc::detail

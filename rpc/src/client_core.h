@@ -99,9 +99,7 @@ class ClientCore final : public SubchannelListener, public std::enable_shared_fr
   void on_attempts_lost(Subchannel& sub, LostAttempts& lost, const std::string& what) override {
     driver_.on_lost(sub, lost, what);
   }
-  void on_deadlines_due(std::vector<CallPtr>& due, TimePoint fired) override {
-    timeouts_.on_deadlines_due(due, fired);
-  }
+  void on_deadlines_due(std::vector<CallPtr>& due, TimePoint fired) override { timeouts_.on_deadlines_due(due, fired); }
   void on_slot_freed() override { driver_.dispatch_waiting(); }
   void on_retired_closed(Subchannel& sub) override { pool_.forget_retired(sub); }
   bool calls_waiting() override { return driver_.calls_waiting(); }

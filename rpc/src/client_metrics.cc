@@ -28,8 +28,8 @@ void ClientMetrics::record_timeout(const Call& call, CallCode code, TimePoint t,
   } else if (!call.live.empty()) {
     r.phase = TimeoutPhase::sent_waiting;
   } else {
-    r.phase = call.phase != Call::Phase::backoff && connecting ? TimeoutPhase::connecting
-                                                                : TimeoutPhase::waiting_to_send;
+    r.phase =
+        call.phase != Call::Phase::backoff && connecting ? TimeoutPhase::connecting : TimeoutPhase::waiting_to_send;
   }
   r.budget = call.plan.has_deadline ? std::chrono::duration_cast<std::chrono::microseconds>(call.plan.budget)
                                     : std::chrono::microseconds(0);

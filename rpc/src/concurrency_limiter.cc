@@ -10,8 +10,8 @@ namespace wheelrpc::rpc::detail {
 LimitState next_limit_state(const AutoLimitOptions& o, LimitState state, const LimitWindow& window, bool remeasure) {
   if (window.samples == 0) return state;
   if (window.min_unqueued.count() > 0) {
-    state.no_load = remeasure || state.no_load.count() == 0 ? window.min_unqueued
-                                                            : std::min(state.no_load, window.min_unqueued);
+    state.no_load =
+        remeasure || state.no_load.count() == 0 ? window.min_unqueued : std::min(state.no_load, window.min_unqueued);
   }
   const double lo = static_cast<double>(std::max<std::size_t>(o.min_limit, 1));
   const double hi = std::max(lo, static_cast<double>(o.max_limit));
@@ -39,7 +39,8 @@ void validate_concurrency_limit(const ConcurrencyLimit& limit) {
   const auto& o = limit.auto_options();
   if (o.min_limit == 0) fail("min_limit must be >= 1");
   if (o.max_limit < o.min_limit) fail("max_limit must be >= min_limit");
-  if (o.initial_limit < o.min_limit || o.initial_limit > o.max_limit) fail("initial_limit must be in [min_limit, max_limit]");
+  if (o.initial_limit < o.min_limit || o.initial_limit > o.max_limit)
+    fail("initial_limit must be in [min_limit, max_limit]");
   if (!(o.tolerance >= 1.0)) fail("tolerance must be >= 1");
   if (o.window.count() < 0 || o.probe_interval.count() < 0 || o.latency_allowance.count() < 0) {
     fail("window, probe_interval and latency_allowance must be >= 0");

@@ -37,8 +37,7 @@ inline bool is_hello(const transport::Frame& f) {
 
 /// A heartbeat: an event request with an empty body.
 inline bool is_heartbeat(const transport::Frame& f) {
-  return f.header.is_event() && f.header.is_request() && f.method.empty() &&
-         f.attachments.empty() && f.payload.empty();
+  return f.header.is_event() && f.header.is_request() && f.method.empty() && f.attachments.empty() && f.payload.empty();
 }
 
 inline transport::Frame make_heartbeat_reply(std::uint64_t id) {

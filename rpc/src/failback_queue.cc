@@ -16,9 +16,8 @@ FailbackQueue::FailbackQueue(asio::any_io_executor ex, timer::Timer& timer, Fail
     : ex_(std::move(ex)), timer_(timer), options_(options), send_(std::move(send)) {}
 
 bool FailbackQueue::fixable(error_code ec) noexcept {
-  return ec == errc::unavailable || ec == errc::connection_lost || ec == errc::timeout ||
-         ec == errc::server_timeout || ec == errc::too_many_pending ||
-         ec == errc::resource_exhausted;
+  return ec == errc::unavailable || ec == errc::connection_lost || ec == errc::timeout || ec == errc::server_timeout ||
+         ec == errc::too_many_pending || ec == errc::resource_exhausted;
 }
 
 void FailbackQueue::on_result(Delivery delivery, error_code ec, const std::string& message) {
@@ -48,14 +47,14 @@ void FailbackQueue::on_result(Delivery delivery, error_code ec, const std::strin
   logger()->info("failback '{}': try {} failed, retrying in {} ms: {}", delivery.method, delivery.tries,
                  options_.interval.count(), message);
   // The task runs on the timer's worker: it only posts the resend.
-  auto task = std::make_shared<RetryTimerTask>(
-      std::move(delivery), [weak = weak_from_this()](std::shared_ptr<RetryTimerTask> t) {
-        auto self = weak.lock();
-        if (!self) return;
-        common::WorkGate::Scope in(self->gate_);
-        if (!in) return;  // closed
-        asio::post(self->ex_, [self, t = std::move(t)] { self->resend(t); });
-      });
+  auto task = std::make_shared<RetryTimerTask>(std::move(delivery),
+                                               [weak = weak_from_this()](std::shared_ptr<RetryTimerTask> t) {
+                                                 auto self = weak.lock();
+                                                 if (!self) return;
+                                                 common::WorkGate::Scope in(self->gate_);
+                                                 if (!in) return;  // closed
+                                                 asio::post(self->ex_, [self, t = std::move(t)] { self->resend(t); });
+                                               });
   RetryTimerTask* key = task.get();
   std::error_code tec;
   auto timeout = timer_.new_timeout(std::shared_ptr<timer::TimerTask>(task), options_.interval, tec);

@@ -36,9 +36,7 @@ class LazyTrace {
   /// The 55 characters; only when present().
   std::string_view raw() const noexcept { return {raw_.data(), raw_.size()}; }
   /// The parsed trace, std::nullopt when absent or malformed.
-  std::optional<TraceContext> get() const noexcept {
-    return present() ? TraceContext::parse(raw()) : std::nullopt;
-  }
+  std::optional<TraceContext> get() const noexcept { return present() ? TraceContext::parse(raw()) : std::nullopt; }
 
  private:
   enum class State : unsigned char { none, raw };

@@ -19,7 +19,7 @@ std::uint64_t LoadBalancer::random() noexcept {
 }
 
 std::optional<std::size_t> LoadBalancer::choose(std::span<const ProviderSnapshot> providers,
-                                                 const PickPreference& preference) {
+                                                const PickPreference& preference) {
   const std::size_t n = providers.size();
   if (n == 0) return std::nullopt;
   auto contains = [](std::span<const std::size_t> set, std::size_t i) {

@@ -26,29 +26,27 @@ namespace wheelrpc::rpc::detail {
 
 /// What a policy may know of one provider, read without a lock.
 struct ProviderSnapshot {
-  bool ready = false;            ///< its connection is ready for calls
-  std::uint64_t active = 0;      ///< attempts in flight on it
-  std::uint64_t failures = 0;    ///< attempts that failed on it so far
+  bool ready = false;          ///< its connection is ready for calls
+  std::uint64_t active = 0;    ///< attempts in flight on it
+  std::uint64_t failures = 0;  ///< attempts that failed on it so far
 };
 
 /// The call's wishes, as provider indexes.
 struct PickPreference {
-  std::span<const std::size_t> tried;    ///< providers this call already tried
+  std::span<const std::size_t> tried;      ///< providers this call already tried
   std::optional<std::size_t> last_failed;  ///< the provider of its last failed attempt
-  std::span<const std::size_t> exclude;  ///< never these (where the call already waits)
+  std::span<const std::size_t> exclude;    ///< never these (where the call already waits)
 };
 
 class LoadBalancer {
  public:
   virtual ~LoadBalancer() = default;
   /// The index of the chosen provider, or nullopt when none is eligible.
-  std::optional<std::size_t> choose(std::span<const ProviderSnapshot> providers,
-                                    const PickPreference& preference = {});
+  std::optional<std::size_t> choose(std::span<const ProviderSnapshot> providers, const PickPreference& preference = {});
 
  protected:
   /// Chooses among the providers for which `eligible[i]` is true (at least one).
-  virtual std::size_t choose_among(std::span<const ProviderSnapshot> providers,
-                                   std::span<const bool> eligible) = 0;
+  virtual std::size_t choose_among(std::span<const ProviderSnapshot> providers, std::span<const bool> eligible) = 0;
   /// A uniformly distributed number (per-thread splitmix64).
   static std::uint64_t random() noexcept;
 };

@@ -10,9 +10,8 @@ namespace wheelrpc::rpc::detail {
 namespace {
 
 constexpr std::uint64_t kCoarseBoundsNs[MethodCells::kCoarse - 1] = {
-    500'000,     1'000'000,     2'500'000,     5'000'000,     10'000'000,
-    25'000'000,  50'000'000,    100'000'000,   250'000'000,   500'000'000,
-    1'000'000'000, 2'500'000'000, 5'000'000'000, 10'000'000'000};
+    500'000,     1'000'000,   2'500'000,   5'000'000,     10'000'000,    25'000'000,    50'000'000,
+    100'000'000, 250'000'000, 500'000'000, 1'000'000'000, 2'500'000'000, 5'000'000'000, 10'000'000'000};
 
 constexpr unsigned kFirstOctave = 10;  // 1024 ns
 constexpr unsigned kOctaves = 27;      // up to 2^37 ns (~137 s)
@@ -164,7 +163,8 @@ std::vector<TimeoutRecord> TimeoutLog::snapshot() const {
 }
 
 namespace {
-std::chrono::milliseconds age_ms(std::chrono::steady_clock::time_point then, std::chrono::steady_clock::time_point now) {
+std::chrono::milliseconds age_ms(std::chrono::steady_clock::time_point then,
+                                 std::chrono::steady_clock::time_point now) {
   return std::max(std::chrono::milliseconds(0), std::chrono::duration_cast<std::chrono::milliseconds>(now - then));
 }
 }  // namespace

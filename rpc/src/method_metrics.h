@@ -29,8 +29,8 @@ namespace wheelrpc::rpc::detail {
 class MethodCells {
  public:
   static constexpr std::size_t kShards = common::kThreadSlots + 1;  // one per thread slot
-  static constexpr std::size_t kCoarse = 15;  // 14 bounds + above
-  static constexpr std::size_t kFine = 110;   // below 1024 ns, 27 octaves x 4, above
+  static constexpr std::size_t kCoarse = 15;                        // 14 bounds + above
+  static constexpr std::size_t kFine = 110;                         // below 1024 ns, 27 octaves x 4, above
 
   explicit MethodCells(std::string name) : name_(std::move(name)) {}
   const std::string& name() const noexcept { return name_; }

@@ -25,8 +25,7 @@ std::shared_ptr<NativeClientTransport> NativeClientTransport::create(boost::asio
   return t;
 }
 
-void NativeClientTransport::start(std::uint64_t hello_id, std::chrono::milliseconds heartbeat,
-                                  std::uint32_t max_body) {
+void NativeClientTransport::start(std::uint64_t hello_id, std::chrono::milliseconds heartbeat, std::uint32_t max_body) {
   channel_->start();
   channel_->send(make_hello(hello_id, heartbeat, true, max_body));
 }

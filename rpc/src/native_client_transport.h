@@ -35,8 +35,7 @@ class NativeClientTransport final : public ClientTransport,
 
   // transport::ChannelHandler (the channel's strand)
   void on_frame(transport::Channel& channel, transport::Frame& frame) override;
-  void on_close(transport::Channel& channel, const boost::system::error_code& ec,
-                const std::string& reason) override;
+  void on_close(transport::Channel& channel, const boost::system::error_code& ec, const std::string& reason) override;
   void on_frames_delivered(transport::Channel& channel) override;
 
  private:

@@ -42,7 +42,8 @@ NewCall refused(boost::system::error_code ec, std::string error) { return NewCal
 
 NewCall make_call(ClientContext& ctx, MethodCells* cells, std::string& method, std::string& payload,
                   CallOptions& options) {
-  if (auto problem = validate(options)) return refused(errc::bad_request, *problem + ": call to '" + method + "' not sent");
+  if (auto problem = validate(options))
+    return refused(errc::bad_request, *problem + ": call to '" + method + "' not sent");
   bool has_deadline = options.timeout != CallOptions::kNoDeadline;
   if (options.timeout.count() <= 0) {
     return refused(errc::timeout, fmt::format("timeout: the deadline of the call to '{}' had already passed ({} ms), "

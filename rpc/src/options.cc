@@ -52,10 +52,10 @@ std::optional<std::string> validate(const CallOptions& o) {
 void validate(const ClientOptions& o) {
   if (o.heartbeat.count() <= 0) throw std::invalid_argument("ClientOptions::heartbeat must be > 0");
   if (o.idle_timeout.count() < 0 || (o.idle_timeout.count() > 0 && o.idle_timeout < 2 * o.heartbeat)) {
-    throw std::invalid_argument(fmt::format(
-        "ClientOptions::idle_timeout must be 0 (3 x heartbeat) or at least 2 x heartbeat, got {} ms with a "
-        "heartbeat of {} ms",
-        o.idle_timeout.count(), o.heartbeat.count()));
+    throw std::invalid_argument(
+        fmt::format("ClientOptions::idle_timeout must be 0 (3 x heartbeat) or at least 2 x heartbeat, got {} ms with a "
+                    "heartbeat of {} ms",
+                    o.idle_timeout.count(), o.heartbeat.count()));
   }
   if (o.connect_timeout.count() <= 0) throw std::invalid_argument("ClientOptions::connect_timeout must be > 0");
   Backoff check(o.reconnect);  // throws on absurd backoff options
@@ -132,8 +132,7 @@ void validate(const ServerOptions& options) {
     throw std::invalid_argument("ServerOptions::overload.queue_interval must be 1 .. 0xffffffff ms");
   }
   if (o.overload.queue_target.count() < 0 || o.overload.queue_target >= o.overload.queue_interval) {
-    throw std::invalid_argument(
-        "ServerOptions::overload.queue_target must be >= 0 and below overload.queue_interval");
+    throw std::invalid_argument("ServerOptions::overload.queue_target must be >= 0 and below overload.queue_interval");
   }
   detail::validate_concurrency_limit(o.overload.max_concurrency);
   if (auto problem = transport::tls_options_problem(o.tls, transport::TlsRole::server); !problem.empty()) {

@@ -56,8 +56,8 @@ struct ReplySlot : common::Recycled<ReplySlot> {
   bool two_way = true;
   std::optional<std::chrono::steady_clock::time_point> deadline;
   timer::Timeout timeout;
-  std::string method;  // for logs
-  MethodCells* cells = nullptr;  // null: ServerOptions::metrics off
+  std::string method;                           // for logs
+  MethodCells* cells = nullptr;                 // null: ServerOptions::metrics off
   std::atomic<std::size_t>* running = nullptr;  // its method's running count, under a concurrency limit
                                                 // (given back by the destructor)
   std::chrono::steady_clock::time_point received{};

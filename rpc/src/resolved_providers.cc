@@ -64,9 +64,8 @@ ResolveTarget parse_resolve_target(const std::string& text) {
   return t;
 }
 
-ResolvedProviders::ResolvedProviders(asio::any_io_executor ex, timer::Timer& timer,
-                                     std::vector<ResolveTarget> targets, ResolveOptions options,
-                                     ResolveFunction resolve)
+ResolvedProviders::ResolvedProviders(asio::any_io_executor ex, timer::Timer& timer, std::vector<ResolveTarget> targets,
+                                     ResolveOptions options, ResolveFunction resolve)
     : strand_(asio::make_strand(std::move(ex))),
       timer_(timer),
       options_(options),
@@ -165,8 +164,7 @@ void ResolvedProviders::on_resolved(std::uint64_t round, std::size_t index, erro
   } else if (!stopped()) {
     t.last_ec = ec;
     t.last_error = "host name '" + t.target.host + "' does not resolve: " + ec.message();
-    logger()->warn("{}: {}{}", description_, t.last_error,
-                   t.resolved ? "; keeping its last addresses" : "");
+    logger()->warn("{}: {}{}", description_, t.last_error, t.resolved ? "; keeping its last addresses" : "");
   }
   if (--outstanding_ == 0) finish_round();
 }

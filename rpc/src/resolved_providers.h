@@ -100,7 +100,7 @@ class ResolvedProviders final : public ProviderSource, public std::enable_shared
   const std::string description_;
   std::atomic<bool> stopped_{false};
   common::WorkGate gate_;  // stop() waits for a timer task posting right then
-  Listener listener_;  // set by start(), read on strand_ after
+  Listener listener_;      // set by start(), read on strand_ after
 
   // Guarded by mu_ (stop() cancels them from any thread; the timer must not be
   // touched once stop() returned):
@@ -113,7 +113,7 @@ class ResolvedProviders final : public ProviderSource, public std::enable_shared
   // On strand_ only:
   std::optional<boost::asio::ip::tcp::resolver> resolver_;  // when resolve_ is empty; reset at stop
   std::vector<TargetState> targets_;
-  std::uint64_t round_ = 0;     // the current (or last) round
+  std::uint64_t round_ = 0;      // the current (or last) round
   std::size_t outstanding_ = 0;  // resolutions of the current round not yet done
   bool quiet_ = false;           // within min_interval of the last round's start
   bool hint_pending_ = false;    // a hint arrived while a round ran or during quiet_

@@ -31,10 +31,10 @@ Responder::~Responder() {
   if (!slot_->answered()) {
     // Destroyed during unwinding: the handler threw (the server logs what).
     const bool threw = std::uncaught_exceptions() > 0;
-    slot_->core->finish(*slot_, Status::server_error,
-                        "the handler of '" + slot_->method +
-                            (threw ? "' threw" : "' dropped its Responder without replying"),
-                        {}, detail::ServerCore::Answer::handler);
+    slot_->core->finish(
+        *slot_, Status::server_error,
+        "the handler of '" + slot_->method + (threw ? "' threw" : "' dropped its Responder without replying"), {},
+        detail::ServerCore::Answer::handler);
   }
 }
 
@@ -44,21 +44,17 @@ bool Responder::reply(std::string payload, transport::Attachments attachments) {
 }
 
 bool Responder::fail(errc code, std::string message) {
-  return slot_ && slot_->core->finish(*slot_, error_status(code), std::move(message), {},
-                                      detail::ServerCore::Answer::handler);
+  return slot_ &&
+         slot_->core->finish(*slot_, error_status(code), std::move(message), {}, detail::ServerCore::Answer::handler);
 }
 
 std::optional<std::chrono::steady_clock::time_point> Responder::deadline() const noexcept {
   return slot_ ? slot_->deadline : std::nullopt;
 }
 
-bool Responder::expired() const noexcept {
-  return slot_ && slot_->deadline && slot_->core->now() >= *slot_->deadline;
-}
+bool Responder::expired() const noexcept { return slot_ && slot_->deadline && slot_->core->now() >= *slot_->deadline; }
 
-bool Responder::pending() const noexcept {
-  return slot_ && !slot_->answered();
-}
+bool Responder::pending() const noexcept { return slot_ && !slot_->answered(); }
 
 bool Responder::cancelled() const noexcept {
   try {

@@ -52,7 +52,7 @@ class RetryBudget {
   const double floor_;  // min_per_second x window seconds
   const std::int64_t size_;
   std::unique_ptr<Bucket[]> ring_;  // its buckets are atomics; recycling one takes mu_
-  mutable common::Mutex mu_;  // recycling buckets, retries
+  mutable common::Mutex mu_;        // recycling buckets, retries
 };
 
 }  // namespace wheelrpc::rpc::detail

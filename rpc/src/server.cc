@@ -66,14 +66,14 @@ void Server::start_invoke(std::string method, std::string payload, std::chrono::
       r.attachments = std::move(attached);
     }
     auto assoc = asio::get_associated_executor(*shared, ex);
-    asio::post(ex, asio::bind_executor(assoc, [shared, ec, r = std::move(r)]() mutable {
-      std::move (*shared)(ec, std::move(r));
-    }));
+    asio::post(ex, asio::bind_executor(
+                       assoc, [shared, ec, r = std::move(r)]() mutable { std::move (*shared)(ec, std::move(r)); }));
   };
   // Handlers run on the executor, as for a request read from a connection.
-  asio::post(ex, [core = core_, m = std::move(method), p = std::move(payload), timeout, done = std::move(done)]() mutable {
-    core->invoke(std::move(m), std::move(p), {}, timeout, std::move(done));
-  });
+  asio::post(ex,
+             [core = core_, m = std::move(method), p = std::move(payload), timeout, done = std::move(done)]() mutable {
+               core->invoke(std::move(m), std::move(p), {}, timeout, std::move(done));
+             });
 }
 
 }  // namespace wheelrpc::rpc

@@ -65,8 +65,7 @@ bool ServerConnection::send_reply(std::uint64_t id, Status status, std::string& 
   return !ec;
 }
 
-void ServerConnection::fit_peer_limit(transport::Frame& f, std::string_view method,
-                                      const transport::Channel& channel) {
+void ServerConnection::fit_peer_limit(transport::Frame& f, std::string_view method, const transport::Channel& channel) {
   const std::uint32_t limit = context_->peer_max_body.load(std::memory_order_relaxed);
   if (f.payload.size() <= limit / 2 && f.attachments.empty()) return;
   const std::size_t body = transport::encoded_size(f) - transport::kHeaderSize;
@@ -74,8 +73,8 @@ void ServerConnection::fit_peer_limit(transport::Frame& f, std::string_view meth
   context_->core->count_oversize_reply();
   f.header.status = static_cast<std::uint8_t>(Status::server_error);
   f.attachments.clear();
-  f.payload = fmt::format("reply of {} bytes to '{}' exceeds the client's limit of {} bytes (max_body)", body, method,
-                          limit);
+  f.payload =
+      fmt::format("reply of {} bytes to '{}' exceeds the client's limit of {} bytes (max_body)", body, method, limit);
   logger()->warn("conn={} {}", channel.id(), f.payload);
 }
 

@@ -75,7 +75,7 @@ struct ServerConnContext {
   std::shared_ptr<ServerCore> core;
   std::weak_ptr<ServerTransport> transport;  // its channel owns it: weak here; null for in-process calls
   CancelSet cancels;
-  std::atomic<std::int64_t> in_flight{0};  // its requests not yet answered
+  std::atomic<std::int64_t> in_flight{0};                                // its requests not yet answered
   std::atomic<std::uint32_t> peer_max_body{transport::kDefaultMaxBody};  // the client's, from its HELLO
 
   /// One of its requests was answered (its reply queued, or dropped): one

@@ -47,7 +47,7 @@ struct SlotDeadlineTask {
   using wheelrpc_relocatable = void;
   ReplySlotPtr slot;
   void operator()() const {
-    if (slot->answered()) return;  // replied already
+    if (slot->answered()) return;    // replied already
     ServerCore& core = *slot->core;  // alive: the slot's connection context holds it
     common::WorkGate::Scope in(core.timer_work());
     if (!in) return;  // stopped: the connection is closed, nobody to answer
@@ -74,8 +74,11 @@ std::string deadline_passed(const std::string& method) {
 }  // namespace
 
 ServerCore::ServerCore(boost::asio::any_io_executor ex, timer::Timer& timer, ServerOptions options)
-    : ex_(std::move(ex)), timer_(timer), options_(std::move(options)),
-      admission_(*this, options_, shutdown_, methods_, now()), local_context_(new ServerConnContext) {
+    : ex_(std::move(ex)),
+      timer_(timer),
+      options_(std::move(options)),
+      admission_(*this, options_, shutdown_, methods_, now()),
+      local_context_(new ServerConnContext) {
   if (options_.return_memory) memory_return_ = std::make_shared<MemoryReturn>(ex_, timer_, timer_work_);
   if (options_.tls.enabled) tls_ = transport::TlsContext::make(options_.tls, transport::TlsRole::server);
 }
@@ -134,9 +137,10 @@ bool ServerCore::room_for_connection(const asio::ip::tcp::socket& socket) {
   if (now_ns - last >= 1'000'000'000 && last_refusal_log_.compare_exchange_strong(last, now_ns)) {
     error_code ignored;
     const auto peer = socket.remote_endpoint(ignored);
-    logger()->warn("connection from {} refused: {} connections open (ServerOptions::limits.max_connections); "
-                   "{} refused so far",
-                   transport::endpoint_text(peer), options_.limits.max_connections, refused_connections_.load());
+    logger()->warn(
+        "connection from {} refused: {} connections open (ServerOptions::limits.max_connections); "
+        "{} refused so far",
+        transport::endpoint_text(peer), options_.limits.max_connections, refused_connections_.load());
   }
   return false;
 }
@@ -358,7 +362,8 @@ ServerCore::Verdict ServerCore::decide(ReplySlot& slot, Reply& reply, Answer by,
     reply = {Status::server_timeout, deadline_passed(slot.method), {}};
     timed_out = true;
   }
-  if (by != Answer::deadline && (prior & ReplySlot::kArmed)) slot.timeout.cancel();  // the task's reference goes with it
+  if (by != Answer::deadline && (prior & ReplySlot::kArmed))
+    slot.timeout.cancel();  // the task's reference goes with it
   if (slot.limited) admission_.release_limit(slot);
   const bool cancelled = !slot.local && slot.conn->cancels.check(slot.request_id, /*forget=*/true);
   account(slot, reply.status, cancelled, timed_out, now);
@@ -519,7 +524,7 @@ std::vector<ConnectionInfo> ServerCore::connections() const {
     fill_channel_info(info, *ch);
     info.heartbeat = std::chrono::milliseconds(c.heartbeat_ms->load(std::memory_order_relaxed));
     info.sends_heartbeats = options_.keepalive.send_heartbeats;
-    info.state = !ch->is_open() ? ConnectionInfo::State::closing
+    info.state = !ch->is_open()                ? ConnectionInfo::State::closing
                  : info.heartbeat.count() == 0 ? ConnectionInfo::State::connecting  // no HELLO yet
                                                : ConnectionInfo::State::ready;
     info.in_flight = static_cast<std::uint64_t>(std::max<std::int64_t>(0, c.context->in_flight.load()));

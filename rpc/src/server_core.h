@@ -86,8 +86,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   /// gateway): as a request read from a connection, with `budget` as its
   /// deadline (0: none); `done` runs once, on any thread. On the executor.
   void invoke(std::string method, std::string payload, transport::Attachments attachments,
-              std::chrono::milliseconds budget,
-              std::function<void(Status, std::string, transport::Attachments)> done);
+              std::chrono::milliseconds budget, std::function<void(Status, std::string, transport::Attachments)> done);
   std::vector<MethodStats> method_stats() const { return methods_.snapshot(); }
   std::vector<TimeoutRecord> recent_timeouts() const { return timeout_log_.snapshot(); }
   std::vector<ConnectionInfo> connections() const;
@@ -210,7 +209,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   ServerShutdown shutdown_{*this};
   Admission admission_;
   ServerLiveness liveness_{options_};  // its task pointers under mu_
-  ConnContextPtr local_context_;  // the context of in-process calls (invoke)
+  ConnContextPtr local_context_;       // the context of in-process calls (invoke)
 
   struct Conn {
     std::weak_ptr<transport::Channel> channel;
@@ -221,9 +220,9 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   bool stopped_ WHEELRPC_GUARDED_BY(mu_) = false;
   std::unordered_map<std::uint64_t, Conn> channels_ WHEELRPC_GUARDED_BY(mu_);
   boost::asio::ip::tcp::endpoint announced_endpoint_ WHEELRPC_GUARDED_BY(mu_);  // set by listen: local_endpoint()
-  std::shared_ptr<transport::Acceptor> acceptor_ WHEELRPC_GUARDED_BY(mu_);  // released by stop()
+  std::shared_ptr<transport::Acceptor> acceptor_ WHEELRPC_GUARDED_BY(mu_);      // released by stop()
 
-  common::WorkGate timer_work_;  // deadline, HELLO-timeout, grace and drain callbacks in progress
+  common::WorkGate timer_work_;                  // deadline, HELLO-timeout, grace and drain callbacks in progress
   std::shared_ptr<MemoryReturn> memory_return_;  // gives back what closed connections freed (null: off)
 
   std::atomic<std::uint64_t> refused_connections_{0}, slow_reader_closes_{0};

@@ -70,12 +70,15 @@ error_code ServerShutdown::announce(const asio::ip::tcp::endpoint& endpoint, std
   // Announced once listening: the announcer bounds its own wait.
   auto promise = std::make_shared<std::promise<std::pair<error_code, std::string>>>();
   auto answer = promise->get_future();
-  announcer->announce(endpoint, [promise](error_code ec, std::string why) { promise->set_value({ec, std::move(why)}); });
+  announcer->announce(endpoint, [promise](error_code ec, std::string why) {
+    promise->set_value({ec, std::move(why)});
+  });
   if (answer.wait_for(std::chrono::seconds(0)) != std::future_status::ready && runs_in_this_thread(core_.executor())) {
     announcer->withdraw([](error_code, std::string) {});
     core_.stop();
-    message = "Server::listen with an announcer that does not answer at once (e.g. check = true) cannot wait on a "
-              "thread that runs the server's executor: call it from another thread";
+    message =
+        "Server::listen with an announcer that does not answer at once (e.g. check = true) cannot wait on a "
+        "thread that runs the server's executor: call it from another thread";
     return make_error_code(errc::bad_request);
   }
   auto [ec, why] = answer.get();
@@ -218,7 +221,8 @@ void ServerShutdown::finish(error_code ec) {
 void ServerShutdown::on_stopped() {
   if (announced_.exchange(false)) withdraw({});  // not waited for
   // stop() during a graceful shutdown ends it: its handler completes, aborted.
-  if (started_.load() && !finished_.exchange(true)) complete_later(core_.executor(), take_handler(), asio::error::operation_aborted);
+  if (started_.load() && !finished_.exchange(true))
+    complete_later(core_.executor(), take_handler(), asio::error::operation_aborted);
 }
 
 }  // namespace wheelrpc::rpc::detail

@@ -74,8 +74,8 @@ class ServerShutdown {
   ServerCore& core_;  // holds this
   std::atomic<bool> listening_{false};
   std::atomic<bool> offline_{false};
-  std::atomic<bool> started_{false};    // a graceful shutdown began (withdraw, grace, drain)
-  std::atomic<bool> draining_{false};   // new requests are refused
+  std::atomic<bool> started_{false};   // a graceful shutdown began (withdraw, grace, drain)
+  std::atomic<bool> draining_{false};  // new requests are refused
   std::atomic<bool> finished_{false};
   std::atomic<bool> announced_{false};  // the announcer announced us and was not asked to withdraw
   common::Mutex shutdown_mu_;

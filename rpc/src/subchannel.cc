@@ -90,10 +90,9 @@ void Subchannel::attempt_connect_locked(TimePoint t) {
   set_state(State::connecting);
   connect_attempts_.add();
   wanted_.store(true, std::memory_order_release);
-  transport::async_connect(ctx_->ex, ctx_->timer, endpoint_, ctx_->options.connect_timeout,
-                           [self = shared_from_this()](error_code ec, asio::ip::tcp::socket s) {
-                             self->on_connected(ec, std::move(s));
-                           });
+  transport::async_connect(
+      ctx_->ex, ctx_->timer, endpoint_, ctx_->options.connect_timeout,
+      [self = shared_from_this()](error_code ec, asio::ip::tcp::socket s) { self->on_connected(ec, std::move(s)); });
 }
 
 void Subchannel::on_connected(error_code ec, asio::ip::tcp::socket socket) {
@@ -218,8 +217,8 @@ void Subchannel::on_transport_closed(const error_code& ec, const std::string& re
 
 // ---------------------------------------------------------------- attempts
 
-bool Subchannel::place(Call& call, CallPtr& spare, bool sweep, TimePoint deadline, TimePoint t,
-                       std::size_t max_active, Placed& out) {
+bool Subchannel::place(Call& call, CallPtr& spare, bool sweep, TimePoint deadline, TimePoint t, std::size_t max_active,
+                       Placed& out) {
   Lock lock(mu_);
   if (closed_ || retired_.load(std::memory_order_relaxed) || state_ != State::ready || !transport_) return false;
   // Two calls may have picked its last slot at once: one gets it.
@@ -308,7 +307,7 @@ void Subchannel::on_sweep_due(TimePoint due) {
   auto listener = listener_.lock();
   if (!listener) return;
   common::WorkGate::Scope in(ctx_->sweep_work);
-  if (!in) return;  // the client closed: it ended every call
+  if (!in) return;                 // the client closed: it ended every call
   const auto fired = ctx_->now();  // when the worker ran it, for the timeline
   asio::post(ctx_->ex, [listener = std::move(listener), self = shared_from_this(), due, fired] {
     self->sweep(due, fired, *listener);
@@ -403,7 +402,8 @@ void Subchannel::close_drained() {
     if (closed_ || !retired_.load(std::memory_order_relaxed) || active_.load() != 0) return;
     transport = transport_;
   }
-  if (transport) transport->close(transport::make_error_code(transport::errc::closed), "provider left the set; drained");
+  if (transport)
+    transport->close(transport::make_error_code(transport::errc::closed), "provider left the set; drained");
 }
 
 // ---------------------------------------------------------------- snapshots and close
@@ -435,8 +435,8 @@ ConnectionInfo Subchannel::info(TimePoint t) const {
     if (transport_) ch = transport_->channel();
     switch (state_) {
       case State::idle:
-        info.state = failing_.load(std::memory_order_relaxed) ? ConnectionInfo::State::backoff
-                                                               : ConnectionInfo::State::idle;
+        info.state =
+            failing_.load(std::memory_order_relaxed) ? ConnectionInfo::State::backoff : ConnectionInfo::State::idle;
         if (info.state == ConnectionInfo::State::backoff) {
           info.next_attempt_in = next_attempt_ > t ? std::chrono::ceil<std::chrono::milliseconds>(next_attempt_ - t)
                                                    : std::chrono::milliseconds(0);

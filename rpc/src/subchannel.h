@@ -184,18 +184,18 @@ class Subchannel final : public ClientTransportEvents, public std::enable_shared
   // ---- lock-free mirrors (written with mu_ held, or atomically)
   std::atomic<bool> ready_{false};
   std::atomic<State> state_mirror_{State::idle};
-  std::atomic<bool> wanted_{false};  // keep it connected (set on first use; cleared when it leaves the set)
+  std::atomic<bool> wanted_{false};   // keep it connected (set on first use; cleared when it leaves the set)
   std::atomic<bool> retired_{false};  // it left the provider set (see retire())
   /// Its last connect attempt failed (cleared once ready): while idle too,
   /// it is in backoff, and calls that do not wait for ready do not wait for it.
   std::atomic<bool> failing_{false};
-  common::SingleWriterCounter<std::uint64_t> active_;    // attempts in flight (written under mu_)
-  common::SingleWriterCounter<std::uint64_t> attempts_;  // attempts sent (written under mu_)
-  common::SingleWriterCounter<std::uint64_t> oks_;       // answered with a reply (its strand)
+  common::SingleWriterCounter<std::uint64_t> active_;            // attempts in flight (written under mu_)
+  common::SingleWriterCounter<std::uint64_t> attempts_;          // attempts sent (written under mu_)
+  common::SingleWriterCounter<std::uint64_t> oks_;               // answered with a reply (its strand)
   common::SingleWriterCounter<std::uint64_t> connect_attempts_;  // written under mu_
-  std::atomic<std::uint64_t> failures_{0};   // attempts that failed
-  std::atomic<std::uint64_t> cancelled_{0};  // attempts abandoned in flight
-  std::atomic<std::int64_t> heartbeat_ms_{0};  // agreed in the HELLO exchange
+  std::atomic<std::uint64_t> failures_{0};                       // attempts that failed
+  std::atomic<std::uint64_t> cancelled_{0};                      // attempts abandoned in flight
+  std::atomic<std::int64_t> heartbeat_ms_{0};                    // agreed in the HELLO exchange
   std::atomic<std::int64_t> idle_timeout_ms_{0};  // the reconnect task's limit (handshake: connect_timeout)
   SharedPtrCell<transport::Channel> watched_channel_;
 
@@ -204,9 +204,9 @@ class Subchannel final : public ClientTransportEvents, public std::enable_shared
   State state_ WHEELRPC_GUARDED_BY(mu_) = State::idle;
   bool closed_ WHEELRPC_GUARDED_BY(mu_) = false;  // the client closed: nothing new goes in
   std::shared_ptr<ClientTransport> transport_ WHEELRPC_GUARDED_BY(mu_);
-  Backoff backoff_ WHEELRPC_GUARDED_BY(mu_);           // delays between connect attempts
-  TimePoint next_attempt_ WHEELRPC_GUARDED_BY(mu_){};  // no connect attempt before this
-  std::string last_error_ WHEELRPC_GUARDED_BY(mu_);    // of the last failed connect, "" once connected
+  Backoff backoff_ WHEELRPC_GUARDED_BY(mu_);              // delays between connect attempts
+  TimePoint next_attempt_ WHEELRPC_GUARDED_BY(mu_){};     // no connect attempt before this
+  std::string last_error_ WHEELRPC_GUARDED_BY(mu_);       // of the last failed connect, "" once connected
   PendingTable<CallPtr> table_ WHEELRPC_GUARDED_BY(mu_);  // attempts sent on it
   // The one timeout that sweeps table_ for calls past their deadline: armed
   // for the earliest deadline in it, or earlier.

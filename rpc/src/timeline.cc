@@ -18,8 +18,10 @@ std::string timeline_text(const TimelineFacts& f) {
     out += ", never sent";
   } else {
     fmt::format_to(std::back_inserter(out), ", sent {:.1f}", at(f.first_sent));
-    if (f.last_sent != TimePoint{}) fmt::format_to(std::back_inserter(out), ", last attempt sent {:.1f}", at(f.last_sent));
-    if (f.socket_wrote != TimePoint{}) fmt::format_to(std::back_inserter(out), ", socket wrote {:.1f}", at(f.socket_wrote));
+    if (f.last_sent != TimePoint{})
+      fmt::format_to(std::back_inserter(out), ", last attempt sent {:.1f}", at(f.last_sent));
+    if (f.socket_wrote != TimePoint{})
+      fmt::format_to(std::back_inserter(out), ", socket wrote {:.1f}", at(f.socket_wrote));
   }
   if (f.reply != TimePoint{}) {
     fmt::format_to(std::back_inserter(out), ", reply arrived {:.1f} ({:.1f} after the deadline, before its timer ran)",

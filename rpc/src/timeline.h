@@ -14,14 +14,14 @@ namespace wheelrpc::rpc::detail {
 /// "did not happen" (never sent, no late reply, not ended by a timer).
 struct TimelineFacts {
   using TimePoint = timer::Clock::time_point;
-  TimePoint start;        ///< the call started (queued)
-  TimePoint first_sent;   ///< its first attempt was handed to a connection
-  TimePoint last_sent;    ///< its latest attempt was, when it sent more than one ({} otherwise)
-  TimePoint socket_wrote; ///< the latest attempt's connection last wrote to its socket (if after last_sent)
-  TimePoint reply;        ///< a reply arrived after the deadline (before the timer ran)
-  TimePoint deadline;     ///< the call's deadline
-  TimePoint fired;        ///< the deadline's timer ran on the timer's worker
-  TimePoint completed;    ///< the call completed
+  TimePoint start;         ///< the call started (queued)
+  TimePoint first_sent;    ///< its first attempt was handed to a connection
+  TimePoint last_sent;     ///< its latest attempt was, when it sent more than one ({} otherwise)
+  TimePoint socket_wrote;  ///< the latest attempt's connection last wrote to its socket (if after last_sent)
+  TimePoint reply;         ///< a reply arrived after the deadline (before the timer ran)
+  TimePoint deadline;      ///< the call's deadline
+  TimePoint fired;         ///< the deadline's timer ran on the timer's worker
+  TimePoint completed;     ///< the call completed
 };
 
 /// "timeline: queued 0.0 ms, sent 0.1, socket wrote 0.2, timer fired 50.3

@@ -50,8 +50,8 @@ inline constexpr auto kHelloTimeout = 1000ms;
 inline constexpr std::size_t kWriteQueueBytes = std::size_t{4} << 20;
 
 inline std::vector<std::string> server_args() {
-  return {"--threads", "2", "--hello-timeout-ms", std::to_string(kHelloTimeout.count()), "--max-connections", "1500",
-          "--max-write-queue-bytes", std::to_string(kWriteQueueBytes)};
+  return {"--threads",         "2",    "--hello-timeout-ms",      std::to_string(kHelloTimeout.count()),
+          "--max-connections", "1500", "--max-write-queue-bytes", std::to_string(kWriteQueueBytes)};
 }
 
 /// The abusers' sockets are files.
@@ -308,7 +308,7 @@ inline std::vector<std::chrono::milliseconds> plaintext_on_tls(std::uint16_t por
 /// none at all): each makes one call, which must fail. Returns, per client,
 /// how long its call took (-1 ms: it succeeded, or did not end in 60 s).
 inline std::vector<std::chrono::milliseconds> untrusted_tls_clients(std::uint16_t port, std::size_t n,
-                                                                     const rpc::ClientOptions& options) {
+                                                                    const rpc::ClientOptions& options) {
   IoThreads threads(1);
   timer::HashedWheelTimer timer;
   std::vector<std::unique_ptr<rpc::Client>> clients;
@@ -318,11 +318,11 @@ inline std::vector<std::chrono::milliseconds> untrusted_tls_clients(std::uint16_
   o.timeout = 60s;
   o.retries = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    clients.push_back(std::make_unique<rpc::Client>(
-        threads.io.get_executor(), timer,
-        std::vector<boost::asio::ip::tcp::endpoint>{
-            boost::asio::ip::tcp::endpoint(boost::asio::ip::address_v4::loopback(), port)},
-        options));
+    clients.push_back(
+        std::make_unique<rpc::Client>(threads.io.get_executor(), timer,
+                                      std::vector<boost::asio::ip::tcp::endpoint>{boost::asio::ip::tcp::endpoint(
+                                          boost::asio::ip::address_v4::loopback(), port)},
+                                      options));
     calls.push_back(start(*clients.back(), "echo", "x", o));
   }
   std::vector<std::chrono::milliseconds> out;

@@ -56,11 +56,11 @@ class Abuse : public ::testing::Test {
     long rss = 0;
     if (kMemoryChecked) {
       EXPECT_TRUE(wheelrpc::test::wait_until(
-        [&] {
-          rss = server_->rss_kib();
-          return rss <= rss_before_ + rss_before_ / 10;
-        },
-        30s))
+          [&] {
+            rss = server_->rss_kib();
+            return rss <= rss_before_ + rss_before_ / 10;
+          },
+          30s))
           << "RSS " << rss << " KiB, before the abuse " << rss_before_ << " KiB";
       std::printf("server RSS: %ld KiB before the second round, %ld KiB after\n", rss_before_, rss);
     }

@@ -37,7 +37,8 @@ TEST(AbuseSoak, TheWholeMixForAMinute) {
     abusers.emplace_back([&] { verdicts[3] = verdict(huge_headers(server.port(), 20)); });
     abusers.emplace_back([&] { verdicts[4] = verdict(floods(server.port(), 4)); });
     for (auto& t : abusers) t.join();
-    for (std::size_t i = 0; i < verdicts.size(); ++i) EXPECT_TRUE(verdicts[i].all_cut) << "abuser " << i << " (seed " << seed << ")";
+    for (std::size_t i = 0; i < verdicts.size(); ++i)
+      EXPECT_TRUE(verdicts[i].all_cut) << "abuser " << i << " (seed " << seed << ")";
   };
   round(1);
   ASSERT_TRUE(wheelrpc::test::wait_until([&] { return server.open_files() <= files_before; }, 60s));

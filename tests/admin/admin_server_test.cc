@@ -110,9 +110,9 @@ std::map<std::string, double> samples(const std::string& text) {
 }
 
 std::string promtool_verdict(const std::string& exposition, int& rc) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("wheelrpc-admin-promtool-" + std::to_string(::getpid()) + "-" +
-                    std::to_string(reinterpret_cast<std::uintptr_t>(&exposition)));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("wheelrpc-admin-promtool-" + std::to_string(::getpid()) + "-" +
+                                                std::to_string(reinterpret_cast<std::uintptr_t>(&exposition)));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "metrics.txt") << exposition;
   const std::string cmd = "/usr/bin/promtool check metrics < " + (dir / "metrics.txt").string() + " > " +
@@ -145,7 +145,8 @@ TEST(AdminServer, MetricsPassPromtoolAndCountWhatTheClientSaw) {
     ++fx.seen["sleep/" + std::string(wheelrpc::rpc::call_code_name(wheelrpc::rpc::call_code(ec)))];
     lost.set_value(ec);
   });
-  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return fx.client->stats().pending == 1 && fx.server.stats().in_flight >= 1; }, 10s));
+  ASSERT_TRUE(wheelrpc::test::wait_until(
+      [&] { return fx.client->stats().pending == 1 && fx.server.stats().in_flight >= 1; }, 10s));
   fx.proxy->down();
   ASSERT_EQ(lost_f.wait_for(20s), std::future_status::ready);
   EXPECT_EQ(lost_f.get(), errc::connection_lost);
@@ -163,16 +164,16 @@ TEST(AdminServer, MetricsPassPromtoolAndCountWhatTheClientSaw) {
   }
   const auto m = samples(reply.body);
   // Connections closed for bad input, every reason present (zeros too).
-  for (const char* reason : {"bad_magic", "bad_version", "oversize_frame", "malformed_frame", "no_hello",
-                             "hello_timeout"}) {
+  for (const char* reason :
+       {"bad_magic", "bad_version", "oversize_frame", "malformed_frame", "no_hello", "hello_timeout"}) {
     const std::string sample = std::string("wheelrpc_server_bad_input_total{reason=\"") + reason + "\"}";
     EXPECT_TRUE(m.count(sample)) << sample << "\n" << reply.body;
   }
   std::lock_guard lock(fx.mu);
   for (const auto& [key, n] : fx.seen) {
     const auto slash = key.find('/');
-    const std::string sample = "wheelrpc_client_handled_total{method=\"" + key.substr(0, slash) + "\",code=\"" +
-                               key.substr(slash + 1) + "\"}";
+    const std::string sample =
+        "wheelrpc_client_handled_total{method=\"" + key.substr(0, slash) + "\",code=\"" + key.substr(slash + 1) + "\"}";
     ASSERT_TRUE(m.count(sample)) << sample << "\n" << reply.body;
     EXPECT_EQ(m.at(sample), static_cast<double>(n)) << sample;
   }

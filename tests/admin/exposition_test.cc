@@ -140,7 +140,8 @@ TEST(Exposition, PromtoolFindsNothingToSay) {
   const auto file = dir / "metrics.txt";
   const auto result = dir / "result.txt";
   std::ofstream(file) << out.text();
-  const std::string cmd = std::string(promtool) + " check metrics < " + file.string() + " > " + result.string() + " 2>&1";
+  const std::string cmd =
+      std::string(promtool) + " check metrics < " + file.string() + " > " + result.string() + " 2>&1";
   const int rc = std::system(cmd.c_str());
   std::ifstream in(result);
   const std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

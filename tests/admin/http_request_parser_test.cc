@@ -12,8 +12,8 @@ namespace {
 using namespace wheelrpc::admin::detail;
 
 TEST(HttpRequestParser, ParsesARequestWithQueryHeadersAndBody) {
-  const auto r = parse_http_request("PATCH /a/b?x=1&y HTTP/1.1\r\nHost: h\r\nX-Thing: V\r\nContent-Length: 3\r\n\r\nabcGET",
-                                    HttpServerOptions{});
+  const auto r = parse_http_request(
+      "PATCH /a/b?x=1&y HTTP/1.1\r\nHost: h\r\nX-Thing: V\r\nContent-Length: 3\r\n\r\nabcGET", HttpServerOptions{});
   ASSERT_EQ(r.status, ParseStatus::complete);
   EXPECT_EQ(r.request.method, "PATCH");
   EXPECT_EQ(r.request.path, "/a/b");
@@ -25,7 +25,9 @@ TEST(HttpRequestParser, ParsesARequestWithQueryHeadersAndBody) {
   EXPECT_EQ(r.request.header("absent"), "");
   EXPECT_EQ(r.request.body, "abc");
   EXPECT_TRUE(r.request.keep_alive);
-  EXPECT_EQ(r.consumed, std::string_view("PATCH /a/b?x=1&y HTTP/1.1\r\nHost: h\r\nX-Thing: V\r\nContent-Length: 3\r\n\r\nabc").size());
+  EXPECT_EQ(
+      r.consumed,
+      std::string_view("PATCH /a/b?x=1&y HTTP/1.1\r\nHost: h\r\nX-Thing: V\r\nContent-Length: 3\r\n\r\nabc").size());
 }
 
 TEST(HttpRequestParser, ResumesAtEverySplitPoint) {
@@ -86,10 +88,12 @@ TEST(HttpRequestParser, AsksFor100ContinueOnceWhenTheBodyIsAwaited) {
   ASSERT_EQ(r.status, ParseStatus::complete);
   EXPECT_EQ(r.request.body, "abcd");
   // Not with the body already there, nor for HTTP/1.0.
-  EXPECT_FALSE(parse_http_request("PUT /x HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nz",
-                                  HttpServerOptions{}).expect_continue);
-  EXPECT_FALSE(parse_http_request("PUT /x HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n",
-                                  HttpServerOptions{}).expect_continue);
+  EXPECT_FALSE(
+      parse_http_request("PUT /x HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nz", HttpServerOptions{})
+          .expect_continue);
+  EXPECT_FALSE(
+      parse_http_request("PUT /x HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n", HttpServerOptions{})
+          .expect_continue);
 }
 
 TEST(HttpRequestParser, AnErrorIsStickyUntilReset) {

@@ -72,7 +72,8 @@ Response read_response(TimedClient& c, std::string& buf, bool head_request = fal
   Response r;
   const auto deadline = std::chrono::steady_clock::now() + kWait;
   auto left = [&] {
-    return std::max(1ms, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
+    return std::max(1ms,
+                    std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()));
   };
   std::size_t end;
   while ((end = buf.find("\r\n\r\n")) == std::string::npos) {
@@ -129,9 +130,8 @@ class HttpServerTest : public ::testing::Test {
     server_->add("PUT", "/echo", [](HttpRequest&, Reply reply) { reply(HttpResponse::text(204, "")); });
     server_->add("GET", "/throw", [](HttpRequest&, Reply) { throw std::runtime_error("boom"); });
     server_->add("GET", "/drop", [](HttpRequest&, Reply) {});
-    server_->add_prefix("GET", "/rpc/", [](HttpRequest& req, Reply reply) {
-      reply(HttpResponse::text(200, "gateway " + req.path));
-    });
+    server_->add_prefix("GET", "/rpc/",
+                        [](HttpRequest& req, Reply reply) { reply(HttpResponse::text(200, "gateway " + req.path)); });
     ASSERT_FALSE(server_->listen({asio::ip::make_address("127.0.0.1"), 0}));
     ep_ = server_->local_endpoint();
     ASSERT_NE(ep_.port(), 0);
@@ -228,8 +228,9 @@ TEST_F(HttpServerTest, ChunkedBodyIsDechunked) {
   TimedClient c;
   connect(c);
   std::string buf;
-  ASSERT_FALSE(c.write("POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
-                       "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"));
+  ASSERT_FALSE(
+      c.write("POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+              "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"));
   const Response r = read_response(c, buf);
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, "hello world");
@@ -351,7 +352,7 @@ TEST_F(HttpServerTest, HttpOneZeroIsClosedAfterItsResponseUnlessKeepAlive) {
   start();
   {
     TimedClient c;
-  connect(c);
+    connect(c);
     std::string buf;
     ASSERT_FALSE(c.write("GET /hello HTTP/1.0\r\n\r\n"));
     const Response r = read_response(c, buf);

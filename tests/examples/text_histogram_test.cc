@@ -25,8 +25,8 @@ TEST(LatencyHistogramCountBelow, CountsTheValuesBelowAnEdge) {
   EXPECT_EQ(h.count_below(0), 0u);
   EXPECT_EQ(h.count_below(100), 3u);
   EXPECT_EQ(h.count_below(101), 4u);
-  EXPECT_EQ(h.count_below(1000), 5u);   // 1000 is a bucket bound: exact
-  EXPECT_EQ(h.count_below(1001), 5u);   // inside 1000's bucket: rounded down
+  EXPECT_EQ(h.count_below(1000), 5u);  // 1000 is a bucket bound: exact
+  EXPECT_EQ(h.count_below(1001), 5u);  // inside 1000's bucket: rounded down
   EXPECT_EQ(h.count_below(UINT64_MAX), 7u);
 }
 
@@ -41,12 +41,13 @@ TEST(TextHistogram, StartsWithTheLineTestsGrepFor) {
 }
 
 TEST(TextHistogram, TheFullestBucketGetsTheFullBlockAndOthersScaleToIt) {
-  LatencyHistogram h;  // in us
+  LatencyHistogram h;                          // in us
   for (int i = 0; i < 80; ++i) h.record(300);  // [0.25, 0.5) ms
   for (int i = 0; i < 40; ++i) h.record(50);   // < 0.1 ms
   h.record(2000);                              // [1, 2.5) ms: 1 of 80 still shows
-  EXPECT_EQ(text_histogram(h, 1us),
-            "latency histogram (ms): <0.1 \u2584 0.25   0.5 \u2588 1   2.5 \u2581 5   10   25   50   100   250   >250  ");
+  EXPECT_EQ(
+      text_histogram(h, 1us),
+      "latency histogram (ms): <0.1 \u2584 0.25   0.5 \u2588 1   2.5 \u2581 5   10   25   50   100   250   >250  ");
 }
 
 TEST(TextHistogram, EdgesBelongToTheBucketAboveThem) {

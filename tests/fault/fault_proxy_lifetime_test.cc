@@ -114,8 +114,8 @@ TEST_F(ConnectionLifetimeTest, DownCountsDownAConnectionWhoseClientLeftDuringABl
   TimedClient s;
   connect_played(c, s);
 
-  c->close();          // the client exits during the hole
-  s.shutdown_send();   // and the server gives the connection up (an idle close)
+  c->close();         // the client exits during the hole
+  s.shutdown_send();  // and the server gives the connection up (an idle close)
   expect_held(s);
 
   proxy.down();

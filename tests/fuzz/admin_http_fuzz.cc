@@ -77,8 +77,8 @@ void check_refusal(const ParseResult& r) {
 }
 
 bool same_request(const HttpRequest& a, const HttpRequest& b) {
-  return a.method == b.method && a.path == b.path && a.query == b.query && a.headers == b.headers &&
-         a.body == b.body && a.version == b.version && a.keep_alive == b.keep_alive;
+  return a.method == b.method && a.path == b.path && a.query == b.query && a.headers == b.headers && a.body == b.body &&
+         a.version == b.version && a.keep_alive == b.keep_alive;
 }
 
 }  // namespace

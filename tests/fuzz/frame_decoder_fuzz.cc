@@ -28,19 +28,19 @@ using wheelrpc::transport::kHeaderSize;
 // bodies libFuzzer can actually produce.
 constexpr std::uint32_t kMaxBody = 1u << 16;
 
-#define FUZZ_CHECK(cond)                                                    \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
+#define FUZZ_CHECK(cond)                                                            \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
       std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                         \
-    }                                                                       \
+      std::abort();                                                                 \
+    }                                                                               \
   } while (0)
 
 bool same_fields(const Frame& a, const Frame& b) {
   return a.header.version == b.header.version && a.header.flags == b.header.flags &&
          a.header.status == b.header.status && a.header.request_id == b.header.request_id &&
-         a.header.deadline_ms == b.header.deadline_ms && a.method == b.method &&
-         a.attachments == b.attachments && a.payload == b.payload;
+         a.header.deadline_ms == b.header.deadline_ms && a.method == b.method && a.attachments == b.attachments &&
+         a.payload == b.payload;
 }
 
 void check_frame(const std::uint8_t* wire, std::size_t consumed, const Frame& f) {
@@ -70,11 +70,11 @@ void check_frame(const std::uint8_t* wire, std::size_t consumed, const Frame& f)
     FUZZ_CHECK(std::memcmp(again.data() + kHeaderSize, wire + kHeaderSize, consumed - kHeaderSize) == 0);
   }
   const auto* enc = reinterpret_cast<const std::uint8_t*>(again.data());
-  FUZZ_CHECK(std::memcmp(enc, wire, 3) == 0);          // magic, version
-  FUZZ_CHECK(enc[3] == (wire[3] & 0x07));             // flags, reserved bits cleared
-  FUZZ_CHECK(enc[4] == wire[4]);                      // status
+  FUZZ_CHECK(std::memcmp(enc, wire, 3) == 0);             // magic, version
+  FUZZ_CHECK(enc[3] == (wire[3] & 0x07));                 // flags, reserved bits cleared
+  FUZZ_CHECK(enc[4] == wire[4]);                          // status
   FUZZ_CHECK(enc[5] == 0 && enc[6] == 0 && enc[7] == 0);  // reserved
-  FUZZ_CHECK(std::memcmp(enc + 8, wire + 8, 12) == 0);  // request_id, deadline_ms
+  FUZZ_CHECK(std::memcmp(enc + 8, wire + 8, 12) == 0);    // request_id, deadline_ms
 
   FrameDecoder dec(kMaxBody);
   Frame back;

@@ -38,7 +38,7 @@ Frame response() {
 Frame error_response() {
   Frame f;
   f.header.request_id = 2;
-  f.header.status = 2  /* rpc::Status::method_not_found */;
+  f.header.status = 2 /* rpc::Status::method_not_found */;
   f.payload = "no method echo.Nope";
   return f;
 }

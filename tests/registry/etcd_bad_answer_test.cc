@@ -32,9 +32,7 @@ class FakeEtcd {
       : answer_(std::move(answer)), silent_(stay_silent), thread_([this] { serve(); }) {}
   ~FakeEtcd() { thread_.join(); }
 
-  std::vector<EtcdEndpoint> endpoints() const {
-    return {{"127.0.0.1", listener_.endpoint().port()}};
-  }
+  std::vector<EtcdEndpoint> endpoints() const { return {{"127.0.0.1", listener_.endpoint().port()}}; }
   bool got_request() const { return got_.load(); }
 
  private:
@@ -69,8 +67,9 @@ class FakeEtcd {
 };
 
 std::string http_answer(std::string_view status, std::string_view body) {
-  return "HTTP/1.1 " + std::string(status) + "\r\nContent-Type: application/json\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + std::string(body);
+  return "HTTP/1.1 " + std::string(status) +
+         "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\nConnection: close\r\n\r\n" + std::string(body);
 }
 
 std::string chunk(std::string_view data) {

@@ -21,7 +21,7 @@ using wheelrpc::test::IoThread;
 using boost::system::error_code;
 using namespace std::chrono_literals;
 
-#define REQUIRE_ETCD()                                                                        \
+#define REQUIRE_ETCD() \
   if (!EtcdCluster::available()) GTEST_SKIP() << "no /usr/bin/etcd (scripts/install_deps.sh)"
 
 std::vector<EtcdEndpoint> endpoints_of(const std::string& list) {
@@ -256,8 +256,8 @@ TEST(EtcdClientFailover, ADeadFirstEndpointIsSkipped) {
 
 TEST(EtcdClientFailover, AllEndpointsDeadIsUnavailable) {
   IoThread io;
-  auto client =
-      EtcdClient::create(io.io.get_executor(), io.timer, endpoints_of("etcd://" + dead_address() + "," + dead_address()));
+  auto client = EtcdClient::create(io.io.get_executor(), io.timer,
+                                   endpoints_of("etcd://" + dead_address() + "," + dead_address()));
   auto [ec, r] = await<RangeResult>([&](auto h) { client->range_prefix("/f/", h); });
   EXPECT_EQ(ec, errc::unavailable) << ec.message();
 }
@@ -287,9 +287,9 @@ TEST(EtcdClientFailover, AFrozenMemberTimesOutByTheDeadlineAndTheNextAnswers) {
   EXPECT_GE(elapsed, 1450ms);
   EXPECT_LT(elapsed, 10s);
 
-  auto both = EtcdClient::create(io.io.get_executor(), io.timer,
-                                 endpoints_of("etcd://" + frozen.client_address(0) + "," + live.client_address(0)),
-                                 opts);
+  auto both =
+      EtcdClient::create(io.io.get_executor(), io.timer,
+                         endpoints_of("etcd://" + frozen.client_address(0) + "," + live.client_address(0)), opts);
   auto [ec2, p] = await<PutResult>([&](auto h) { both->put("/x/1", "y", 0, h); });
   ASSERT_FALSE(ec2) << ec2.message();
   // The member that answered is tried first next time: no second timeout.
@@ -356,7 +356,8 @@ TEST(EtcdClusterFixture, ThreeMembersFailOverAndAWatchResumesOnAnotherMember) {
   ASSERT_TRUE(wheelrpc::test::wait_until([&] { return resumed.final().has_value(); }, 20s));
 
   ASSERT_TRUE(etcd.restart(0)) << etcd.error();
-  auto only_first = EtcdClient::create(io.io.get_executor(), io.timer, endpoints_of("etcd://" + etcd.client_address(0)));
+  auto only_first =
+      EtcdClient::create(io.io.get_executor(), io.timer, endpoints_of("etcd://" + etcd.client_address(0)));
   auto [rec, r] = await_through_election<RangeResult>([&](auto h) { only_first->range_prefix("/m/", h); });
   ASSERT_FALSE(rec) << rec.message();
   EXPECT_EQ(r.kvs.size(), 3u);  // the restarted member caught up

@@ -34,20 +34,11 @@ TEST(EtcdEndpoints, ParsesSchemesHostsAndIpv6) {
 
 TEST(EtcdEndpoints, BadInputsNameTheProblem) {
   const std::pair<const char*, const char*> cases[] = {
-      {"", "names no endpoint"},
-      {"etcd://", "names no endpoint"},
-      {"etcd://h1", "missing ':port'"},
-      {"etcd://h1:0", "1..65535"},
-      {"etcd://h1:65536", "1..65535"},
-      {"etcd://h1:12x", "1..65535"},
-      {"etcd://h1:", "1..65535"},
-      {"etcd://:2379", "empty host"},
-      {"etcd://h1:1,,h2:2", "empty entry"},
-      {"etcd://h1:1,", "empty entry"},
-      {"https://h1:1", "unsupported scheme"},
-      {"etcd://::1:2379", "[addr]:port"},
-      {"etcd://[::1:2379", "[ipv6]:port"},
-      {"etcd://h1:1/v3", "1..65535"},
+      {"", "names no endpoint"},           {"etcd://", "names no endpoint"},       {"etcd://h1", "missing ':port'"},
+      {"etcd://h1:0", "1..65535"},         {"etcd://h1:65536", "1..65535"},        {"etcd://h1:12x", "1..65535"},
+      {"etcd://h1:", "1..65535"},          {"etcd://:2379", "empty host"},         {"etcd://h1:1,,h2:2", "empty entry"},
+      {"etcd://h1:1,", "empty entry"},     {"https://h1:1", "unsupported scheme"}, {"etcd://::1:2379", "[addr]:port"},
+      {"etcd://[::1:2379", "[ipv6]:port"}, {"etcd://h1:1/v3", "1..65535"},
   };
   for (const auto& [input, needle] : cases) {
     boost::system::error_code ec;

@@ -22,8 +22,8 @@ TEST(EtcdJson, Base64RoundTripsBinaryAndRejectsGarbage) {
   EXPECT_EQ(base64_decode(base64_encode(bin)), bin);
   EXPECT_EQ(base64_decode("YWJj"), "abc");
   EXPECT_EQ(base64_decode(""), "");
-  EXPECT_FALSE(base64_decode("YQ="));    // length not a multiple of 4
-  EXPECT_FALSE(base64_decode("Y!==")); // invalid character
+  EXPECT_FALSE(base64_decode("YQ="));   // length not a multiple of 4
+  EXPECT_FALSE(base64_decode("Y!=="));  // invalid character
   EXPECT_FALSE(base64_decode("Y==="));  // too much padding
 }
 
@@ -54,8 +54,10 @@ TEST(EtcdJson, RequestsUseBase64AndInt64Strings) {
   auto create = boost::json::parse(watch).as_object()["create_request"].as_object();
   EXPECT_EQ(str(create["start_revision"]), "12");
   EXPECT_EQ(str(create["range_end"]), base64_encode("/a0"));
-  EXPECT_FALSE(boost::json::parse(encode_watch_create("/a/", 0)).as_object()["create_request"].as_object().contains(
-      "start_revision"));
+  EXPECT_FALSE(boost::json::parse(encode_watch_create("/a/", 0))
+                   .as_object()["create_request"]
+                   .as_object()
+                   .contains("start_revision"));
 }
 
 TEST(EtcdJson, RangeDecodesStringInt64sBase64AndOmittedFields) {
@@ -194,8 +196,7 @@ TEST(EtcdJson, WatchCompactedAndCanceled) {
   EXPECT_EQ(w.cancel_reason, "permission denied");
 
   // A stream-level gateway error.
-  decode_watch_response(R"({"error":{"grpc_code":14,"http_code":503,"message":"etcdserver: no leader"}})", w, ec,
-                        why);
+  decode_watch_response(R"({"error":{"grpc_code":14,"http_code":503,"message":"etcdserver: no leader"}})", w, ec, why);
   EXPECT_EQ(ec, errc::etcd_error);
   EXPECT_EQ(why, "etcdserver: no leader");
 }

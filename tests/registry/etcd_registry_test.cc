@@ -74,9 +74,8 @@ TEST_F(EtcdRegistryTest, UnregisterIsSeenAsARemovalAndTheListenerHearsOnlyChange
   ASSERT_TRUE(wait_until([&] { return log->last_is({"127.0.0.1:7001"}); }, 20s));
   // Same value again: a put, but no change for subscribers.
   reg->register_instance(instance("echo", "127.0.0.1:7001"));
-  auto [ec, unused] = await<int>([&](auto h) {
-    reg->unregister_instance("echo", "127.0.0.1:7001", [h](error_code e) { h(e, 0); });
-  });
+  auto [ec, unused] =
+      await<int>([&](auto h) { reg->unregister_instance("echo", "127.0.0.1:7001", [h](error_code e) { h(e, 0); }); });
   ASSERT_FALSE(ec) << ec.message();
   ASSERT_TRUE(wait_until([&] { return log->last_is({}); }, 20s));
   EXPECT_TRUE(has_keys(0));
@@ -166,9 +165,8 @@ TEST_F(EtcdRegistryTest, AnUnregisterSupersedesAPendingRegisterRetry) {
   etcd_->kill(0);
   reg->register_instance(instance("echo", "127.0.0.1:7001"));
   ASSERT_TRUE(wait_until([&] { return reg->stats().retry_tasks_pending == 1; }, 20s));
-  auto [ec, unused] = await<int>([&](auto h) {
-    reg->unregister_instance("echo", "127.0.0.1:7001", [h](error_code e) { h(e, 0); });
-  });
+  auto [ec, unused] =
+      await<int>([&](auto h) { reg->unregister_instance("echo", "127.0.0.1:7001", [h](error_code e) { h(e, 0); }); });
   EXPECT_TRUE(ec);  // the first delete failed: etcd is down; it is retried
   // One retry pending: the delete's; the register's was cancelled.
   EXPECT_EQ(reg->stats().retry_tasks_pending, 1u);
@@ -183,9 +181,8 @@ TEST_F(EtcdRegistryTest, AnUnregisterSupersedesAPendingRegisterRetry) {
 TEST_F(EtcdRegistryTest, ARegisterSupersedesAPendingUnregisterRetry) {
   auto reg = make();
   etcd_->kill(0);
-  auto [ec, unused] = await<int>([&](auto h) {
-    reg->unregister_instance("echo", "127.0.0.1:7001", [h](error_code e) { h(e, 0); });
-  });
+  auto [ec, unused] =
+      await<int>([&](auto h) { reg->unregister_instance("echo", "127.0.0.1:7001", [h](error_code e) { h(e, 0); }); });
   EXPECT_TRUE(ec);
   ASSERT_TRUE(wait_until([&] { return reg->stats().retry_tasks_pending == 1; }, 20s));
   reg->register_instance(instance("echo", "127.0.0.1:7001"));
@@ -211,9 +208,8 @@ TEST_F(EtcdRegistryTest, RegisterAndUnregisterInQuickSuccessionEndInTheLastState
     reg->unregister_instance("echo", "127.0.0.1:7001");
     reg->register_instance(instance("echo", "127.0.0.1:7001"));
   }
-  auto [ec, unused] = await<int>([&](auto h) {
-    reg->unregister_instance("echo", "127.0.0.1:7001", [h](error_code e) { h(e, 0); });
-  });
+  auto [ec, unused] =
+      await<int>([&](auto h) { reg->unregister_instance("echo", "127.0.0.1:7001", [h](error_code e) { h(e, 0); }); });
   ASSERT_FALSE(ec) << ec.message();
   EXPECT_TRUE(has_keys(0));
   ASSERT_TRUE(wait_until([&] { return log->last_is({}); }, 20s));
@@ -291,7 +287,7 @@ TEST_F(EtcdRegistryTest, DroppingTheLastReferenceWithRequestsInFlightClosesClean
   reg->register_instance(instance("echo", "127.0.0.1:7001"));
   ASSERT_TRUE(wait_until([&] { return reg->stats().registered_now == 1; }, 20s));
   auto log = SetLog::make();
-  reg->subscribe("echo", SetLog::listener(log));   // a read in flight
+  reg->subscribe("echo", SetLog::listener(log));               // a read in flight
   reg->register_instance(instance("echo", "127.0.0.1:7002"));  // a put posted
   reg.reset();
   // The handle's destruction closed the registry: the lease is revoked.

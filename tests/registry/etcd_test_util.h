@@ -34,7 +34,8 @@ struct IoThread {
 /// to `limit`; a missing completion is reported as timed_out (and fails the test
 /// through the caller's assertion).
 template <class R, class Start>
-std::pair<boost::system::error_code, R> await(Start&& start, std::chrono::milliseconds limit = std::chrono::seconds(20)) {
+std::pair<boost::system::error_code, R> await(Start&& start,
+                                              std::chrono::milliseconds limit = std::chrono::seconds(20)) {
   auto p = std::make_shared<std::promise<std::pair<boost::system::error_code, R>>>();
   auto f = p->get_future();
   start([p](boost::system::error_code ec, R r) { p->set_value({ec, std::move(r)}); });

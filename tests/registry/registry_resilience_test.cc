@@ -97,8 +97,7 @@ class FrozenMember : public ::testing::Test {
     error_code ec = errc::timeout;
     for (int i = 0; i < 40 && ec; ++i) {
       ec = await<detail::PutResult>([&](auto h) {
-             other->put("/wheelrpc/echo/providers/127.0.0.1:7009", instance("echo", "127.0.0.1:7009").to_json(), 0,
-                        h);
+             other->put("/wheelrpc/echo/providers/127.0.0.1:7009", instance("echo", "127.0.0.1:7009").to_json(), 0, h);
            }).first;
       if (ec) std::this_thread::sleep_for(100ms);
     }
@@ -149,8 +148,7 @@ class RegistryThroughProxy : public ::testing::Test {
     ASSERT_FALSE(proxy_->start());
     direct_ = direct_client(io_, etcd_->endpoints());
     reg_ = EtcdRegistry::create(io_.io.get_executor(), io_.timer,
-                                "etcd://127.0.0.1:" + std::to_string(proxy_->local_endpoint().port()),
-                                fast_options());
+                                "etcd://127.0.0.1:" + std::to_string(proxy_->local_endpoint().port()), fast_options());
   }
   void TearDown() override {
     reg_.reset();
@@ -165,8 +163,8 @@ class RegistryThroughProxy : public ::testing::Test {
     last_revision_ = r.revision;
   }
   void del(const std::string& endpoint) {
-    auto [ec, r] = await<detail::DeleteResult>(
-        [&](auto h) { direct_->delete_key("/wheelrpc/echo/providers/" + endpoint, h); });
+    auto [ec, r] =
+        await<detail::DeleteResult>([&](auto h) { direct_->delete_key("/wheelrpc/echo/providers/" + endpoint, h); });
     ASSERT_FALSE(ec) << ec.message();
     last_revision_ = r.revision;
   }
@@ -214,8 +212,7 @@ TEST_F(RegistryThroughProxy, AWatchBrokenMidStreamResumesAndSeesWhatChangedMeanw
   }
   // And it goes on watching.
   put("127.0.0.1:7004");
-  ASSERT_TRUE(wait_until(
-      [&] { return log->last_is({"127.0.0.1:7002", "127.0.0.1:7003", "127.0.0.1:7004"}); }, 20s));
+  ASSERT_TRUE(wait_until([&] { return log->last_is({"127.0.0.1:7002", "127.0.0.1:7003", "127.0.0.1:7004"}); }, 20s));
   EXPECT_TRUE(log->only_changes());
 }
 
@@ -231,10 +228,10 @@ TEST_F(RegistryThroughProxy, ACompactedRevisionForcesAFullReReadThatYieldsTheRig
   del("127.0.0.1:7001");
   put("127.0.0.1:7003");
   put("127.0.0.1:7003");
-  const auto reply = http_exchange(
-      ip::tcp::endpoint(ip::make_address("127.0.0.1"), etcd_->client_port(0)),
-      http_request_text("POST", "/v3/kv/compaction",
-                        "{\"revision\":\"" + std::to_string(last_revision_) + "\",\"physical\":true}"));
+  const auto reply =
+      http_exchange(ip::tcp::endpoint(ip::make_address("127.0.0.1"), etcd_->client_port(0)),
+                    http_request_text("POST", "/v3/kv/compaction",
+                                      "{\"revision\":\"" + std::to_string(last_revision_) + "\",\"physical\":true}"));
   ASSERT_EQ(reply.status, 200) << reply.body;
   ASSERT_FALSE(proxy_->up());
   ASSERT_TRUE(wait_until([&] { return log->last_is({"127.0.0.1:7002", "127.0.0.1:7003"}); }, 20s));

@@ -19,9 +19,8 @@
 
 namespace wheelrpc::test {
 
-#define REQUIRE_ETCD()                 \
-  if (!::wheelrpc::test::EtcdCluster::available()) \
-  GTEST_SKIP() << "no /usr/bin/etcd (scripts/install_deps.sh)"
+#define REQUIRE_ETCD() \
+  if (!::wheelrpc::test::EtcdCluster::available()) GTEST_SKIP() << "no /usr/bin/etcd (scripts/install_deps.sh)"
 
 /// Every set a ProviderListener heard, in order. Shared with the listener
 /// (it may run on the io thread after the test body returns).

@@ -86,8 +86,9 @@ TEST(RegistryAnnouncer, WithCheckAnEtcdThatNeverAnswersFailsByItsCheckTimeout) {
   ASSERT_TRUE(wait_until([&] { return done->count() == 1; }, 30s));
   std::lock_guard l(done->mu);
   EXPECT_EQ(done->ec, errc::timeout);
-  EXPECT_EQ(done->message, "registration of 'echo' at 127.0.0.1:7001 not confirmed within 800 ms: no answer from etcd at " +
-                               silent_at);
+  EXPECT_EQ(
+      done->message,
+      "registration of 'echo' at 127.0.0.1:7001 not confirmed within 800 ms: no answer from etcd at " + silent_at);
   EXPECT_GE(done->at - t0, 750ms);
 }
 

@@ -132,9 +132,9 @@ TEST(ProviderSet, KeepsValidEntriesSortedAndReportsBadOnes) {
     out.value = std::move(value);
     return out;
   };
-  const auto bad = set.reset({kv("/r/echo/providers/127.0.0.2:1", b.to_json()), kv("/r/echo/providers/x", "not json"),
-                              kv("/r/echo/providers/127.0.0.1:1", a.to_json()),
-                              kv("/r/echo/providers/o", other.to_json())});
+  const auto bad =
+      set.reset({kv("/r/echo/providers/127.0.0.2:1", b.to_json()), kv("/r/echo/providers/x", "not json"),
+                 kv("/r/echo/providers/127.0.0.1:1", a.to_json()), kv("/r/echo/providers/o", other.to_json())});
   ASSERT_EQ(bad.size(), 2u);
   EXPECT_EQ(bad[0].key, "/r/echo/providers/x");
   EXPECT_NE(bad[1].why.find("names service 'other'"), std::string::npos) << bad[1].why;

@@ -68,7 +68,8 @@ CallOptions long_call() {
 /// One HoldingServer and a client limited to `limit` attempts in flight on it.
 struct OneProvider {
   explicit OneProvider(std::size_t limit)
-      : p(threads, timer, "p0"), client(threads.io.get_executor(), timer, {p.server.local_endpoint()}, options(limit)) {}
+      : p(threads, timer, "p0"),
+        client(threads.io.get_executor(), timer, {p.server.local_endpoint()}, options(limit)) {}
   ~OneProvider() {
     client.close();
     p.server.stop();

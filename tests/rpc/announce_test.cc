@@ -66,7 +66,8 @@ TEST(Announce, AServerIsAnnouncedOnceListeningAndWithdrawnOnStop) {
   so.announcer = announcer;
   wheelrpc::rpc::Server server(io.io.get_executor(), timer, so);
   ASSERT_FALSE(server.listen(wheelrpc::test::loopback0()));
-  EXPECT_EQ(announcer->events(), std::vector<std::string>{"announce " + std::to_string(server.local_endpoint().port())});
+  EXPECT_EQ(announcer->events(),
+            std::vector<std::string>{"announce " + std::to_string(server.local_endpoint().port())});
   server.stop();
   EXPECT_EQ(announcer->events().back(), "withdraw");
   server.stop();

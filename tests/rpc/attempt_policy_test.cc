@@ -69,12 +69,9 @@ TEST(AttemptPolicy, EachNonOkStatusStandsForItsFailure) {
     Status status;
     Failure failure;
   } rows[] = {
-      {Status::server_timeout, Failure::server_timeout},
-      {Status::overloaded, Failure::overloaded},
-      {Status::shutting_down, Failure::shutting_down},
-      {Status::method_not_found, Failure::application},
-      {Status::bad_request, Failure::application},
-      {Status::server_error, Failure::application},
+      {Status::server_timeout, Failure::server_timeout}, {Status::overloaded, Failure::overloaded},
+      {Status::shutting_down, Failure::shutting_down},   {Status::method_not_found, Failure::application},
+      {Status::bad_request, Failure::application},       {Status::server_error, Failure::application},
   };
   for (const auto& r : rows) {
     EXPECT_EQ(failure_of(r.status), r.failure) << "status " << static_cast<int>(r.status);
@@ -87,10 +84,10 @@ TEST(AttemptPolicy, RefusalsAndLostConnectionsAreRetriedTimeoutsOnlyWhenIdempote
     bool plain;       // may_retry(failure, idempotent = false)
     bool idempotent;  // may_retry(failure, idempotent = true)
   } rows[] = {
-      {Failure::connection_lost, true, true},   {Failure::not_sent, true, true},
-      {Failure::write_queue_full, true, true},  {Failure::unavailable, true, true},
-      {Failure::overloaded, true, true},        {Failure::shutting_down, true, true},
-      {Failure::attempt_timeout, false, true},  {Failure::server_timeout, false, true},
+      {Failure::connection_lost, true, true},  {Failure::not_sent, true, true},
+      {Failure::write_queue_full, true, true}, {Failure::unavailable, true, true},
+      {Failure::overloaded, true, true},       {Failure::shutting_down, true, true},
+      {Failure::attempt_timeout, false, true}, {Failure::server_timeout, false, true},
       {Failure::application, false, false},
   };
   for (const auto& r : rows) {
@@ -150,10 +147,8 @@ TEST(AttemptPolicy, EachAttemptsBudgetFollowsThePlan) {
       {"an even share of what is left over two", with_deadline(900ms, true, 3), 2, false, t0 + 300ms, 300ms, 300ms},
       {"the last attempt gets all that is left", with_deadline(900ms, true, 3), 3, false, t0 + 600ms, 300ms,
        std::nullopt},
-      {"a waited first attempt shares what is left", with_deadline(900ms, true, 3), 1, true, t0 + 300ms, 200ms,
-       200ms},
-      {"no retries: the single attempt gets it all", with_deadline(900ms, true, 1), 1, false, t0, 900ms,
-       std::nullopt},
+      {"a waited first attempt shares what is left", with_deadline(900ms, true, 3), 1, true, t0 + 300ms, 200ms, 200ms},
+      {"no retries: the single attempt gets it all", with_deadline(900ms, true, 1), 1, false, t0, 900ms, std::nullopt},
       {"attempt_timeout below what is left", with(with_deadline(900ms, true, 3), 100ms), 1, false, t0, 100ms, 100ms},
       {"attempt_timeout above what is left: what is left", with(with_deadline(900ms, true, 3), 2000ms), 1, false, t0,
        900ms, std::nullopt},
@@ -169,8 +164,7 @@ TEST(AttemptPolicy, EachAttemptsBudgetFollowsThePlan) {
        false, t0, 100ms, 100ms},
       {"no deadline, the last attempt is unbounded", with(without_deadline(true, 3), 100ms), 3, false, t0, 0ms,
        std::nullopt},
-      {"no deadline, hedged: unbounded", with(without_deadline(true, 3), 100ms, 50ms), 1, false, t0, 0ms,
-       std::nullopt},
+      {"no deadline, hedged: unbounded", with(without_deadline(true, 3), 100ms, 50ms), 1, false, t0, 0ms, std::nullopt},
       {"no deadline, attempt_timeout ignored when not idempotent", with(without_deadline(false, 3), 100ms), 1, false,
        t0, 0ms, std::nullopt},
   };
@@ -261,8 +255,7 @@ TEST(AttemptPolicy, DecideRetryChecksRetryableThenAttemptsThenTime) {
       {"a lost connection with time and attempts left", plan, Failure::connection_lost, 1, t0, 10ms,
        RetryVerdict::retry},
       {"an application error", idem, Failure::application, 1, t0, 10ms, RetryVerdict::not_retryable},
-      {"an attempt timeout, not idempotent", plan, Failure::attempt_timeout, 1, t0, 10ms,
-       RetryVerdict::not_retryable},
+      {"an attempt timeout, not idempotent", plan, Failure::attempt_timeout, 1, t0, 10ms, RetryVerdict::not_retryable},
       {"a server timeout, not idempotent", plan, Failure::server_timeout, 1, t0, 10ms, RetryVerdict::not_retryable},
       {"an attempt timeout, idempotent", idem, Failure::attempt_timeout, 2, t0, 10ms, RetryVerdict::retry},
       {"not retryable beats out of attempts and time", plan, Failure::application, 3, t0 + 2s, 10ms,

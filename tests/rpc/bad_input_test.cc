@@ -42,8 +42,8 @@ class RawPeer {
   }
   void send_hello() {
     Frame hello;
-    hello.header.flags = wheelrpc::transport::kFlagEvent | wheelrpc::transport::kFlagRequest |
-                         wheelrpc::transport::kFlagTwoWay;
+    hello.header.flags =
+        wheelrpc::transport::kFlagEvent | wheelrpc::transport::kFlagRequest | wheelrpc::transport::kFlagTwoWay;
     hello.header.request_id = 1;
     hello.method = "hello";
     hello.attachments = {{"version", "1"}, {"heartbeat_ms", "15000"}};
@@ -106,9 +106,10 @@ void expect_closed_and_server_healthy(RpcFixture& fx, const std::string& bytes, 
         return true;
     }
     return false;
-  })) << "expected a warning naming " << peer_text << ", (" << reason_name << ") and '" << expect_log << "'";
-  EXPECT_TRUE(wheelrpc::test::wait_until(
-      [&] { return wheelrpc::transport::channel_counters().closed >= before.closed + 1; }));
+  })) << "expected a warning naming "
+      << peer_text << ", (" << reason_name << ") and '" << expect_log << "'";
+  EXPECT_TRUE(
+      wheelrpc::test::wait_until([&] { return wheelrpc::transport::channel_counters().closed >= before.closed + 1; }));
   EXPECT_EQ(fx.client->call("echo", "still serving").payload, "still serving");
 }
 

@@ -30,9 +30,11 @@ struct Outcome {
 Outcome call(wheelrpc::rpc::Client& client, std::string method, std::string payload, CallOptions o = {}) {
   std::promise<Outcome> p;
   auto f = p.get_future();
-  client.async_call(std::move(method), std::move(payload), std::move(o),
-                    [&p](error_code ec, Response r) { p.set_value({ec, std::move(r)}); });
-  if (f.wait_for(20s) != std::future_status::ready) return {make_error_code(errc::server_error), {{}, {}, "test: no completion within 20 s"}};
+  client.async_call(std::move(method), std::move(payload), std::move(o), [&p](error_code ec, Response r) {
+    p.set_value({ec, std::move(r)});
+  });
+  if (f.wait_for(20s) != std::future_status::ready)
+    return {make_error_code(errc::server_error), {{}, {}, "test: no completion within 20 s"}};
   return f.get();
 }
 
@@ -92,8 +94,7 @@ TEST(Call, UnknownMethodIsAPreciseError) {
   RpcFixture fx;
   auto out = call(*fx.client, "no_such_method", "x");
   EXPECT_EQ(out.ec, errc::method_not_found);
-  EXPECT_NE(out.response.error_message.find("no_such_method"), std::string::npos)
-      << out.response.error_message;
+  EXPECT_NE(out.response.error_message.find("no_such_method"), std::string::npos) << out.response.error_message;
   EXPECT_EQ(fx.server.stats().method_not_found, 1u);
   // The connection stays usable.
   EXPECT_FALSE(call(*fx.client, "echo", "still fine").ec);
@@ -176,7 +177,10 @@ TEST(Call, ConcurrentCallsFromManyThreads) {
       for (int i = 0; i < kCalls; ++i) {
         std::string payload = std::to_string(t) + ":" + std::to_string(i);
         fx.client->async_call("echo", payload, o, [&, payload](error_code ec, Response r) {
-          if (!ec && r.payload == payload) ++ok; else ++wrong;
+          if (!ec && r.payload == payload)
+            ++ok;
+          else
+            ++wrong;
           ++completions;
         });
       }
@@ -192,9 +196,8 @@ TEST(Call, ConcurrentCallsFromManyThreads) {
 TEST(Call, HandlerThatDropsItsResponderAnswersServerError) {
   RpcFixture fx;
   fx.server.handle("drop", [](wheelrpc::rpc::Request, wheelrpc::rpc::Responder) {});
-  fx.server.handle("throw", [](wheelrpc::rpc::Request, wheelrpc::rpc::Responder) {
-    throw std::runtime_error("handler exploded");
-  });
+  fx.server.handle(
+      "throw", [](wheelrpc::rpc::Request, wheelrpc::rpc::Responder) { throw std::runtime_error("handler exploded"); });
   auto dropped = call(*fx.client, "drop", "");
   EXPECT_EQ(dropped.ec, errc::server_error);
   EXPECT_NE(dropped.response.error_message.find("dropped"), std::string::npos);

@@ -95,9 +95,8 @@ TEST(DeadlinePropagation, AChainOfThreeServersSeesTheFirstCallersBudgetMinusElap
   Client to_s1(io.io.get_executor(), timer, {s1.local_endpoint()});
 
   for (Client* c : {&to_s1, &to_s2, &to_s3}) c->connect();
-  ASSERT_TRUE(wait_until([&] {
-    return to_s1.providers()[0].ready && to_s2.providers()[0].ready && to_s3.providers()[0].ready;
-  }));
+  ASSERT_TRUE(wait_until(
+      [&] { return to_s1.providers()[0].ready && to_s2.providers()[0].ready && to_s3.providers()[0].ready; }));
 
   auto f = start(to_s1, "chain", "", opts(2000ms));
   auto out = wait(f);
@@ -160,7 +159,8 @@ TEST(DeadlinePropagation, InheritedDeadlineBoundsTheCallAndStaysInForceInItsComp
   const auto request_deadline = clock.now() + 5s;
   {
     DeadlineScope scope(request_deadline);
-    c.client->async_call("work", "", opts(1s), [&q](error_code, Response) { q.set_value(wheelrpc::rpc::current_deadline()); });
+    c.client->async_call("work", "", opts(1s),
+                         [&q](error_code, Response) { q.set_value(wheelrpc::rpc::current_deadline()); });
   }
   ASSERT_EQ(qf.wait_for(10s), std::future_status::ready);
   EXPECT_EQ(qf.get(), std::optional<Clock::time_point>(request_deadline));

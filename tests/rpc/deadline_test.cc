@@ -175,13 +175,13 @@ TEST(Deadline, LateReplyIsCountedAndNeverDelivered) {
 TEST(ErrorText, ARefusalByTheServerSaysTheServerRefusedIt) {
   wheelrpc::timer::HashedWheelTimer timer;  // outlives the I/O threads
   IoThreads io;
-  ScriptedServer refusing(io.io.get_executor(), true,
-                          [](wheelrpc::transport::Channel& ch, wheelrpc::transport::Frame& f) {
-                            const bool bad = f.method == "bad";
-                            ch.send(ScriptedServer::reply_to(
-                                f, bad ? "age must be > 0" : "draining",
-                                bad ? wheelrpc::rpc::Status::bad_request : wheelrpc::rpc::Status::shutting_down));
-                          });
+  ScriptedServer refusing(
+      io.io.get_executor(), true, [](wheelrpc::transport::Channel& ch, wheelrpc::transport::Frame& f) {
+        const bool bad = f.method == "bad";
+        ch.send(
+            ScriptedServer::reply_to(f, bad ? "age must be > 0" : "draining",
+                                     bad ? wheelrpc::rpc::Status::bad_request : wheelrpc::rpc::Status::shutting_down));
+      });
   Client client(io.io.get_executor(), timer, {refusing.endpoint()});
   CallOptions o = with_timeout(5000ms);
   o.retries = 0;

@@ -98,9 +98,9 @@ TEST(FailbackQueue, OnlyErrorsALaterTryMayFixAreFixable) {
     errc code;
     bool fixable;
   } rows[] = {
-      {errc::unavailable, true},       {errc::connection_lost, true},   {errc::timeout, true},
-      {errc::server_timeout, true},    {errc::too_many_pending, true},  {errc::method_not_found, false},
-      {errc::bad_request, false},      {errc::server_error, false},     {errc::cancelled, false},
+      {errc::unavailable, true},    {errc::connection_lost, true},  {errc::timeout, true},
+      {errc::server_timeout, true}, {errc::too_many_pending, true}, {errc::method_not_found, false},
+      {errc::bad_request, false},   {errc::server_error, false},    {errc::cancelled, false},
   };
   for (const auto& r : rows) {
     EXPECT_EQ(FailbackQueue::fixable(make_error_code(r.code)), r.fixable) << make_error_code(r.code).message();
@@ -221,8 +221,8 @@ TEST(FailbackQueue, AResendPostedBeforeCloseButRunAfterItIsNotSent) {
   ManualTimer mt;
   boost::asio::io_context io;
   int sent = 0;
-  auto queue = std::make_shared<FailbackQueue>(io.get_executor(), mt.timer, failback(100ms, 3, 10),
-                                               [&](Delivery) { ++sent; });
+  auto queue =
+      std::make_shared<FailbackQueue>(io.get_executor(), mt.timer, failback(100ms, 3, 10), [&](Delivery) { ++sent; });
   queue->on_result(delivery("work"), errc::unavailable, "down");
   EXPECT_EQ(mt.advance(100ms), 1u);  // posted, not run
   queue->close();
@@ -235,8 +235,8 @@ TEST(FailbackQueue, NoResendIsPostedOnceTheQueueIsGone) {
   ManualTimer mt;
   boost::asio::io_context io;
   int sent = 0;
-  auto queue = std::make_shared<FailbackQueue>(io.get_executor(), mt.timer, failback(100ms, 3, 10),
-                                               [&](Delivery) { ++sent; });
+  auto queue =
+      std::make_shared<FailbackQueue>(io.get_executor(), mt.timer, failback(100ms, 3, 10), [&](Delivery) { ++sent; });
   queue->on_result(delivery("work"), errc::unavailable, "down");
   queue.reset();  // the wheel still holds the task, which holds only a weak reference
   mt.advance(100ms);

@@ -20,7 +20,6 @@ TEST(IdleLimit, AConfiguredLimitIsKeptButNeverBelowTwoIntervals) {
   EXPECT_EQ(idle_limit(2000ms, 1000ms), 2000ms);
 }
 
-static_assert(idle_limit(std::chrono::milliseconds(0), std::chrono::milliseconds(10)) ==
-              std::chrono::milliseconds(30));
+static_assert(idle_limit(std::chrono::milliseconds(0), std::chrono::milliseconds(10)) == std::chrono::milliseconds(30));
 
 }  // namespace

@@ -53,13 +53,13 @@ std::uint64_t handled(const MethodStats& m, CallCode code) { return m.handled[st
 TEST(MethodMetrics, FineBucketsAreAQuarterOctaveWideAndCoarseOnesFollowPrometheusLe) {
   EXPECT_EQ(MethodCells::fine_index(0), 0u);
   EXPECT_EQ(MethodCells::fine_index(1023), 0u);
-  EXPECT_EQ(MethodCells::fine_index(1024), 1u);        // [1024, 1280)
+  EXPECT_EQ(MethodCells::fine_index(1024), 1u);  // [1024, 1280)
   EXPECT_EQ(MethodCells::fine_index(1279), 1u);
   EXPECT_EQ(MethodCells::fine_index(1280), 2u);
-  EXPECT_EQ(MethodCells::fine_index(2048), 5u);        // the next octave
+  EXPECT_EQ(MethodCells::fine_index(2048), 5u);  // the next octave
   EXPECT_EQ(MethodCells::fine_index(~0ULL), MethodCells::kFine - 1);
   EXPECT_EQ(MethodCells::coarse_index(0), 0u);
-  EXPECT_EQ(MethodCells::coarse_index(500'000), 0u);   // le="0.0005" includes 0.0005
+  EXPECT_EQ(MethodCells::coarse_index(500'000), 0u);  // le="0.0005" includes 0.0005
   EXPECT_EQ(MethodCells::coarse_index(500'001), 1u);
   EXPECT_EQ(MethodCells::coarse_index(10'000'000'000), 13u);
   EXPECT_EQ(MethodCells::coarse_index(10'000'000'001), 14u);  // +Inf
@@ -108,16 +108,17 @@ TEST(Trace, ParseAndFormatRoundTrip) {
   const auto child = t->child();
   EXPECT_EQ(child.trace_id_hex(), t->trace_id_hex());
   EXPECT_NE(child.traceparent(), tp);
-  for (std::string bad : std::vector<std::string>{"", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0",
-                          "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-                          "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
-                          "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
-                          "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
-                          "00-4bf92f3577b34da6a3ce929d0e0e4736x00f067aa0ba902b7-01",
-                          "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01",
-                          "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b/-01",
-                          "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0:",
-                          std::string("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0") + '\xff'}) {
+  for (std::string bad :
+       std::vector<std::string>{"", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0",
+                                "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                                "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+                                "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+                                "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+                                "00-4bf92f3577b34da6a3ce929d0e0e4736x00f067aa0ba902b7-01",
+                                "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01",
+                                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b/-01",
+                                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0:",
+                                std::string("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0") + '\xff'}) {
     EXPECT_FALSE(TraceContext::parse(bad)) << bad;
   }
   const auto root = TraceContext::make_root();
@@ -212,11 +213,13 @@ TEST(Introspection, ClientAndServerCountCallsByMethodAndOutcome) {
   EXPECT_EQ(find(client, "echo")->in_flight, 0);
 
   // The server answers the sleep's deadline itself (the budget travels).
-  ASSERT_TRUE(wheelrpc::test::wait_until([&] {
-    const auto all = fx.server.method_stats();
-    const auto* s = find(all, "sleep");
-    return s && s->deadline_exceeded == 1;
-  }, 10s));
+  ASSERT_TRUE(wheelrpc::test::wait_until(
+      [&] {
+        const auto all = fx.server.method_stats();
+        const auto* s = find(all, "sleep");
+        return s && s->deadline_exceeded == 1;
+      },
+      10s));
   const auto server = fx.server.method_stats();
   ASSERT_NE(find(server, "echo"), nullptr);
   EXPECT_EQ(handled(*find(server, "echo"), CallCode::ok), 2u);
@@ -242,8 +245,8 @@ TEST(Introspection, RecentTimeoutsNameThePhaseAndOneTraceIdOnBothSides) {
   EXPECT_EQ(client[0].budget, 50ms);
   EXPECT_GE(client[0].elapsed, 50ms);
   EXPECT_EQ(client[0].attempts, 1);
-  EXPECT_EQ(client[0].provider, fx.server.local_endpoint().address().to_string() + ":" +
-                                    std::to_string(fx.server.local_endpoint().port()));
+  EXPECT_EQ(client[0].provider,
+            fx.server.local_endpoint().address().to_string() + ":" + std::to_string(fx.server.local_endpoint().port()));
   EXPECT_EQ(client[0].trace_id.size(), 32u);
   ASSERT_TRUE(wheelrpc::test::wait_until([&] { return !fx.server.recent_timeouts().empty(); }, 10s));
   const auto server = fx.server.recent_timeouts();
@@ -341,8 +344,9 @@ TEST(Introspection, AsyncInvokeRunsAHandlerInProcessWithItsDeadline) {
   auto invoke = [&](std::string m, std::string p, std::chrono::milliseconds t) {
     std::promise<Outcome> done;
     auto f = done.get_future();
-    fx.server.async_invoke(std::move(m), std::move(p), t,
-                           [&done](error_code ec, Response r) { done.set_value({ec, std::move(r)}); });
+    fx.server.async_invoke(std::move(m), std::move(p), t, [&done](error_code ec, Response r) {
+      done.set_value({ec, std::move(r)});
+    });
     EXPECT_EQ(f.wait_for(20s), std::future_status::ready);
     return f.get();
   };

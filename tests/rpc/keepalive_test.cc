@@ -94,9 +94,10 @@ TEST(KeepAlive, HeartbeatsKeepAnIdleConnectionOpen) {
 TEST(KeepAlive, ABusyConnectionSendsNoHeartbeats) {
   wheelrpc::timer::HashedWheelTimer timer;
   IoThreads io;
-  ScriptedServer scripted(io.io.get_executor(), true, [](wheelrpc::transport::Channel& ch, wheelrpc::transport::Frame& f) {
-    ch.send(ScriptedServer::reply_to(f, f.payload));
-  });
+  ScriptedServer scripted(io.io.get_executor(), true,
+                          [](wheelrpc::transport::Channel& ch, wheelrpc::transport::Frame& f) {
+                            ch.send(ScriptedServer::reply_to(f, f.payload));
+                          });
   // A 1 s heartbeat: a gap between two calls on a loaded machine is far
   // shorter, so the connection is never idle for a heartbeat while busy.
   Client client(io.io.get_executor(), timer, {scripted.endpoint()}, client_options(1s));
@@ -128,8 +129,8 @@ struct SilentPeer {
   explicit SilentPeer(const asio::ip::tcp::endpoint& ep) : socket(io) {
     socket.connect(ep);
     wheelrpc::transport::Frame hello;
-    hello.header.flags = wheelrpc::transport::kFlagEvent | wheelrpc::transport::kFlagRequest |
-                         wheelrpc::transport::kFlagTwoWay;
+    hello.header.flags =
+        wheelrpc::transport::kFlagEvent | wheelrpc::transport::kFlagRequest | wheelrpc::transport::kFlagTwoWay;
     hello.method = "hello";
     hello.attachments = {{"version", "1"}, {"heartbeat_ms", "1"}};
     std::string out;
@@ -183,9 +184,10 @@ TEST(KeepAlive, ServerClosesIdleConnectionsAfterTheCloseTimeoutAndNotBefore) {
 TEST(KeepAlive, HalfOpenPeerIsDetectedWithinTheIdleTimeoutAndReconnected) {
   wheelrpc::timer::HashedWheelTimer timer;
   IoThreads io;
-  ScriptedServer scripted(io.io.get_executor(), true, [](wheelrpc::transport::Channel& ch, wheelrpc::transport::Frame& f) {
-    ch.send(ScriptedServer::reply_to(f, f.payload));
-  });
+  ScriptedServer scripted(io.io.get_executor(), true,
+                          [](wheelrpc::transport::Channel& ch, wheelrpc::transport::Frame& f) {
+                            ch.send(ScriptedServer::reply_to(f, f.payload));
+                          });
   Client client(io.io.get_executor(), timer, {scripted.endpoint()}, client_options(30ms));  // idle: 90 ms
   const auto before_call = Clock::now();
   ASSERT_FALSE(call_ec(client, 2s));
@@ -214,9 +216,10 @@ TEST(KeepAlive, HalfOpenPeerIsDetectedWithinTheIdleTimeoutAndReconnected) {
 TEST(KeepAlive, AfterTheHelloTheAgreedIdleTimeoutAppliesNotTheConnectTimeout) {
   wheelrpc::timer::HashedWheelTimer timer;
   IoThreads io;
-  ScriptedServer scripted(io.io.get_executor(), true, [](wheelrpc::transport::Channel& ch, wheelrpc::transport::Frame& f) {
-    ch.send(ScriptedServer::reply_to(f, f.payload));
-  });
+  ScriptedServer scripted(io.io.get_executor(), true,
+                          [](wheelrpc::transport::Channel& ch, wheelrpc::transport::Frame& f) {
+                            ch.send(ScriptedServer::reply_to(f, f.payload));
+                          });
   scripted.hello_delay(300ms);        // the reconnect task (every 30 ms) sees the handshake
   scripted.answer_heartbeats(false);  // answers the HELLO and calls, never a heartbeat
   ClientOptions co = client_options(30ms);
@@ -243,9 +246,8 @@ TEST(KeepAlive, ClientReconnectsToARestartedServerOnTheSamePort) {
   for (int i = 0; i < 10; ++i) {
     auto o = timeout(10s);
     o.retries = 0;  // one attempt: its connection's loss is the call's outcome
-    client.async_call("sleep", "5000", o, [&](error_code ec, Response) {
-      (ec == errc::connection_lost ? lost : other)++;
-    });
+    client.async_call("sleep", "5000", o,
+                      [&](error_code ec, Response) { (ec == errc::connection_lost ? lost : other)++; });
   }
   ASSERT_TRUE(wait_until([&] { return first->stats().requests >= 11; }));
   first->stop();

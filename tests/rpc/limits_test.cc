@@ -74,7 +74,8 @@ class RawPeer {
       for (;;) {
         wheelrpc::transport::Frame f;
         std::size_t used = 0;
-        const auto r = decoder_.decode(reinterpret_cast<const std::uint8_t*>(pending_.data()), pending_.size(), f, used);
+        const auto r =
+            decoder_.decode(reinterpret_cast<const std::uint8_t*>(pending_.data()), pending_.size(), f, used);
         if (r != wheelrpc::transport::FrameDecoder::Result::frame) break;
         pending_.erase(0, used);
         if (!f.header.is_event()) ++got;
@@ -98,7 +99,8 @@ TEST(Limits, AMethodAtItsConcurrencyLimitRefusesAtOnceWithResourceExhausted) {
   wheelrpc::rpc::MethodOptions limited;
   limited.max_concurrency = 2;
   RpcFixture fx({}, {}, 2, [&](wheelrpc::rpc::Server& s) {
-    s.handle("hold", [&](wheelrpc::rpc::Request, Responder r) { held.add(std::move(r)); }, limited);
+    s.handle(
+        "hold", [&](wheelrpc::rpc::Request, Responder r) { held.add(std::move(r)); }, limited);
   });
   CallOptions o;
   o.timeout = 20s;
@@ -129,8 +131,10 @@ TEST(Limits, ResourceExhaustedIsRetriedOnAnotherProvider) {
   wheelrpc::rpc::MethodOptions one;
   one.max_concurrency = 1;
   wheelrpc::rpc::Server busy(threads.io.get_executor(), timer), spare(threads.io.get_executor(), timer);
-  busy.handle("work", [&](wheelrpc::rpc::Request, Responder r) { held.add(std::move(r)); }, one);
-  spare.handle("work", [](wheelrpc::rpc::Request, Responder r) { r.reply("spare"); }, one);
+  busy.handle(
+      "work", [&](wheelrpc::rpc::Request, Responder r) { held.add(std::move(r)); }, one);
+  spare.handle(
+      "work", [](wheelrpc::rpc::Request, Responder r) { r.reply("spare"); }, one);
   ASSERT_FALSE(busy.listen(wheelrpc::test::loopback0()));
   ASSERT_FALSE(spare.listen(wheelrpc::test::loopback0()));
   wheelrpc::rpc::Client only_busy(threads.io.get_executor(), timer, {busy.local_endpoint()});
@@ -239,8 +243,7 @@ TEST(Limits, AConnectionPausedAtItsRequestLimitIsNotClosedAsIdle) {
   });
   RawPeer busy(fx.server.local_endpoint());
   busy.hello("100");
-  busy.send(wheelrpc::test::request_bytes(2, "hold", "") +
-            wheelrpc::test::request_bytes(3, "hold", ""));
+  busy.send(wheelrpc::test::request_bytes(2, "hold", "") + wheelrpc::test::request_bytes(3, "hold", ""));
   ASSERT_TRUE(wheelrpc::test::wait_until([&] { return fx.server.stats().read_pauses == 1 && held.size() == 1; }));
   // A connection made later, and idle: once the CloseTimerTask closes it,
   // it has looked past the paused one's idle time too.

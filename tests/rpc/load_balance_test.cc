@@ -45,9 +45,8 @@ std::size_t held_by_the_busy_provider(LoadBalance lb, int n) {
     const auto held_before = c.providers[0]->held_count();
     fs.push_back(start(*c.client, "work", "", opts(10s)));
     auto& f = fs.back();
-    EXPECT_TRUE(wait_until([&] {
-      return f.wait_for(0s) == std::future_status::ready || c.providers[0]->held_count() > held_before;
-    }));
+    EXPECT_TRUE(wait_until(
+        [&] { return f.wait_for(0s) == std::future_status::ready || c.providers[0]->held_count() > held_before; }));
   }
   return c.providers[0]->held_count();
 }

@@ -100,7 +100,8 @@ TEST(Overload, ARequestWhoseBudgetIsSpentWhenReadIsShedWithoutRunningItsHandler)
   };
   using namespace wheelrpc::transport;
   const std::uint8_t call = kFlagRequest | kFlagTwoWay;
-  asio::write(socket, asio::buffer(frame(kFlagEvent | call, 1, "hello", {{"version", "1"}, {"heartbeat_ms", "15000"}}, 0)));
+  asio::write(socket,
+              asio::buffer(frame(kFlagEvent | call, 1, "hello", {{"version", "1"}, {"heartbeat_ms", "15000"}}, 0)));
   // Both requests in one write, so the server reads them together: the second
   // one's 5 ms are spent while the first one's handler runs.
   asio::write(socket, asio::buffer(frame(call, 2, "spin", {}, 0) + frame(call, 3, "count", {}, 5)));
@@ -125,8 +126,7 @@ TEST(Overload, ARequestWhoseBudgetIsSpentWhenReadIsShedWithoutRunningItsHandler)
   }
   ASSERT_EQ(replies[2].header.request_id, 3u);
   EXPECT_EQ(replies[2].header.status, status_byte(rpc::Status::server_timeout));
-  EXPECT_NE(replies[2].payload.find("had passed when the server got to it"), std::string::npos)
-      << replies[2].payload;
+  EXPECT_NE(replies[2].payload.find("had passed when the server got to it"), std::string::npos) << replies[2].payload;
   EXPECT_EQ(ran.load(), 0) << "the handler of a shed request never runs";
   EXPECT_EQ(fx.server.stats().shed, 1u);
   EXPECT_EQ(fx.server.stats().server_timeouts, 1u);
@@ -209,7 +209,7 @@ TEST(Overload, ARequestThatWaitsInTheQueuePastItsBudgetIsShedWithoutRunningItsHa
 
 TEST(Overload, AQueuedRequestWithLessBudgetLeftThanItsHandlerTakesIsShed) {
   QueuedFixture q(/*admission=*/true, /*queue_target=*/0ms);  // no controlled delay: the queue stands 42 s
-  const auto o = once(60s);  // on the wire; the server's clock is the manual one
+  const auto o = once(60s);                                   // on the wire; the server's clock is the manual one
   // Two requests teach the server that "work" takes 10 s of a handler thread.
   for (int i = 0; i < 2; ++i) ASSERT_FALSE(wheelrpc::test::call_and_wait(*q.fx->client, "work", "", o).ec);
   q.pool.block();
@@ -378,10 +378,12 @@ TEST(Overload, RefusedByTheLimitACallIsRetriedOnAnotherProvider) {
   rpc::CallOptions o;
   o.timeout = 20s;
   both.connect();
-  ASSERT_TRUE(wheelrpc::test::wait_until([&] {
-    const auto ps = both.providers();
-    return ps.size() == 2 && ps[0].ready && ps[1].ready;
-  }, 30s));
+  ASSERT_TRUE(wheelrpc::test::wait_until(
+      [&] {
+        const auto ps = both.providers();
+        return ps.size() == 2 && ps[0].ready && ps[1].ready;
+      },
+      30s));
   for (int i = 0; i < 4; ++i) {
     const auto out = wheelrpc::test::call_and_wait(both, "work", "", o);
     ASSERT_FALSE(out.ec) << out.response.error_message;

@@ -81,9 +81,7 @@ struct SourcedCluster {
     c.client.emplace(c.io.io.get_executor(), c.timer, source, co);
   }
   tcp::endpoint ep(std::size_t i) const { return c.providers[i]->proxy->local_endpoint(); }
-  std::string peer(std::size_t i) const {
-    return ep(i).address().to_string() + ":" + std::to_string(ep(i).port());
-  }
+  std::string peer(std::size_t i) const { return ep(i).address().to_string() + ":" + std::to_string(ep(i).port()); }
   /// The client's providers of the current set ("removed" ones excluded).
   std::vector<std::string> current() const {
     std::vector<std::string> out;
@@ -165,8 +163,7 @@ TEST(ProviderSet, ASourceThatFailsFirstFailsCallsThatDoNotWaitForReady) {
   s.source->report_error("no such host: example.invalid");
   auto out = s.call(wheelrpc::test::opts(5s));
   EXPECT_EQ(out.ec, wheelrpc::rpc::errc::unavailable);
-  EXPECT_TRUE(wheelrpc::test::contains(out.response.error_message, "no provider yet"))
-      << out.response.error_message;
+  EXPECT_TRUE(wheelrpc::test::contains(out.response.error_message, "no provider yet")) << out.response.error_message;
   EXPECT_TRUE(wheelrpc::test::contains(out.response.error_message, "example.invalid")) << out.response.error_message;
   EXPECT_LT(out.took, 4s) << "failed fast, not at the deadline";
   // A set that comes later is used.

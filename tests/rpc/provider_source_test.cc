@@ -78,8 +78,7 @@ TEST(ResolveTargetTest, OptionsMustBePositive) {
 TEST(ResolveTargetTest, DescribeNamesEveryTarget) {
   asio::io_context io;
   test::ManualTimer mt;
-  EXPECT_EQ(resolved_providers(io.get_executor(), mt.timer, {"example.com:80"})->describe(),
-            "dns:example.com:80");
+  EXPECT_EQ(resolved_providers(io.get_executor(), mt.timer, {"example.com:80"})->describe(), "dns:example.com:80");
   EXPECT_EQ(resolved_providers(io.get_executor(), mt.timer, {"a:1", "[::1]:2"})->describe(), "dns:a:1,[::1]:2");
 }
 
@@ -150,7 +149,6 @@ TEST(StaticProvidersTest, ReportsItsSetOnceAtStart) {
   source->stop();
   EXPECT_EQ(rec.count(), 1u);
 }
-
 
 }  // namespace
 }  // namespace wheelrpc::rpc

@@ -56,7 +56,6 @@ class ResolvedProvidersTest : public ::testing::Test {
   Recorder rec_;
 };
 
-
 TEST_F(ResolvedProvidersTest, SeveralAddressesFromOneNameGiveSeveralProvidersSorted) {
   dns_.set("svc", {"10.0.0.3", "10.0.0.1", "10.0.0.2", "10.0.0.1"});
   dns_.set("other", {"10.0.0.2", "10.0.0.9"});
@@ -67,7 +66,7 @@ TEST_F(ResolvedProvidersTest, SeveralAddressesFromOneNameGiveSeveralProvidersSor
   auto r = rec_.last();
   EXPECT_FALSE(r.ec);
   EXPECT_EQ(r.endpoints, (std::vector<tcp::endpoint>{ep("10.0.0.1", 80), ep("10.0.0.2", 80), ep("10.0.0.3", 80),
-                                                      ep("10.0.0.9", 80)}));
+                                                     ep("10.0.0.9", 80)}));
   source->stop();
 }
 
@@ -251,8 +250,8 @@ TEST(ResolvedProvidersThreadsTest, StopWhileRefreshingAndHintingFromOtherThreads
   FakeDns dns;
   std::atomic<int> flip{0};
   dns.set("svc", {"10.0.0.1"});
-  auto source = detail::resolved_providers(io.get_executor(), timer, {"svc:80"}, ResolveOptions{1ms, 1ms},
-                                           dns.function());
+  auto source =
+      detail::resolved_providers(io.get_executor(), timer, {"svc:80"}, ResolveOptions{1ms, 1ms}, dns.function());
   std::atomic<bool> stop_returned{false};
   std::atomic<int> in_listener{0}, concurrent{0}, reports{0}, after_stop{0};
   source->start([&](error_code, std::vector<tcp::endpoint>, std::string) {

@@ -226,7 +226,9 @@ TEST(Retry, ChaosOnOneProviderAtATimeEveryCallCompletesExactlyOnceByItsDeadline)
     const std::string name = "t" + std::to_string(step++);
     Toxic t;
     switch (rng() % 5) {
-      case 0: t = toxic(name, Stream::downstream, wheelrpc::fault::Latency{std::chrono::milliseconds(rng() % 200), 20ms}); break;
+      case 0:
+        t = toxic(name, Stream::downstream, wheelrpc::fault::Latency{std::chrono::milliseconds(rng() % 200), 20ms});
+        break;
       case 1: t = toxic(name, Stream::both, wheelrpc::fault::Blackhole{}); break;
       case 2: t = toxic(name, Stream::both, wheelrpc::fault::ResetPeer{std::chrono::milliseconds(rng() % 50)}); break;
       case 3: t = toxic(name, Stream::downstream, wheelrpc::fault::LimitData{rng() % 2000}); break;
@@ -489,8 +491,9 @@ TEST(Retry, ACallCancelledByItsCallerIsCancelledOnTheServer) {
   boost::asio::cancellation_signal signal;
   std::promise<error_code> p;
   auto fut = p.get_future();
-  c.client->async_call("work", "", opts(5s),
-                       boost::asio::bind_cancellation_slot(signal.slot(), [&p](error_code ec, Response) { p.set_value(ec); }));
+  c.client->async_call(
+      "work", "", opts(5s),
+      boost::asio::bind_cancellation_slot(signal.slot(), [&p](error_code ec, Response) { p.set_value(ec); }));
   ASSERT_TRUE(wait_until([&] { return c.providers[0]->held_count() == 1; }));
   signal.emit(boost::asio::cancellation_type::terminal);
   ASSERT_EQ(fut.wait_for(10s), std::future_status::ready);

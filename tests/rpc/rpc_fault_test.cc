@@ -49,8 +49,8 @@ struct FaultFixture {
       : server(io.io.get_executor(), timer, so),
         proxy(io.io.get_executor(), wheelrpc::test::loopback0(), listen_server()) {
     if (auto ec = proxy.start()) throw boost::system::system_error(ec);
-    client.emplace(io.io.get_executor(), timer,
-                   std::vector<boost::asio::ip::tcp::endpoint>{proxy.local_endpoint()}, co);
+    client.emplace(io.io.get_executor(), timer, std::vector<boost::asio::ip::tcp::endpoint>{proxy.local_endpoint()},
+                   co);
   }
   ~FaultFixture() {
     client->close();
@@ -109,7 +109,8 @@ class Recorder {
     const auto deadline = Clock::now() + timeout;
     client.async_call(std::move(method), std::move(payload), o,
                       [this, id, deadline, on_done = std::move(on_done)](error_code ec, Response r) {
-                        const auto overrun = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - deadline);
+                        const auto overrun =
+                            std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - deadline);
                         {
                           std::lock_guard lock(mu_);
                           if (++completions_[id] == 1) results_[id] = Result{ec, r.error_message, overrun};
@@ -153,7 +154,6 @@ class Recorder {
   std::vector<Result> results_;
 };
 
-
 // Generous: sanitizer builds and a busy 2-core machine delay handlers.
 constexpr auto kMaxOverrun = 300ms;
 
@@ -179,13 +179,15 @@ TEST(Fault, BlackholeIsDetectedReconnectedAndNoCallWaitsPastItsDeadline) {
   rec.check({errc::timeout, errc::connection_lost}, kMaxOverrun);
   ASSERT_FALSE(fx.proxy.remove_toxic("hole"));
   // Back to health by itself.
-  ASSERT_TRUE(wait_until([&] {
-    try {
-      return fx.client->call("echo", "again", CallOptions{}).payload == "again";
-    } catch (const std::exception&) {
-      return false;
-    }
-  }, 10s));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        try {
+          return fx.client->call("echo", "again", CallOptions{}).payload == "again";
+        } catch (const std::exception&) {
+          return false;
+        }
+      },
+      10s));
 }
 
 TEST(Fault, ResetPeerMidStreamFailsPendingCallsAndTheClientReconnects) {
@@ -265,8 +267,7 @@ TEST(Fault, ChaosSoakEveryCallCompletesExactlyOnceAndTheClientEndsHealthy) {
       while (!stop.load()) {
         const auto next = Clock::now() + 10ms;
         auto done = std::make_shared<std::promise<void>>();
-        rec.call(*fx.client, c % 2 ? "echo" : "sleep", c % 2 ? "payload" : "5", 150ms,
-                 [done] { done->set_value(); });
+        rec.call(*fx.client, c % 2 ? "echo" : "sleep", c % 2 ? "payload" : "5", 150ms, [done] { done->set_value(); });
         done->get_future().wait_for(2s);  // a call at a time per caller (bounded)
         std::this_thread::sleep_until(next);
       }
@@ -280,7 +281,9 @@ TEST(Fault, ChaosSoakEveryCallCompletesExactlyOnceAndTheClientEndsHealthy) {
     const std::string name = "t" + std::to_string(step++);
     Toxic t;
     switch (rng() % 6) {
-      case 0: t = toxic(name, Stream::downstream, wheelrpc::fault::Latency{std::chrono::milliseconds(rng() % 250), 20ms}); break;
+      case 0:
+        t = toxic(name, Stream::downstream, wheelrpc::fault::Latency{std::chrono::milliseconds(rng() % 250), 20ms});
+        break;
       case 1: t = toxic(name, Stream::both, wheelrpc::fault::Blackhole{}); break;
       case 2: t = toxic(name, Stream::both, wheelrpc::fault::ResetPeer{std::chrono::milliseconds(rng() % 100)}); break;
       case 3: t = toxic(name, Stream::downstream, wheelrpc::fault::LimitData{rng() % 2000}); break;
@@ -309,13 +312,15 @@ TEST(Fault, ChaosSoakEveryCallCompletesExactlyOnceAndTheClientEndsHealthy) {
   EXPECT_GT(ok, 0);
   EXPECT_EQ(fx.client->stats().pending, 0u);
   // Healthy at the end, by itself.
-  ASSERT_TRUE(wait_until([&] {
-    try {
-      return fx.client->call("echo", "healthy", CallOptions{}).payload == "healthy";
-    } catch (const std::exception&) {
-      return false;
-    }
-  }, 10s));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        try {
+          return fx.client->call("echo", "healthy", CallOptions{}).payload == "healthy";
+        } catch (const std::exception&) {
+          return false;
+        }
+      },
+      10s));
   RecordProperty("calls", static_cast<int>(rec.issued()));
   RecordProperty("ok", ok);
 }

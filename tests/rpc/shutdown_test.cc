@@ -29,12 +29,13 @@ namespace {
 
 // A fixture whose "hold" method keeps its Responders until the test answers.
 struct HoldFixture : RpcFixture {
-  HoldFixture() : RpcFixture(wheelrpc::rpc::ServerOptions{}, wheelrpc::rpc::ClientOptions{}, 2, [this](wheelrpc::rpc::Server& s) {
-                    s.handle("hold", [this](wheelrpc::rpc::Request, Responder r) {
-                      std::lock_guard lock(mu);
-                      held.push_back(std::move(r));
-                    });
-                  }) {}
+  HoldFixture()
+      : RpcFixture(wheelrpc::rpc::ServerOptions{}, wheelrpc::rpc::ClientOptions{}, 2, [this](wheelrpc::rpc::Server& s) {
+          s.handle("hold", [this](wheelrpc::rpc::Request, Responder r) {
+            std::lock_guard lock(mu);
+            held.push_back(std::move(r));
+          });
+        }) {}
   std::size_t held_count() {
     std::lock_guard lock(mu);
     return held.size();
@@ -153,8 +154,7 @@ TEST(ServerLifetime, ACoreKeptAliveByARequestOutlivesItsIoContext) {
       held.emplace(std::move(r));
     });
     ASSERT_FALSE(server->listen(wheelrpc::test::loopback0()));
-    client.emplace(client_io.io.get_executor(), timer,
-                   std::vector<asio::ip::tcp::endpoint>{server->local_endpoint()});
+    client.emplace(client_io.io.get_executor(), timer, std::vector<asio::ip::tcp::endpoint>{server->local_endpoint()});
     CallOptions o;
     o.timeout = 30s;
     o.retries = 0;

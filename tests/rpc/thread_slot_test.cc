@@ -11,7 +11,6 @@
 
 namespace common = wheelrpc::common;
 
-
 TEST(ThreadSlot, LiveThreadsHoldDistinctSlotsAndTheRestShareOne) {
   // kThreadSlots + 4 threads alive at once: at most kThreadSlots distinct
   // own slots (this thread may hold one too), the others the shared one.

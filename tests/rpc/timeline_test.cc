@@ -113,7 +113,7 @@ struct ManualClient {
   }
 
   ManualTimer manual;  // outlives the client
-  IoThreads io;         // the server's
+  IoThreads io;        // the server's
   IoThreads client_io{1};
   HeldServer server;
   std::optional<Client> client;
@@ -196,8 +196,8 @@ TEST(Timeline, ACallThatNeverGotAConnectionSaysSo) {
   o.clock = &manual.clock;
   o.heartbeat = 30s;
   o.connect_timeout = 10s;
-  Client client(client_io.io.get_executor(), manual.timer, std::vector<boost::asio::ip::tcp::endpoint>{silent.endpoint()},
-                o);
+  Client client(client_io.io.get_executor(), manual.timer,
+                std::vector<boost::asio::ip::tcp::endpoint>{silent.endpoint()}, o);
   auto p = std::make_shared<std::promise<Outcome>>();
   auto f = p->get_future();
   CallOptions co;
@@ -207,7 +207,8 @@ TEST(Timeline, ACallThatNeverGotAConnectionSaysSo) {
   manual.timer.run_expired();
   auto out = wait(f);
   EXPECT_EQ(out.ec, errc::timeout);
-  EXPECT_TRUE(contains(out.response.error_message, "; timeline: queued 0.0 ms, never sent, timer fired 40.0 (0.0 late)"))
+  EXPECT_TRUE(
+      contains(out.response.error_message, "; timeline: queued 0.0 ms, never sent, timer fired 40.0 (0.0 late)"))
       << out.response.error_message;
   client.close();
   client_io.stop();
@@ -225,9 +226,10 @@ TEST(Timeline, TheTextNamesEveryEntryInOrder) {
   f.deadline = f.start + 50ms;
   f.fired = f.start + 50300us;
   f.completed = f.start + 50460us;
-  EXPECT_EQ(wheelrpc::rpc::detail::timeline_text(f),
-            "timeline: queued 0.0 ms, sent 0.1, last attempt sent 20.3, socket wrote 20.4, timer fired 50.3 (0.3 late), "
-            "completed 50.5");
+  EXPECT_EQ(
+      wheelrpc::rpc::detail::timeline_text(f),
+      "timeline: queued 0.0 ms, sent 0.1, last attempt sent 20.3, socket wrote 20.4, timer fired 50.3 (0.3 late), "
+      "completed 50.5");
 }
 
 }  // namespace

@@ -280,8 +280,6 @@ TEST(TimerTask, StopsWhenTheTimerStops) {
   EXPECT_EQ(left[0].task(), task);
 }
 
-
-
 // Blocks in its work until released; can cancel itself from inside it.
 class BlockingTask final : public AbstractTimerTask {
  public:

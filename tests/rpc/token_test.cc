@@ -35,8 +35,7 @@ using FutureResult = decltype(std::declval<Client&>().async_call("", "", {}, asi
 static_assert(std::is_same_v<FutureResult, std::future<Response>>);
 using AwaitResult = decltype(std::declval<Client&>().async_call("", "", {}, asio::use_awaitable));
 static_assert(std::is_same_v<AwaitResult, asio::awaitable<Response>>);
-using TupleResult =
-    decltype(std::declval<Client&>().async_call("", "", {}, asio::as_tuple(asio::use_awaitable)));
+using TupleResult = decltype(std::declval<Client&>().async_call("", "", {}, asio::as_tuple(asio::use_awaitable)));
 static_assert(std::is_same_v<TupleResult, asio::awaitable<std::tuple<error_code, Response>>>);
 using CallbackResult = decltype(std::declval<Client&>().async_call("", "", {}, [](error_code, Response) {}));
 static_assert(std::is_void_v<CallbackResult>);

@@ -56,11 +56,12 @@ struct BlockingSendHook {
 
 // Runs `mt.advance(d)` on its own thread; `returned` tells when it is back.
 struct Advance {
-  Advance(ManualTimer& mt, std::chrono::milliseconds d) : thread([this, &mt, d] {
-    id = std::this_thread::get_id();
-    mt.advance(d);
-    returned = true;
-  }) {}
+  Advance(ManualTimer& mt, std::chrono::milliseconds d)
+      : thread([this, &mt, d] {
+          id = std::this_thread::get_id();
+          mt.advance(d);
+          returned = true;
+        }) {}
   ~Advance() { thread.join(); }
   std::atomic<bool> returned{false};
   std::thread::id id;
@@ -115,8 +116,7 @@ TEST(WheelThread, ABlockedHedgeSendDoesNotDelayAnUnrelatedTimeout) {
   mt.timer.new_timeout([&] { unrelated = true; }, 50ms);
   Advance adv(mt, 50ms);  // the hedge and the unrelated timeout are both due
   ASSERT_TRUE(wait_until([&] { return hook.entered.load(); })) << "the hedge was never sent";
-  EXPECT_TRUE(wait_until([&] { return adv.returned.load(); }, 5s))
-      << "the wheel waited for the blocked hedge send";
+  EXPECT_TRUE(wait_until([&] { return adv.returned.load(); }, 5s)) << "the wheel waited for the blocked hedge send";
   EXPECT_FALSE(hook.released.load()) << "the hedge is still blocked";
   EXPECT_TRUE(unrelated.load()) << "the unrelated timeout ran in the same advance, on time";
   EXPECT_NE(hook.sender, adv.id) << "the hedge was sent on the executor, not the wheel's thread";
@@ -163,8 +163,7 @@ TEST(WheelThread, ABlockedRetrySendDoesNotDelayAnUnrelatedTimeout) {
   mt.timer.new_timeout([&] { unrelated = true; }, 10ms);
   Advance adv(mt, 10ms);  // the end of the backoff and the unrelated timeout
   ASSERT_TRUE(wait_until([&] { return hook.entered.load(); })) << "the retry was never sent";
-  EXPECT_TRUE(wait_until([&] { return adv.returned.load(); }, 5s))
-      << "the wheel waited for the blocked retry send";
+  EXPECT_TRUE(wait_until([&] { return adv.returned.load(); }, 5s)) << "the wheel waited for the blocked retry send";
   EXPECT_TRUE(unrelated.load());
   EXPECT_NE(hook.sender, adv.id);
   hook.released = true;

@@ -57,9 +57,7 @@ struct Provider {
       : name(std::move(n)), mode(m), server(io.io.get_executor(), timer, server_options(clock)) {
     server.handle("work", [this, &io](rpc::Request, rpc::Responder r) {
       switch (mode.load()) {
-        case Mode::reply:
-          r.reply(name);
-          break;
+        case Mode::reply: r.reply(name); break;
         case Mode::hold: {
           std::lock_guard lock(mu);
           held.push_back(std::move(r));
@@ -70,9 +68,7 @@ struct Provider {
           t->async_wait([t, r = std::move(r), n = name](const boost::system::error_code&) mutable { r.reply(n); });
           break;
         }
-        case Mode::overloaded:
-          r.fail(rpc::errc::too_many_pending, name + " is overloaded");
-          break;
+        case Mode::overloaded: r.fail(rpc::errc::too_many_pending, name + " is overloaded"); break;
       }
     });
     server.handle("budget", [clock](rpc::Request req, rpc::Responder r) {
@@ -210,7 +206,7 @@ struct Cluster {
   /// The clock the client reads (its manual clock, or the steady clock).
   const timer::Clock* clock() const { return manual ? &manual->clock : nullptr; }
 
-  timer::HashedWheelTimer timer;  // the servers' (and a real-time client's); outlives the I/O threads
+  timer::HashedWheelTimer timer;        // the servers' (and a real-time client's); outlives the I/O threads
   std::unique_ptr<ManualTimer> manual;  // a manual-time client's
   const timer::Clock::time_point manual_start = manual ? manual->clock.now() : timer::Clock::time_point{};
   IoThreads io;
@@ -230,7 +226,6 @@ struct Cluster {
     return eps;
   }
 };
-
 
 /// Starts a call on the cluster's client, timed on the client's clock.
 inline std::future<Outcome> start(Cluster& c, std::string method, std::string payload, rpc::CallOptions o) {

@@ -197,13 +197,35 @@ class EtcdCluster {
     auto url = [](std::uint16_t port) { return "http://127.0.0.1:" + std::to_string(port); };
     std::string initial;
     for (const auto& o : members_) initial += (initial.empty() ? "" : ",") + o.name + "=" + url(o.peer_port);
-    std::vector<std::string> args = {
-        kEtcdBinary, "--name", m.name, "--data-dir", m.data_dir,
-        "--listen-client-urls", url(m.client_port), "--advertise-client-urls", url(m.client_port),
-        "--listen-peer-urls", url(m.peer_port), "--initial-advertise-peer-urls", url(m.peer_port),
-        "--initial-cluster", initial, "--initial-cluster-state", "new", "--initial-cluster-token", token_,
-        "--heartbeat-interval", "50", "--election-timeout", "500",
-        "--logger", "zap", "--log-outputs", "stderr", "--log-level", "error"};
+    std::vector<std::string> args = {kEtcdBinary,
+                                     "--name",
+                                     m.name,
+                                     "--data-dir",
+                                     m.data_dir,
+                                     "--listen-client-urls",
+                                     url(m.client_port),
+                                     "--advertise-client-urls",
+                                     url(m.client_port),
+                                     "--listen-peer-urls",
+                                     url(m.peer_port),
+                                     "--initial-advertise-peer-urls",
+                                     url(m.peer_port),
+                                     "--initial-cluster",
+                                     initial,
+                                     "--initial-cluster-state",
+                                     "new",
+                                     "--initial-cluster-token",
+                                     token_,
+                                     "--heartbeat-interval",
+                                     "50",
+                                     "--election-timeout",
+                                     "500",
+                                     "--logger",
+                                     "zap",
+                                     "--log-outputs",
+                                     "stderr",
+                                     "--log-level",
+                                     "error"};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

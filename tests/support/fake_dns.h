@@ -123,5 +123,4 @@ class ProviderRecorder {
   std::vector<Report> reports_;
 };
 
-
 }  // namespace wheelrpc::test

@@ -84,8 +84,7 @@ class FaultProxyFixture : public ::testing::Test {
   }
 
   boost::asio::io_context io_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_ =
-      boost::asio::make_work_guard(io_);
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_ = boost::asio::make_work_guard(io_);
   std::atomic<int> running_{2};
   std::vector<std::thread> threads_;
   std::unique_ptr<EchoUpstream> echo_;

@@ -10,9 +10,8 @@
 namespace wheelrpc::test {
 
 struct ManualTimer {
-  explicit ManualTimer(std::chrono::nanoseconds tick = std::chrono::milliseconds(1),
-                       std::size_t ticks_per_wheel = 512, std::size_t max_pending = 0,
-                       timer::TaskExecutor executor = {})
+  explicit ManualTimer(std::chrono::nanoseconds tick = std::chrono::milliseconds(1), std::size_t ticks_per_wheel = 512,
+                       std::size_t max_pending = 0, timer::TaskExecutor executor = {})
       : timer(options(clock, tick, ticks_per_wheel, max_pending, std::move(executor))) {}
 
   /// Moves time forward by `d` and runs what became due; returns how many expired.
@@ -25,9 +24,8 @@ struct ManualTimer {
   timer::HashedWheelTimer timer;
 
  private:
-  static timer::HashedWheelTimerOptions options(const timer::ManualClock& c,
-                                                std::chrono::nanoseconds tick, std::size_t tpw,
-                                                std::size_t max_pending,
+  static timer::HashedWheelTimerOptions options(const timer::ManualClock& c, std::chrono::nanoseconds tick,
+                                                std::size_t tpw, std::size_t max_pending,
                                                 timer::TaskExecutor executor) {
     timer::HashedWheelTimerOptions o;
     o.clock = &c;

@@ -14,8 +14,8 @@
 namespace wheelrpc::test {
 
 struct HttpReply {
-  int status = 0;        ///< 0 when no status line came back
-  std::string headers;   ///< the status line and headers, as received
+  int status = 0;       ///< 0 when no status line came back
+  std::string headers;  ///< the status line and headers, as received
   std::string body;
 };
 

@@ -62,7 +62,9 @@ struct Outcome {
 };
 
 /// The call behind `f` has completed (without waiting).
-inline bool done(const std::future<Outcome>& f) { return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }
+inline bool done(const std::future<Outcome>& f) {
+  return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
 
 /// Starts a call; the future holds its outcome (a second completion would
 /// throw std::future_error: exactly once). `took` is read on `clock`
@@ -83,8 +85,8 @@ inline std::future<Outcome> start(rpc::Client& client, std::string method, std::
 
 /// Starts a call and waits for it (at most `limit`; past it, a server_error
 /// outcome that says so).
-inline Outcome call_and_wait(rpc::Client& client, std::string method, std::string payload = {},
-                             rpc::CallOptions o = {}, std::chrono::seconds limit = std::chrono::seconds(30)) {
+inline Outcome call_and_wait(rpc::Client& client, std::string method, std::string payload = {}, rpc::CallOptions o = {},
+                             std::chrono::seconds limit = std::chrono::seconds(30)) {
   auto f = start(client, std::move(method), std::move(payload), std::move(o));
   if (f.wait_for(limit) != std::future_status::ready) {
     return {make_error_code(rpc::errc::server_error), {{}, {}, "no completion within the test's limit"}, {}};
@@ -92,9 +94,7 @@ inline Outcome call_and_wait(rpc::Client& client, std::string method, std::strin
   return f.get();
 }
 
-inline boost::asio::ip::tcp::endpoint loopback0() {
-  return {boost::asio::ip::make_address("127.0.0.1"), 0};
-}
+inline boost::asio::ip::tcp::endpoint loopback0() { return {boost::asio::ip::make_address("127.0.0.1"), 0}; }
 
 struct RpcFixture {
   /// `more_methods`: registers a test's own methods before the server listens.

@@ -28,10 +28,12 @@ class TimedClient {
 
   /// Writes all of `data`.
   boost::system::error_code write(std::string_view data, ms timeout = ms(5000)) {
-    return run([&](auto done) {
-      boost::asio::async_write(socket_, boost::asio::buffer(data),
-                               [done](const boost::system::error_code& ec, std::size_t) { done(ec); });
-    }, timeout);
+    return run(
+        [&](auto done) {
+          boost::asio::async_write(socket_, boost::asio::buffer(data),
+                                   [done](const boost::system::error_code& ec, std::size_t) { done(ec); });
+        },
+        timeout);
   }
 
   /// Appends exactly `n` bytes to `out`, or fewer when the stream ends, fails
@@ -40,13 +42,15 @@ class TimedClient {
     const std::size_t start = out.size();
     out.resize(start + n);
     std::size_t got = 0;
-    const auto ec = run([&](auto done) {
-      boost::asio::async_read(socket_, boost::asio::buffer(out.data() + start, n),
-                              [done, &got](const boost::system::error_code& e, std::size_t k) {
-                                got = k;
-                                done(e);
-                              });
-    }, timeout);
+    const auto ec = run(
+        [&](auto done) {
+          boost::asio::async_read(socket_, boost::asio::buffer(out.data() + start, n),
+                                  [done, &got](const boost::system::error_code& e, std::size_t k) {
+                                    got = k;
+                                    done(e);
+                                  });
+        },
+        timeout);
     out.resize(start + got);
     return ec;
   }
@@ -55,12 +59,15 @@ class TimedClient {
   boost::system::error_code read_some(std::string& out, ms timeout = ms(5000)) {
     char buf[64 * 1024];
     std::size_t got = 0;
-    const auto ec = run([&](auto done) {
-      socket_.async_read_some(boost::asio::buffer(buf), [done, &got](const boost::system::error_code& e, std::size_t k) {
-        got = k;
-        done(e);
-      });
-    }, timeout);
+    const auto ec = run(
+        [&](auto done) {
+          socket_.async_read_some(boost::asio::buffer(buf),
+                                  [done, &got](const boost::system::error_code& e, std::size_t k) {
+                                    got = k;
+                                    done(e);
+                                  });
+        },
+        timeout);
     out.append(buf, got);
     return ec;
   }

@@ -29,11 +29,13 @@ TEST(Executor, ExpiredTasksRunWhereTheExecutorRunsThem) {
   ManualTimer mt(1ms, 512, 0, ex.executor());
   std::thread::id ran_on;
   int runs = 0;
-  Timeout t = mt.timer.new_timeout([&](Timeout& self) {
-    ++runs;
-    ran_on = std::this_thread::get_id();
-    EXPECT_TRUE(self.is_expired());
-  }, 2ms);
+  Timeout t = mt.timer.new_timeout(
+      [&](Timeout& self) {
+        ++runs;
+        ran_on = std::this_thread::get_id();
+        EXPECT_TRUE(self.is_expired());
+      },
+      2ms);
   EXPECT_EQ(mt.advance(2ms), 1u);
   EXPECT_EQ(runs, 0) << "handed to the executor, not run inline";
   ASSERT_EQ(ex.queue.size(), 1u);

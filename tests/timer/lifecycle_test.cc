@@ -147,14 +147,16 @@ TEST(Lifecycle, StopFromInsideATaskFailsClearly) {
   wheelrpc::test::Latch again(1);
   std::string error;
   HashedWheelTimer timer;
-  timer.new_timeout([&] {
-    try {
-      timer.stop();
-    } catch (const std::logic_error& e) {
-      error = e.what();
-    }
-    done.count_down();
-  }, 1ms);
+  timer.new_timeout(
+      [&] {
+        try {
+          timer.stop();
+        } catch (const std::logic_error& e) {
+          error = e.what();
+        }
+        done.count_down();
+      },
+      1ms);
   ASSERT_TRUE(done.wait_for());
   EXPECT_NE(error.find("stop()"), std::string::npos) << error;
   EXPECT_FALSE(timer.is_stopped());
@@ -166,13 +168,15 @@ TEST(Lifecycle, StopFromInsideATaskFailsClearly) {
 TEST(Lifecycle, RunExpiredFromInsideATaskFailsClearly) {
   ManualTimer mt;
   std::string error;
-  mt.timer.new_timeout([&] {
-    try {
-      mt.timer.run_expired();
-    } catch (const std::logic_error& e) {
-      error = e.what();
-    }
-  }, 1ms);
+  mt.timer.new_timeout(
+      [&] {
+        try {
+          mt.timer.run_expired();
+        } catch (const std::logic_error& e) {
+          error = e.what();
+        }
+      },
+      1ms);
   mt.advance(1ms);
   EXPECT_NE(error.find("run_expired()"), std::string::npos) << error;
 }

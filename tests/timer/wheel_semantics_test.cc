@@ -167,14 +167,15 @@ TEST(WheelSemantics, TaskSchedulingANewTimeoutRunsItLater) {
   ManualTimer mt;
   std::vector<std::int64_t> runs;
   auto now_ms = [&] {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(mt.clock.now().time_since_epoch())
-        .count();
+    return std::chrono::duration_cast<std::chrono::milliseconds>(mt.clock.now().time_since_epoch()).count();
   };
   const auto t0 = now_ms();
-  mt.timer.new_timeout([&](Timeout& t) {
-    runs.push_back(now_ms() - t0);
-    t.timer()->new_timeout([&] { runs.push_back(now_ms() - t0); }, 5ms);
-  }, 3ms);
+  mt.timer.new_timeout(
+      [&](Timeout& t) {
+        runs.push_back(now_ms() - t0);
+        t.timer()->new_timeout([&] { runs.push_back(now_ms() - t0); }, 5ms);
+      },
+      3ms);
   for (int i = 0; i < 10; ++i) mt.advance(1ms);
   EXPECT_EQ(runs, (std::vector<std::int64_t>{3, 8}));
 }

@@ -36,10 +36,12 @@ TEST(Worker, NeverFiresEarlyAndFiresWithinABound) {
     const auto delay = std::chrono::microseconds(std::uniform_int_distribution<int>(0, 30000)(rng));
     const auto u = static_cast<std::size_t>(i);
     due[u] = Clock::now() + delay;
-    timer.new_timeout([&, u] {
-      fired[u] = Clock::now();
-      done.count_down();
-    }, delay);
+    timer.new_timeout(
+        [&, u] {
+          fired[u] = Clock::now();
+          done.count_down();
+        },
+        delay);
   }
   ASSERT_TRUE(done.wait_for(10s));
   for (std::size_t i = 0; i < kN; ++i) {
@@ -93,8 +95,8 @@ TEST(Worker, ManyProducerThreadsEachTimeoutCompletesExactlyOnce) {
   const auto st = timer.stats();
   std::uint64_t ran = 0, n_cancelled = 0;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    ASSERT_EQ(runs[i].load() + cancelled[i], 1) << "timeout " << i << " ran " << runs[i].load()
-                                                 << " times, cancelled=" << int(cancelled[i]);
+    ASSERT_EQ(runs[i].load() + cancelled[i], 1)
+        << "timeout " << i << " ran " << runs[i].load() << " times, cancelled=" << int(cancelled[i]);
     ran += static_cast<std::uint64_t>(runs[i].load());
     n_cancelled += static_cast<std::uint64_t>(cancelled[i]);
   }
@@ -111,10 +113,12 @@ TEST(Worker, CancelRacingExpiryHasExactlyOneWinner) {
   HashedWheelTimer timer(100us);
   for (int i = 0; i < kN; ++i) {
     const auto u = static_cast<std::size_t>(i);
-    ts[u] = timer.new_timeout([&runs, &first_ran, u] {
-      runs[u].fetch_add(1);
-      first_ran.count_down();
-    }, std::chrono::microseconds(100 * (i % 50)));
+    ts[u] = timer.new_timeout(
+        [&runs, &first_ran, u] {
+          runs[u].fetch_add(1);
+          first_ran.count_down();
+        },
+        std::chrono::microseconds(100 * (i % 50)));
   }
   // Once expiry is under way, cancel everything from two threads at once.
   ASSERT_TRUE(first_ran.wait_for());
@@ -132,7 +136,8 @@ TEST(Worker, CancelRacingExpiryHasExactlyOneWinner) {
   timer.stop();  // every expired task has finished running
   ASSERT_TRUE(wait_until([&] {
     int total = 0;
-    for (int i = 0; i < kN; ++i) total += runs[static_cast<std::size_t>(i)].load() + cancel_wins[static_cast<std::size_t>(i)].load();
+    for (int i = 0; i < kN; ++i)
+      total += runs[static_cast<std::size_t>(i)].load() + cancel_wins[static_cast<std::size_t>(i)].load();
     return total == kN;
   }));
   std::uint64_t cancelled = 0;
@@ -150,12 +155,14 @@ TEST(Worker, TasksRunOnTheWorkerThreadNamedInOptions) {
   HashedWheelTimerOptions o;
   o.thread_name = "my-wheel";
   HashedWheelTimer timer(o);
-  timer.new_timeout([&] {
-    char buf[16] = {};
-    pthread_getname_np(pthread_self(), buf, sizeof buf);
-    name = buf;
-    done.count_down();
-  }, 1ms);
+  timer.new_timeout(
+      [&] {
+        char buf[16] = {};
+        pthread_getname_np(pthread_self(), buf, sizeof buf);
+        name = buf;
+        done.count_down();
+      },
+      1ms);
   ASSERT_TRUE(done.wait_for());
   EXPECT_EQ(name, "my-wheel");
 }

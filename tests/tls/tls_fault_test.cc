@@ -63,7 +63,7 @@ class TlsFault : public test::TlsTest {
   /// `n` calls of `method`; waits for all, checks each completed once (a
   /// std::future throws on a second completion) by its deadline + slack.
   std::vector<test::Outcome> run(int n, const std::string& method, const std::string& payload,
-                           std::chrono::milliseconds timeout, const std::function<void()>& while_in_flight = {}) {
+                                 std::chrono::milliseconds timeout, const std::function<void()>& while_in_flight = {}) {
     std::vector<std::future<test::Outcome>> calls;
     rpc::CallOptions o;
     o.timeout = timeout;

@@ -137,11 +137,11 @@ TEST_F(TlsTest, MutualTlsRefusesAClientWithoutACertificate) {
   LogCapture log("wheelrpc.transport");
   RpcFixture fx(server_with(mtls_server()), client_with(client_tls()));
   expect_refused(*fx.client, "missing client certificate");
-  ASSERT_TRUE(wait_until([&] { return log.count("missing client certificate") >= 2; }, 10s))
-      << "both ends log it";
+  ASSERT_TRUE(wait_until([&] { return log.count("missing client certificate") >= 2; }, 10s)) << "both ends log it";
   // The server goes on with a client that has one.
   Client good(fx.threads.io.get_executor(), fx.timer,
-              std::vector<boost::asio::ip::tcp::endpoint>{fx.server.local_endpoint()}, client_with(client_tls("client")));
+              std::vector<boost::asio::ip::tcp::endpoint>{fx.server.local_endpoint()},
+              client_with(client_tls("client")));
   EXPECT_FALSE(call_once(good).ec);
   good.close();
 }
@@ -172,8 +172,7 @@ TEST_F(TlsTest, AnExpiredServerCertificateIsRefused) {
   RpcFixture fx(server_with(server_tls("expired")), client_with(client_tls()));
   expect_refused(*fx.client, "expired certificate: the server's certificate has expired");
   ASSERT_TRUE(wait_until(
-      [&] { return log.count("expired certificate: the peer refused this end's certificate as expired") >= 1; },
-      10s));
+      [&] { return log.count("expired certificate: the peer refused this end's certificate as expired") >= 1; }, 10s));
 }
 
 TEST_F(TlsTest, AServerLoadingAnExpiredCertificateWarnsAtOnce) {
@@ -312,8 +311,8 @@ TEST_F(TlsTest, AClientStuckInTheHandshakeIsClosedAtTheHelloTimeout) {
   EXPECT_TRUE(ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset) << ec.message();
   EXPECT_GE(took, 250ms);
   EXPECT_LT(took, 3000ms);
-  ASSERT_TRUE(wait_until([&] { return log.count("no HELLO within the hello timeout (during the TLS handshake)") >= 1; },
-                         10s));
+  ASSERT_TRUE(
+      wait_until([&] { return log.count("no HELLO within the hello timeout (during the TLS handshake)") >= 1; }, 10s));
   EXPECT_FALSE(call_once(*fx.client).ec) << "the server goes on";
 }
 
@@ -333,13 +332,15 @@ TEST_F(TlsTest, AConnectionTheServerKillsIsReconnectedWithAFreshHandshake) {
   first.reset();
   // The same port again, once the first server's listening socket is gone.
   std::unique_ptr<Server> second;
-  ASSERT_TRUE(wait_until([&] {
-    second = std::make_unique<Server>(io.io.get_executor(), timer, server_with(server_tls()));
-    wheelrpc::test::register_test_methods(*second, io.io);
-    if (!second->listen(endpoint)) return true;
-    second.reset();
-    return false;
-  }, 10s));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        second = std::make_unique<Server>(io.io.get_executor(), timer, server_with(server_tls()));
+        wheelrpc::test::register_test_methods(*second, io.io);
+        if (!second->listen(endpoint)) return true;
+        second.reset();
+        return false;
+      },
+      10s));
   ASSERT_TRUE(wait_until([&] { return client.stats().connects >= 2; }, 10s));
   auto r = call_once(client, "again");
   ASSERT_FALSE(r.ec) << r.response.error_message;

@@ -157,8 +157,8 @@ void expect_same(const Frame& want, const Frame& got) {
   EXPECT_EQ(want.header.deadline_ms, got.header.deadline_ms);
   EXPECT_EQ(want.method, got.method);
   EXPECT_EQ(want.attachments, got.attachments);
-  EXPECT_TRUE(want.payload == got.payload) << "payloads of " << want.payload.size() << " and "
-                                           << got.payload.size() << " bytes differ";
+  EXPECT_TRUE(want.payload == got.payload)
+      << "payloads of " << want.payload.size() << " and " << got.payload.size() << " bytes differ";
 }
 
 // Sends a 351-byte frame one byte per read (after `warm_up` heartbeats, each
@@ -349,9 +349,9 @@ TEST(ChannelWrites, RepliesToTheFirstFramesOfALargeReadGoOutWhileTheRestAreHandl
   for (std::uint64_t i = 0; i < kFrames; ++i) {
     Frame f;
     std::size_t consumed = 0;
-    ASSERT_EQ(decoder.decode(reinterpret_cast<const std::uint8_t*>(got.data()) + offset, got.size() - offset, f,
-                             consumed),
-              FrameDecoder::Result::frame);
+    ASSERT_EQ(
+        decoder.decode(reinterpret_cast<const std::uint8_t*>(got.data()) + offset, got.size() - offset, f, consumed),
+        FrameDecoder::Result::frame);
     ASSERT_EQ(f.header.request_id, i);
     offset += consumed;
   }
@@ -561,7 +561,8 @@ TEST(ChannelMemory, AQuietReadGivesBackWhatABurstNeeded) {
   EXPECT_TRUE(wait_until([&] {
     const auto s = p.stats();
     return s.read_capacity == 0 && s.write_capacity <= 2 * Channel::kKeptWriteBytes;
-  })) << "read " << p.stats().read_capacity << ", write " << p.stats().write_capacity;
+  })) << "read "
+      << p.stats().read_capacity << ", write " << p.stats().write_capacity;
 }
 
 TEST(ChannelMemory, APartialFrameHoldsWhatArrivedNotWhatItsHeaderAnnounces) {

@@ -39,8 +39,7 @@ const auto kLoopback = asio::ip::make_address("127.0.0.1");
 
 // A listening socket on 127.0.0.1, port chosen by the system.
 struct Listener {
-  explicit Listener(asio::io_context& io, int backlog = asio::socket_base::max_listen_connections)
-      : acceptor(io) {
+  explicit Listener(asio::io_context& io, int backlog = asio::socket_base::max_listen_connections) : acceptor(io) {
     acceptor.open(tcp::v4());
     acceptor.bind({kLoopback, 0});
     acceptor.listen(backlog);
@@ -83,10 +82,9 @@ auto recorder(Outcome& out, const bool& initiating) {
 
 // The outcome of an async_connect as a future, through a plain callback
 // (Boost 1.81's as_tuple(use_future) does not compile).
-std::future<std::pair<error_code, tcp::socket>> connect_future(asio::any_io_executor ex,
-                                                                wheelrpc::timer::Timer& timer,
-                                                                const tcp::endpoint& ep,
-                                                                std::chrono::milliseconds timeout) {
+std::future<std::pair<error_code, tcp::socket>> connect_future(asio::any_io_executor ex, wheelrpc::timer::Timer& timer,
+                                                               const tcp::endpoint& ep,
+                                                               std::chrono::milliseconds timeout) {
   auto promise = std::make_shared<std::promise<std::pair<error_code, tcp::socket>>>();
   auto f = promise->get_future();
   transport::async_connect(std::move(ex), timer, ep, timeout, [promise](error_code ec, tcp::socket s) {
@@ -167,8 +165,8 @@ TEST(AsyncConnect, UseAwaitableReturnsTheSocketAndAsTupleTheError) {
       io,
       [&]() -> asio::awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
-        tcp::socket s = co_await transport::async_connect(ex, timer.timer, listener.endpoint(), 1s,
-                                                          asio::use_awaitable);
+        tcp::socket s =
+            co_await transport::async_connect(ex, timer.timer, listener.endpoint(), 1s, asio::use_awaitable);
         connected = s.is_open() && s.remote_endpoint() == listener.endpoint();
         auto [ec, r] = co_await transport::async_connect(ex, timer.timer, refusing.endpoint(), 1s,
                                                          asio::as_tuple(asio::use_awaitable));
@@ -265,8 +263,8 @@ TEST(AsyncConnect, ARealTimerTimesOutAConnectThatHangs) {
 // Deterministic, like the timeout test: the cancellation is emitted before the
 // io_context runs, so it reaches the strand first.
 TEST(AsyncConnect, ACancellationThroughTheSlotCompletesWithOperationAborted) {
-  for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
-                    asio::cancellation_type::total}) {
+  for (auto type :
+       {asio::cancellation_type::terminal, asio::cancellation_type::partial, asio::cancellation_type::total}) {
     asio::io_context io;
     wheelrpc::test::ManualTimer timer;
     Listener listener(io);
@@ -307,7 +305,7 @@ TEST(AsyncConnect, TheFirstOfTimeoutAndCancellationDecides) {
 }
 
 TEST(AsyncConnect, TheHandlerRunsOnItsOwnExecutorWhichIsKeptBusyUntilThen) {
-  asio::io_context io;       // runs the socket and the operation's strand
+  asio::io_context io;          // runs the socket and the operation's strand
   asio::io_context handler_io;  // the handler's executor: no work of its own
   auto guard = asio::make_work_guard(io);
   std::thread runner([&io] { io.run(); });

@@ -267,7 +267,7 @@ TEST(FrameRoundTrip, ReservedFlagBitsAreNotSentAndIgnoredOnReceipt) {
   f.header.flags = 0xff;
   std::string wire = encode(f);
   EXPECT_EQ(static_cast<std::uint8_t>(wire[3]), 0x07);
-  wire[3] = static_cast<char>(0xf9);  // reserved bits set + request
+  wire[3] = static_cast<char>(0xf9);     // reserved bits set + request
   wire[5] = wire[6] = wire[7] = '\x5a';  // reserved bytes
   FrameDecoder dec;
   Frame out;
@@ -306,20 +306,23 @@ TEST(FrameEncode, ByteExactLayout) {
   const std::string wire = encode(request_frame());
   // body: method_len 4 "echo", count 1, key_len 1 "k", value_len 1 "v", payload "hi" = 16 bytes
   EXPECT_EQ(to_hex(wire.substr(0, kHeaderSize)),
-            "5752"               // magic
-            "01"                 // version
-            "03"                 // flags: request | two-way
-            "00"                 // status
-            "000000"             // reserved
-            "0102030405060708"   // request_id
-            "000003e8"           // deadline_ms = 1000
-            "00000010");         // body_len = 16
+            "5752"              // magic
+            "01"                // version
+            "03"                // flags: request | two-way
+            "00"                // status
+            "000000"            // reserved
+            "0102030405060708"  // request_id
+            "000003e8"          // deadline_ms = 1000
+            "00000010");        // body_len = 16
   EXPECT_EQ(to_hex(wire.substr(kHeaderSize)),
-            "04" "6563686f"      // method
-            "0001"               // attachment_count
-            "01" "6b"            // key
-            "00000001" "76"      // value
-            "6869");             // payload
+            "04"
+            "6563686f"  // method
+            "0001"      // attachment_count
+            "01"
+            "6b"  // key
+            "00000001"
+            "76"      // value
+            "6869");  // payload
 }
 
 TEST(FrameEncode, AppendsToWhatIsInTheBuffer) {
@@ -522,8 +525,10 @@ TEST(FrameErrors, MethodLenOverruns) {
 
 TEST(FrameErrors, AttachmentCountTooLarge) {
   // count 2, one complete attachment (k=v)
-  const std::string msg =
-      expect_error(with_body(from_hex("00" "0002" "016b0000000176")), errc::malformed_frame);
+  const std::string msg = expect_error(with_body(from_hex("00"
+                                                          "0002"
+                                                          "016b0000000176")),
+                                       errc::malformed_frame);
   EXPECT_NE(msg.find("attachment"), std::string::npos) << msg;
   // count 65535 in a 3-byte body: rejected before sizing anything from it
   const std::string msg2 = expect_error(with_body(from_hex("00ffff")), errc::malformed_frame);
@@ -532,32 +537,52 @@ TEST(FrameErrors, AttachmentCountTooLarge) {
 
 TEST(FrameErrors, AttachmentKeyOverruns) {
   // count 1, key_len 9, key "ab", value_len, value "v": key fits the count bound but not the body
-  const std::string msg =
-      expect_error(with_body(from_hex("00" "0001" "09" "6162")), errc::malformed_frame);
+  const std::string msg = expect_error(with_body(from_hex("00"
+                                                          "0001"
+                                                          "09"
+                                                          "6162")),
+                                       errc::malformed_frame);
   EXPECT_NE(msg.find("attachment_count"), std::string::npos) << msg;  // 5 bytes needed, 3 left
 
-  const std::string msg2 =
-      expect_error(with_body(from_hex("00" "0001" "09" "61626364")), errc::malformed_frame);
+  const std::string msg2 = expect_error(with_body(from_hex("00"
+                                                           "0001"
+                                                           "09"
+                                                           "61626364")),
+                                        errc::malformed_frame);
   EXPECT_NE(msg2.find("attachment 0 key"), std::string::npos) << msg2;
   EXPECT_NE(msg2.find("by 5 bytes"), std::string::npos) << msg2;
 }
 
 TEST(FrameErrors, AttachmentValueLenOverruns) {
   // count 2: first complete, second has key "b" and a truncated value_len
-  const std::string msg = expect_error(
-      with_body(from_hex("00" "0002" "0161" "00000001" "78" "0162" "000000")), errc::malformed_frame);
+  const std::string msg = expect_error(with_body(from_hex("00"
+                                                          "0002"
+                                                          "0161"
+                                                          "00000001"
+                                                          "78"
+                                                          "0162"
+                                                          "000000")),
+                                       errc::malformed_frame);
   EXPECT_NE(msg.find("attachment 1 value_len"), std::string::npos) << msg;
 }
 
 TEST(FrameErrors, AttachmentValueOverruns) {
   // value_len 0xffffffff in a tiny body
-  const std::string msg =
-      expect_error(with_body(from_hex("00" "0001" "016b" "ffffffff" "76")), errc::malformed_frame);
+  const std::string msg = expect_error(with_body(from_hex("00"
+                                                          "0001"
+                                                          "016b"
+                                                          "ffffffff"
+                                                          "76")),
+                                       errc::malformed_frame);
   EXPECT_NE(msg.find("attachment 0 value"), std::string::npos) << msg;
   EXPECT_NE(msg.find("by 4294967294 bytes"), std::string::npos) << msg;
   // value_len 2 with one byte: overruns by one
-  const std::string msg2 =
-      expect_error(with_body(from_hex("00" "0001" "016b" "00000002" "76")), errc::malformed_frame);
+  const std::string msg2 = expect_error(with_body(from_hex("00"
+                                                           "0001"
+                                                           "016b"
+                                                           "00000002"
+                                                           "76")),
+                                        errc::malformed_frame);
   EXPECT_NE(msg2.find("by 1 byte"), std::string::npos) << msg2;
 }
 

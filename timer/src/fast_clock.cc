@@ -18,8 +18,7 @@ namespace wheelrpc::timer::detail {
 namespace {
 
 std::int64_t steady_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -47,8 +46,7 @@ bool kernel_trusts_tsc() {
   std::string line;
   while (std::getline(cpu, line)) {
     if (line.rfind("flags", 0) == 0) {
-      return line.find(" constant_tsc") != std::string::npos &&
-             line.find(" nonstop_tsc") != std::string::npos;
+      return line.find(" constant_tsc") != std::string::npos && line.find(" nonstop_tsc") != std::string::npos;
     }
   }
   return false;
@@ -82,12 +80,9 @@ thread_local Anchor t_anchor;
     a.rate_tsc = tsc;
     a.rate_ns = ns;
   } else if (tsc - a.rate_tsc >= kRateCycles) {
-    const double rate =
-        static_cast<double>(ns - a.rate_ns) / static_cast<double>(tsc - a.rate_tsc);
-    const double known = a.ns_per_cycle != 0.0 ? a.ns_per_cycle
-                                               : g_ns_per_cycle.load(std::memory_order_relaxed);
-    if (!(rate > 0.01 && rate < 100.0) ||
-        (known != 0.0 && std::fabs(rate - known) > known * 1e-2)) {
+    const double rate = static_cast<double>(ns - a.rate_ns) / static_cast<double>(tsc - a.rate_tsc);
+    const double known = a.ns_per_cycle != 0.0 ? a.ns_per_cycle : g_ns_per_cycle.load(std::memory_order_relaxed);
+    if (!(rate > 0.01 && rate < 100.0) || (known != 0.0 && std::fabs(rate - known) > known * 1e-2)) {
       // A TSC that disagrees with the steady clock by 1 %: stop trusting it.
       g_disabled.store(true, std::memory_order_relaxed);
       return ns;
@@ -113,8 +108,7 @@ std::int64_t FastClock::now_ns() noexcept {
     Anchor& a = t_anchor;
     const std::uint64_t cycles = __rdtsc() - a.tsc;  // wraps to huge if the TSC went back
     if (cycles < kWindowCycles && a.ns_per_cycle != 0.0) [[likely]] {
-      return a.ns + static_cast<std::int64_t>(static_cast<double>(cycles) * a.ns_per_cycle) +
-             kMarginNs;
+      return a.ns + static_cast<std::int64_t>(static_cast<double>(cycles) * a.ns_per_cycle) + kMarginNs;
     }
     return reanchor(a);
   }

@@ -17,18 +17,15 @@ std::atomic<bool> g_warned{false};
 HashedWheelTimerOptions validated(HashedWheelTimerOptions o) {
   using namespace std::chrono;
   if (o.tick_duration < microseconds(1) || o.tick_duration > hours(1)) {
-    throw std::invalid_argument(
-        "HashedWheelTimerOptions::tick_duration must be between 1us and 1h, got " +
-        std::to_string(o.tick_duration.count()) + "ns");
+    throw std::invalid_argument("HashedWheelTimerOptions::tick_duration must be between 1us and 1h, got " +
+                                std::to_string(o.tick_duration.count()) + "ns");
   }
   if (o.ticks_per_wheel < 1 || o.ticks_per_wheel > 4096) {
-    throw std::invalid_argument(
-        "HashedWheelTimerOptions::ticks_per_wheel must be between 1 and 4096, got " +
-        std::to_string(o.ticks_per_wheel));
+    throw std::invalid_argument("HashedWheelTimerOptions::ticks_per_wheel must be between 1 and 4096, got " +
+                                std::to_string(o.ticks_per_wheel));
   }
   if (o.shards > 32) {
-    throw std::invalid_argument("HashedWheelTimerOptions::shards must be at most 32, got " +
-                                std::to_string(o.shards));
+    throw std::invalid_argument("HashedWheelTimerOptions::shards must be at most 32, got " + std::to_string(o.shards));
   }
   if (o.clock && !o.manual_drive) {
     throw std::invalid_argument(
@@ -51,8 +48,8 @@ HashedWheelTimerOptions make_options(std::chrono::nanoseconds tick, std::size_t 
 
 HashedWheelTimer::HashedWheelTimer() : HashedWheelTimer(HashedWheelTimerOptions{}) {}
 
-HashedWheelTimer::HashedWheelTimer(std::chrono::nanoseconds tick_duration,
-                                   std::size_t ticks_per_wheel, std::size_t max_pending_timeouts)
+HashedWheelTimer::HashedWheelTimer(std::chrono::nanoseconds tick_duration, std::size_t ticks_per_wheel,
+                                   std::size_t max_pending_timeouts)
     : HashedWheelTimer(make_options(tick_duration, ticks_per_wheel, max_pending_timeouts)) {}
 
 HashedWheelTimer::HashedWheelTimer(HashedWheelTimerOptions options)
@@ -80,18 +77,14 @@ std::size_t HashedWheelTimer::ticks_per_wheel() const noexcept { return core_->s
 std::size_t HashedWheelTimer::shard_count() const noexcept { return core_->shard_count(); }
 std::size_t HashedWheelTimer::instance_count() noexcept { return g_instances.load(); }
 
-Timeout HashedWheelTimer::schedule(detail::TaskBox box, std::chrono::nanoseconds delay,
-                                   std::error_code& ec) noexcept {
+Timeout HashedWheelTimer::schedule(detail::TaskBox box, std::chrono::nanoseconds delay, std::error_code& ec) noexcept {
   return core_->schedule(box, delay, ec);
 }
 TimeoutState HashedWheelTimer::timeout_state(std::uint32_t id, std::uint32_t gen) const noexcept {
   return core_->state(id, gen);
 }
-bool HashedWheelTimer::cancel_timeout(std::uint32_t id, std::uint32_t gen) noexcept {
-  return core_->cancel(id, gen);
-}
-std::shared_ptr<TimerTask> HashedWheelTimer::timeout_task(std::uint32_t id,
-                                                          std::uint32_t gen) const {
+bool HashedWheelTimer::cancel_timeout(std::uint32_t id, std::uint32_t gen) noexcept { return core_->cancel(id, gen); }
+std::shared_ptr<TimerTask> HashedWheelTimer::timeout_task(std::uint32_t id, std::uint32_t gen) const {
   return core_->task(id, gen);
 }
 

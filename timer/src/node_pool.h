@@ -66,9 +66,7 @@ class NodePool {
     const unsigned k = std::bit_width(q) - 1;
     return chunks_[k][i + (1u << kFirstChunkBits) - (1u << (kFirstChunkBits + k))];
   }
-  const Node& operator[](std::uint32_t i) const noexcept {
-    return const_cast<NodePool&>(*this)[i];
-  }
+  const Node& operator[](std::uint32_t i) const noexcept { return const_cast<NodePool&>(*this)[i]; }
 
   /// A free record's index, or kNil when the pool is full or memory ran out.
   /// The record keeps its tag (generation); link/deadline/task are garbage.

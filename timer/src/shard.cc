@@ -39,15 +39,12 @@ bool Shard::cancel(std::uint32_t i, std::uint32_t gen, TaskBox& out) noexcept {
   Node& n = pool_[i];
   if (gen_of(n.tag) != gen) return false;
   switch (state_of(n.tag)) {
-    case kPendingFar:
-      far_.erase(i);
-      [[fallthrough]];
+    case kPendingFar: far_.erase(i); [[fallthrough]];
     case kPending:
       wheel_.unlink(pool_, i);
       pending.sub();
       break;
-    case kUnprocessed:
-      break;
+    case kUnprocessed: break;
     default:  // firing: the task runs or ran
       return false;
   }

@@ -24,8 +24,7 @@ std::atomic<std::uint32_t> g_next_thread_hint{0};
 
 // Each thread gets a fixed hint at its first schedule; shard = hint & mask.
 std::uint32_t thread_hint() noexcept {
-  thread_local const std::uint32_t hint =
-      g_next_thread_hint.fetch_add(1, std::memory_order_relaxed);
+  thread_local const std::uint32_t hint = g_next_thread_hint.fetch_add(1, std::memory_order_relaxed);
   return hint;
 }
 
@@ -43,8 +42,8 @@ TimerCore::TimerCore(HashedWheelTimer& owner, HashedWheelTimerOptions o)
     : owner_(&owner),
       tick_(o.tick_duration),
       div_(o.tick_duration.count()),
-      slot_bits_(std::max(1u, static_cast<unsigned>(std::bit_width(
-                                  std::bit_ceil(std::max<std::size_t>(o.ticks_per_wheel, 1)) - 1)))),
+      slot_bits_(std::max(
+          1u, static_cast<unsigned>(std::bit_width(std::bit_ceil(std::max<std::size_t>(o.ticks_per_wheel, 1)) - 1)))),
       max_pending_(o.max_pending_timeouts),
       executor_(std::move(o.executor)),
       clock_(o.clock),
@@ -52,11 +51,9 @@ TimerCore::TimerCore(HashedWheelTimer& owner, HashedWheelTimerOptions o)
       thread_name_(o.thread_name.substr(0, 15)),
       start_(o.clock ? o.clock->now() : std::chrono::steady_clock::now()),
       start_ns_(std::chrono::duration_cast<std::chrono::nanoseconds>(start_.time_since_epoch()).count()),
-      max_lead_(std::min<std::chrono::nanoseconds>(std::chrono::microseconds(200),
-                                                   o.tick_duration / 4)),
-      max_sleep_ticks_(std::min<std::uint64_t>(
-          kMaxSleepTicks,
-          std::max<std::uint64_t>(1, std::chrono::hours(24) / o.tick_duration))) {
+      max_lead_(std::min<std::chrono::nanoseconds>(std::chrono::microseconds(200), o.tick_duration / 4)),
+      max_sleep_ticks_(std::min<std::uint64_t>(kMaxSleepTicks,
+                                               std::max<std::uint64_t>(1, std::chrono::hours(24) / o.tick_duration))) {
   std::size_t n = o.shards ? o.shards : std::max(1u, std::thread::hardware_concurrency());
   n = std::bit_ceil(std::min<std::size_t>(n, 32));
   shards_.reserve(n);
@@ -68,9 +65,10 @@ TimerCore::TimerCore(HashedWheelTimer& owner, HashedWheelTimerOptions o)
 TimerCore::~TimerCore() {
   if (!is_stopped()) stop();
   if (const auto n = in_flight_.load()) {
-    logger()->error("HashedWheelTimer destroyed with {} expired tasks still held by its executor; "
-                    "they must be run or destroyed before the timer",
-                    n);
+    logger()->error(
+        "HashedWheelTimer destroyed with {} expired tasks still held by its executor; "
+        "they must be run or destroyed before the timer",
+        n);
   }
   // Unprocessed records still own their tasks.
   for (auto& s : shards_) {
@@ -96,8 +94,7 @@ std::int64_t TimerCore::schedule_now_ns() const noexcept {
 
 // Never early: the deadline is rounded up to a whole tick, and a delay of zero
 // or less means the next tick.
-std::uint64_t TimerCore::deadline_tick(std::int64_t now,
-                                       std::chrono::nanoseconds delay) const noexcept {
+std::uint64_t TimerCore::deadline_tick(std::int64_t now, std::chrono::nanoseconds delay) const noexcept {
   const std::int64_t d = delay.count();
   if (d <= 0) return static_cast<std::uint64_t>(div_.floor_div(now) + 1);
   // Both terms stay below 2^62, so the sum cannot overflow; beyond that, saturate.
@@ -124,8 +121,7 @@ void TimerCore::reject(TaskBox& box, std::error_code& ec, errc why) noexcept {
   ec = make_error_code(why);
 }
 
-Timeout TimerCore::schedule(TaskBox box, std::chrono::nanoseconds delay,
-                            std::error_code& ec) noexcept {
+Timeout TimerCore::schedule(TaskBox box, std::chrono::nanoseconds delay, std::error_code& ec) noexcept {
   if (state_.load(std::memory_order_acquire) != kStarted) [[unlikely]] {
     bool started = false;
     try {
@@ -140,8 +136,7 @@ Timeout TimerCore::schedule(TaskBox box, std::chrono::nanoseconds delay,
       return {};
     }
   }
-  if (max_pending_ != 0 &&
-      pending_total_.fetch_add(1, std::memory_order_relaxed) >= max_pending_) [[unlikely]] {
+  if (max_pending_ != 0 && pending_total_.fetch_add(1, std::memory_order_relaxed) >= max_pending_) [[unlikely]] {
     pending_total_.fetch_sub(1, std::memory_order_relaxed);
     reject(box, ec, errc::too_many_pending);
     return {};
@@ -162,7 +157,8 @@ Timeout TimerCore::schedule(TaskBox box, std::chrono::nanoseconds delay,
     return {};
   }
   // Only a new earliest deadline wakes the worker.
-  if (d < sleep_until_.load(std::memory_order_seq_cst) && !manual_) [[unlikely]] wake_worker();
+  if (d < sleep_until_.load(std::memory_order_seq_cst) && !manual_) [[unlikely]]
+    wake_worker();
   ec.clear();
   return handle(shard.id(), i, gen);
 }
@@ -183,14 +179,10 @@ TimeoutState TimerCore::state(std::uint32_t id, std::uint32_t gen) const noexcep
   if (gen_of(tag) == gen) {
     switch (state_of(tag)) {
       case kPending:
-      case kPendingFar:
-        return TimeoutState::pending;
-      case kFiring:
-        return TimeoutState::expired;
-      case kUnprocessed:
-        return TimeoutState::unprocessed;
-      default:
-        return TimeoutState::finished;
+      case kPendingFar: return TimeoutState::pending;
+      case kFiring: return TimeoutState::expired;
+      case kUnprocessed: return TimeoutState::unprocessed;
+      default: return TimeoutState::finished;
     }
   }
   if (gen_of(tag) == ((gen + 1) & kGenMask)) {
@@ -268,8 +260,7 @@ std::vector<Timeout> TimerCore::stop() {
 }
 
 void TimerCore::record_lateness(std::uint64_t deadline_tick) noexcept {
-  const std::int64_t late_ns =
-      now_ns() - static_cast<std::int64_t>(deadline_tick) * tick_.count();
+  const std::int64_t late_ns = now_ns() - static_cast<std::int64_t>(deadline_tick) * tick_.count();
   const std::uint64_t us = late_ns > 0 ? static_cast<std::uint64_t>(late_ns) / 1000 : 0;
   const std::size_t b = std::min<std::size_t>(std::bit_width(us), TimerStats::kLatenessBuckets - 1);
   lateness_[b].fetch_add(1, std::memory_order_relaxed);

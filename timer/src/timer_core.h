@@ -89,7 +89,7 @@ class TimerCore {
   const Clock::time_point start_;
   const std::int64_t start_ns_;
   const std::chrono::nanoseconds max_lead_;  // cap of lead_: 200 us, at most a quarter tick
-  const std::uint64_t max_sleep_ticks_;  // kMaxSleepTicks, and at most a day
+  const std::uint64_t max_sleep_ticks_;      // kMaxSleepTicks, and at most a day
   std::vector<std::unique_ptr<Shard>> shards_;
   std::uint32_t shard_mask_;
 
@@ -103,7 +103,7 @@ class TimerCore {
   common::Mutex wake_mu_;
   bool stop_requested_ WHEELRPC_GUARDED_BY(wake_mu_) = false;
   std::chrono::nanoseconds lead_{0};  // worker only: how early to aim a timed wait
-  std::condition_variable wake_cv_;  // waits on wake_mu_.native() (worker_main)
+  std::condition_variable wake_cv_;   // waits on wake_mu_.native() (worker_main)
 
   // Written by the worker (or run_expired's caller) only, except as noted.
   alignas(64) std::vector<Fired> batch_;
@@ -112,6 +112,5 @@ class TimerCore {
   std::atomic<std::uint64_t> in_flight_{0};      // ExpiredTasks handed to the executor
   std::array<std::atomic<std::uint64_t>, TimerStats::kLatenessBuckets> lateness_{};
 };
-
 
 }  // namespace wheelrpc::timer::detail

@@ -96,8 +96,7 @@ std::uint64_t Wheel::next_event() const noexcept {
   return slot_time(level, static_cast<unsigned>(slot));
 }
 
-bool Wheel::take_next(NodePool& pool, std::uint64_t now, std::uint32_t& chain,
-                      unsigned& level) noexcept {
+bool Wheel::take_next(NodePool& pool, std::uint64_t now, std::uint32_t& chain, unsigned& level) noexcept {
   std::uint32_t h;
   if (!due_empty()) {
     h = due_head();

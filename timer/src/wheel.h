@@ -85,13 +85,9 @@ class Wheel {
   }
 
  private:
-  Link& link(NodePool& pool, std::uint32_t x) noexcept {
-    return (x & kHeadBit) ? heads_[x & ~kHeadBit] : pool[x].link;
-  }
+  Link& link(NodePool& pool, std::uint32_t x) noexcept { return (x & kHeadBit) ? heads_[x & ~kHeadBit] : pool[x].link; }
   std::uint32_t due_head() const noexcept { return levels_ << bits_; }
-  bool due_empty() const noexcept {
-    return heads_[due_head()].next == (due_head() | kHeadBit);
-  }
+  bool due_empty() const noexcept { return heads_[due_head()].next == (due_head() | kHeadBit); }
   void set_bit(unsigned level, unsigned slot) noexcept;
   void clear_bit(unsigned level, unsigned slot) noexcept;
   /// First occupied slot >= from at `level`, or -1.
@@ -106,9 +102,9 @@ class Wheel {
   std::array<std::uint8_t, 64> level_of_bit_;  // bit index / bits_, without dividing
   unsigned words_per_level_;
   std::uint64_t elapsed_ = 0;
-  std::uint64_t level_mask_ = 0;      // bit L: level L has an occupied slot
-  std::vector<Link> heads_;           // levels_ * W slot heads, then the due list
-  std::vector<std::uint64_t> words_;  // occupancy bits, words_per_level_ per level
+  std::uint64_t level_mask_ = 0;        // bit L: level L has an occupied slot
+  std::vector<Link> heads_;             // levels_ * W slot heads, then the due list
+  std::vector<std::uint64_t> words_;    // occupancy bits, words_per_level_ per level
   std::vector<std::uint64_t> summary_;  // per level: bit w = words_[level][w] != 0
 };
 

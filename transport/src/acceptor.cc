@@ -54,8 +54,7 @@ void Acceptor::do_accept() {
       // Each accepted socket gets the acceptor's underlying executor, not its
       // strand: the channel makes a strand of its own.
       strand_.get_inner_executor(),
-      asio::bind_executor(strand_, [self = shared_from_this()](const error_code& ec,
-                                                               asio::ip::tcp::socket socket) {
+      asio::bind_executor(strand_, [self = shared_from_this()](const error_code& ec, asio::ip::tcp::socket socket) {
         if (ec == asio::error::operation_aborted || !self->acceptor_.is_open()) return;
         if (ec) {
           // E.g. EMFILE: log and retry shortly rather than spin on the error.

@@ -61,15 +61,14 @@ struct Channel::MakeShared final : Channel {
       : Channel(std::move(socket), std::move(handler), options, tls, server_name) {}
 };
 
-std::shared_ptr<Channel> Channel::create(asio::ip::tcp::socket socket,
-                                         std::shared_ptr<ChannelHandler> handler,
+std::shared_ptr<Channel> Channel::create(asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> handler,
                                          ChannelOptions options, const TlsContext* tls,
                                          const std::string& server_name) {
   return std::make_shared<MakeShared>(std::move(socket), std::move(handler), options, tls, server_name);
 }
 
-Channel::Channel(asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> handler,
-                 ChannelOptions options, const TlsContext* tls, const std::string& server_name)
+Channel::Channel(asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> handler, ChannelOptions options,
+                 const TlsContext* tls, const std::string& server_name)
     : id_(g_next_id.fetch_add(1, std::memory_order_relaxed)),
       options_(options),
       busy_interval_(std::chrono::duration_cast<Clock::duration>(options.busy_read_interval).count()),
@@ -156,9 +155,8 @@ void Channel::do_read() {
   // only one with room past the frame says, when full, that more is waiting.
   full_means_more_ = read_->capacity() > decoder_.needed();
   auto buffer = asio::buffer(read_->tail(), offered_);
-  auto done = asio::bind_executor(strand_, [self = shared_from_this()](const error_code& ec, std::size_t n) {
-    self->on_read(ec, n);
-  });
+  auto done = asio::bind_executor(
+      strand_, [self = shared_from_this()](const error_code& ec, std::size_t n) { self->on_read(ec, n); });
   if (tls_) {
     tls_->stream.async_read_some(buffer, std::move(done));
   } else {
@@ -212,9 +210,7 @@ void Channel::on_read(const error_code& ec, std::size_t n) {
   read_->rewind_if_consumed();
 
   // How the next read is buffered ("Memory" in channel.h).
-  const auto first_busy = [&] {
-    return std::min(std::max(std::bit_ceil(2 * n), kFirstBusyBytes), read_->max_kept());
-  };
+  const auto first_busy = [&] { return std::min(std::max(std::bit_ceil(2 * n), kFirstBusyBytes), read_->max_kept()); };
   const std::size_t busy = read_->busy_bytes();
   if (more_waiting) {
     read_->set_busy_bytes(busy == 0 ? first_busy() : std::min(2 * busy, read_->max_kept()));
@@ -428,9 +424,8 @@ void Channel::wrote_inflight() {
 
 void Channel::write_inflight(std::size_t from) {
   write_active_ = true;
-  auto done = asio::bind_executor(strand_, [self = shared_from_this()](const error_code& ec, std::size_t n) {
-    self->on_write(ec, n);
-  });
+  auto done = asio::bind_executor(
+      strand_, [self = shared_from_this()](const error_code& ec, std::size_t n) { self->on_write(ec, n); });
   const std::string& bytes = writes_->inflight();
   const auto rest = asio::buffer(bytes.data() + from, bytes.size() - from);
   if (tls_) {
@@ -495,15 +490,13 @@ void Channel::close_after_flush(error_code ec, std::string reason, std::chrono::
 }
 
 void Channel::close(error_code ec, std::string reason) {
-  asio::dispatch(strand_, [self = shared_from_this(), ec, reason = std::move(reason)] {
-    self->do_close(ec, reason);
-  });
+  asio::dispatch(strand_, [self = shared_from_this(), ec, reason = std::move(reason)] { self->do_close(ec, reason); });
 }
 
 void Channel::do_close(const error_code& ec, const std::string& reason) {
   if (state_.exchange(ChannelState::closed, std::memory_order_acq_rel) == ChannelState::closed) return;
   if (park_) park_->cancel();  // a paused channel no longer keeps itself
-  if (pending_close_) {  // closed before the flush: the limit's wait must not keep the channel
+  if (pending_close_) {        // closed before the flush: the limit's wait must not keep the channel
     if (pending_close_->limit) pending_close_->limit->cancel();
     pending_close_.reset();
   }

@@ -31,9 +31,9 @@ void Channel::do_tls_peek() {
       asio::bind_executor(strand_, [self = shared_from_this()](const error_code& ec, std::size_t n) {
         if (!self->is_open()) return;
         if (ec || n == 0) {
-          self->do_close(ec ? ec : asio::error::eof,
-                         ec == asio::error::eof || !ec ? std::string("closed by peer before the TLS handshake")
-                                                       : "read failed before the TLS handshake: " + ec.message());
+          self->do_close(ec ? ec : asio::error::eof, ec == asio::error::eof || !ec
+                                                         ? std::string("closed by peer before the TLS handshake")
+                                                         : "read failed before the TLS handshake: " + ec.message());
           return;
         }
         if (self->tls_->first_byte != detail::kTlsHandshakeRecord) {
@@ -57,9 +57,7 @@ void Channel::do_tls_handshake() {
   if (!is_open()) return;
   tls_->stream.async_handshake(
       tls_->ctx.role() == TlsRole::server ? asio::ssl::stream_base::server : asio::ssl::stream_base::client,
-      asio::bind_executor(strand_, [self = shared_from_this()](const error_code& ec) {
-        self->on_tls_handshake(ec);
-      }));
+      asio::bind_executor(strand_, [self = shared_from_this()](const error_code& ec) { self->on_tls_handshake(ec); }));
 }
 
 void Channel::on_tls_handshake(const error_code& ec) {

@@ -33,8 +33,7 @@ struct ConnectOp {
         strand(asio::make_strand(ex)),
         socket(ex),
         handler(std::move(h)),
-        work(asio::prefer(asio::get_associated_executor(handler, io_ex),
-                          asio::execution::outstanding_work.tracked)) {}
+        work(asio::prefer(asio::get_associated_executor(handler, io_ex), asio::execution::outstanding_work.tracked)) {}
 
   // Hands the result to the handler's executor. Strand only; once.
   void complete(error_code ec, asio::ip::tcp::socket s) {

@@ -25,30 +25,18 @@ class TransportCategory final : public boost::system::error_category {
 
   std::string message(int ev) const override {
     switch (static_cast<errc>(ev)) {
-      case errc::bad_magic:
-        return "bad magic number: the peer does not speak the wheelrpc protocol";
-      case errc::unsupported_version:
-        return "unsupported wheelrpc protocol version";
-      case errc::body_too_large:
-        return "frame body exceeds the configured size limit";
-      case errc::malformed_frame:
-        return "malformed frame: a length in the body overruns the body";
-      case errc::closed:
-        return "the channel was closed";
-      case errc::write_queue_full:
-        return "the write queue is full";
-      case errc::connect_timeout:
-        return "the connection attempt timed out";
-      case errc::idle_timeout:
-        return "the connection was closed after being idle for too long";
-      case errc::protocol_error:
-        return "the peer violated the wheelrpc protocol";
-      case errc::tls_handshake_failed:
-        return "the TLS handshake failed";
-      case errc::tls_required:
-        return "the peer speaks TLS and this end plaintext";
-      case errc::tls_not_spoken:
-        return "the peer does not speak TLS";
+      case errc::bad_magic: return "bad magic number: the peer does not speak the wheelrpc protocol";
+      case errc::unsupported_version: return "unsupported wheelrpc protocol version";
+      case errc::body_too_large: return "frame body exceeds the configured size limit";
+      case errc::malformed_frame: return "malformed frame: a length in the body overruns the body";
+      case errc::closed: return "the channel was closed";
+      case errc::write_queue_full: return "the write queue is full";
+      case errc::connect_timeout: return "the connection attempt timed out";
+      case errc::idle_timeout: return "the connection was closed after being idle for too long";
+      case errc::protocol_error: return "the peer violated the wheelrpc protocol";
+      case errc::tls_handshake_failed: return "the TLS handshake failed";
+      case errc::tls_required: return "the peer speaks TLS and this end plaintext";
+      case errc::tls_not_spoken: return "the peer does not speak TLS";
     }
     return "unknown wheelrpc.transport error " + std::to_string(ev);
   }

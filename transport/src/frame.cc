@@ -66,12 +66,9 @@ inline char* put_bytes(char* p, const char* src, std::size_t n) noexcept {
   return p + n;
 }
 
-inline std::uint16_t get_u16(const std::uint8_t* p) noexcept {
-  return static_cast<std::uint16_t>((p[0] << 8) | p[1]);
-}
+inline std::uint16_t get_u16(const std::uint8_t* p) noexcept { return static_cast<std::uint16_t>((p[0] << 8) | p[1]); }
 inline std::uint32_t get_u32(const std::uint8_t* p) noexcept {
-  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) |
-         std::uint32_t{p[3]};
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
 }
 inline std::uint64_t get_u64(const std::uint8_t* p) noexcept {
   return (std::uint64_t{get_u32(p)} << 32) | get_u32(p + 4);
@@ -111,20 +108,20 @@ std::size_t body_size(const Frame& f) noexcept {
 std::string bytes(std::size_t n) { return std::to_string(n) + (n == 1 ? " byte" : " bytes"); }
 
 // Error messages are built out of line: they are never on the hot path.
-[[gnu::cold]] std::string overrun_message(const char* field, std::size_t index, std::size_t n,
-                                          std::size_t left, std::uint32_t body_len) {
+[[gnu::cold]] std::string overrun_message(const char* field, std::size_t index, std::size_t n, std::size_t left,
+                                          std::uint32_t body_len) {
   std::string m = "malformed frame: ";
   if (index != kNoIndex) m += "attachment " + std::to_string(index) + " ";
-  m += std::string(field) + " (" + bytes(n) + ") overruns the " + std::to_string(body_len) +
-       "-byte body by " + bytes(n - left);
+  m += std::string(field) + " (" + bytes(n) + ") overruns the " + std::to_string(body_len) + "-byte body by " +
+       bytes(n - left);
   return m;
 }
 
 [[gnu::cold]] std::string count_message(std::size_t count, std::size_t left, std::uint32_t body_len) {
   const std::size_t least = count * kMinAttachment;
-  return "malformed frame: attachment_count " + std::to_string(count) + " needs at least " +
-         bytes(least) + " but only " + bytes(left) + " left: it overruns the " +
-         std::to_string(body_len) + "-byte body by " + bytes(least - left) + " at least";
+  return "malformed frame: attachment_count " + std::to_string(count) + " needs at least " + bytes(least) +
+         " but only " + bytes(left) + " left: it overruns the " + std::to_string(body_len) + "-byte body by " +
+         bytes(least - left) + " at least";
 }
 
 std::string hex_byte(std::uint8_t b) {
@@ -205,8 +202,7 @@ FrameDecoder::Result FrameDecoder::decode(const std::uint8_t* data, std::size_t 
   }
   const std::uint32_t body_len = get_u32(data + 20);
   if (body_len > max_body_) {
-    return fail(errc::body_too_large, "frame body of " + std::to_string(body_len) +
-                                          " bytes exceeds the limit of " +
+    return fail(errc::body_too_large, "frame body of " + std::to_string(body_len) + " bytes exceeds the limit of " +
                                           std::to_string(max_body_) + " bytes");
   }
   const std::size_t total = kHeaderSize + body_len;

@@ -9,8 +9,6 @@
 
 namespace wheelrpc::transport::detail {
 
-inline std::shared_ptr<spdlog::logger> logger() {
-  return wheelrpc::detail::module_logger("wheelrpc.transport");
-}
+inline std::shared_ptr<spdlog::logger> logger() { return wheelrpc::detail::module_logger("wheelrpc.transport"); }
 
 }  // namespace wheelrpc::transport::detail

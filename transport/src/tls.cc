@@ -72,12 +72,14 @@ void warn_if_not_valid_now(SSL_CTX* native, const std::string& file, TlsRole rol
   X509* cert = SSL_CTX_get0_certificate(native);
   if (!cert) return;
   if (X509_cmp_current_time(X509_get0_notAfter(cert)) < 0) {
-    detail::logger()->warn("TLS {}: the certificate in '{}' expired on {}: peers that verify it will refuse every handshake",
-                   role_name(role), file, asn1_time_text(X509_get0_notAfter(cert)));
+    detail::logger()->warn(
+        "TLS {}: the certificate in '{}' expired on {}: peers that verify it will refuse every handshake",
+        role_name(role), file, asn1_time_text(X509_get0_notAfter(cert)));
   } else if (X509_cmp_current_time(X509_get0_notBefore(cert)) > 0) {
-    detail::logger()->warn("TLS {}: the certificate in '{}' is not valid before {}: peers that verify it will refuse every "
-                   "handshake until then",
-                   role_name(role), file, asn1_time_text(X509_get0_notBefore(cert)));
+    detail::logger()->warn(
+        "TLS {}: the certificate in '{}' is not valid before {}: peers that verify it will refuse every "
+        "handshake until then",
+        role_name(role), file, asn1_time_text(X509_get0_notBefore(cert)));
   }
 }
 
@@ -114,9 +116,10 @@ std::string tls_options_problem(const TlsOptions& o, TlsRole role) {
     error_code ec;
     asio::ip::make_address(o.server_name, ec);
     if (ec && !is_dns_name(o.server_name)) {
-      return fmt::format("TLS client: server_name '{}' is neither a DNS name (letters, digits, '-' and '.') nor an IP "
-                         "address",
-                         o.server_name);
+      return fmt::format(
+          "TLS client: server_name '{}' is neither a DNS name (letters, digits, '-' and '.') nor an IP "
+          "address",
+          o.server_name);
     }
   }
   return {};
@@ -129,8 +132,7 @@ TlsContext TlsContext::make(const TlsOptions& o, TlsRole role) {
   SSL_CTX* native = impl->ssl.native_handle();
   // TLS 1.2 at least; OpenSSL prefers 1.3 when both ends speak it.
   SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
-  impl->ssl.set_options(ssl::context::default_workarounds | ssl::context::no_compression |
-                        ssl::context::single_dh_use);
+  impl->ssl.set_options(ssl::context::default_workarounds | ssl::context::no_compression | ssl::context::single_dh_use);
   error_code ec;
   if (!o.cert_file.empty()) {
     check_readable("certificate file", o.cert_file);
@@ -229,12 +231,10 @@ std::string verify_failure(long result, const Channel::Tls& tls, TlsRole role) {
     case X509_V_ERR_HOSTNAME_MISMATCH:
     case X509_V_ERR_IP_ADDRESS_MISMATCH:
       return fmt::format("name mismatch: {} certificate does not name '{}' ({})", peer, tls.verified_name, detail);
-    case X509_V_ERR_CERT_HAS_EXPIRED:
-      return fmt::format("expired certificate: {} certificate has expired", peer);
+    case X509_V_ERR_CERT_HAS_EXPIRED: return fmt::format("expired certificate: {} certificate has expired", peer);
     case X509_V_ERR_CERT_NOT_YET_VALID:
       return fmt::format("certificate not yet valid: {} certificate is not valid yet", peer);
-    default:
-      return fmt::format("{} certificate failed verification: {}", peer, detail);
+    default: return fmt::format("{} certificate failed verification: {}", peer, detail);
   }
 }
 
@@ -245,17 +245,16 @@ TlsFailure describe_tls_failure(const error_code& ec, Channel::Tls& tls, TlsRole
   const char* phase = in_handshake ? "TLS handshake failed" : "TLS failed after the handshake";
   if (ec == asio::error::eof || ec == ssl::error::stream_truncated || ec == asio::error::connection_reset) {
     if (!in_handshake) return {ec, "closed by peer"};
-    return {failed,
-            fmt::format("{}: the peer closed the connection during the handshake ({}; a plaintext peer or one "
-                        "that refused this end's certificate does)",
-                        phase, ec.message())};
+    return {failed, fmt::format("{}: the peer closed the connection during the handshake ({}; a plaintext peer or one "
+                                "that refused this end's certificate does)",
+                                phase, ec.message())};
   }
   if (ec.category() != asio::error::get_ssl_category()) return {ec, fmt::format("{}: {}", phase, ec.message())};
   const int reason = ERR_GET_REASON(static_cast<unsigned long>(ec.value()));
   switch (reason) {
     case SSL_R_CERTIFICATE_VERIFY_FAILED:
-      return {failed,
-              fmt::format("{}: {}", phase, verify_failure(SSL_get_verify_result(tls.stream.native_handle()), tls, role))};
+      return {failed, fmt::format("{}: {}", phase,
+                                  verify_failure(SSL_get_verify_result(tls.stream.native_handle()), tls, role))};
     case SSL_R_WRONG_VERSION_NUMBER:
     case SSL_R_PACKET_LENGTH_TOO_LONG:
     case SSL_R_UNKNOWN_PROTOCOL:
@@ -274,12 +273,11 @@ TlsFailure describe_tls_failure(const error_code& ec, Channel::Tls& tls, TlsRole
     case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
       return {failed, fmt::format("{}: unknown CA: the peer does not trust the CA of this end's certificate", phase)};
     case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
-      return {failed, fmt::format("{}: expired certificate: the peer refused this end's certificate as expired",
-                                  phase)};
+      return {failed,
+              fmt::format("{}: expired certificate: the peer refused this end's certificate as expired", phase)};
     case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
       return {failed, fmt::format("{}: the peer refused this end's certificate ({})", phase, ec.message())};
-    default:
-      return {failed, fmt::format("{}: {}", phase, ec.message())};
+    default: return {failed, fmt::format("{}: {}", phase, ec.message())};
   }
 }
 

@@ -26,7 +26,8 @@ struct TlsContext::Impl {
 // The SSL stream of one channel, over the channel's own socket (a reference:
 // the channel closes the socket, which ends any TLS operation). Strand only.
 struct Channel::Tls {
-  Tls(const TlsContext& context, boost::asio::ip::tcp::socket& socket) : ctx(context), stream(socket, context.impl().ssl) {}
+  Tls(const TlsContext& context, boost::asio::ip::tcp::socket& socket)
+      : ctx(context), stream(socket, context.impl().ssl) {}
   TlsContext ctx;  // keeps the SSL_CTX alive
   boost::asio::ssl::stream<boost::asio::ip::tcp::socket&> stream;
   std::string verified_name;  // client: the name the server's certificate must carry

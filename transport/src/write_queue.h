@@ -83,7 +83,7 @@ class WriteQueue {
  private:
   mutable common::Mutex mu_;
   std::string queued_ WHEELRPC_GUARDED_BY(mu_);  // encoded by any thread
-  bool writing_ WHEELRPC_GUARDED_BY(mu_);  // a write cycle is under way
+  bool writing_ WHEELRPC_GUARDED_BY(mu_);        // a write cycle is under way
   // Written on the strand under mu_, so the strand may read it without it.
   bool closed_ WHEELRPC_GUARDED_BY(mu_) = false;
   // refuse(): nothing new, the queue still drains.

@@ -15,7 +15,8 @@ int main() {
   wheelrpc::timer::HashedWheelTimer timer;
   boost::asio::io_context io;
   wheelrpc::rpc::Server server(io.get_executor(), timer);
-  server.handle("echo", [](wheelrpc::rpc::Request req, wheelrpc::rpc::Responder r) { r.reply(std::move(req.payload)); });
+  server.handle("echo",
+                [](wheelrpc::rpc::Request req, wheelrpc::rpc::Responder r) { r.reply(std::move(req.payload)); });
   if (auto ec = server.listen({boost::asio::ip::make_address("127.0.0.1"), 0})) {
     std::fprintf(stderr, "listen: %s\n", ec.message().c_str());
     return 1;

@@ -31,8 +31,8 @@ int main() {
   asio::ip::tcp::socket bound(io);  // bound, not listening: connects are refused
   bound.open(asio::ip::tcp::v4());
   bound.bind({asio::ip::make_address("127.0.0.1"), 0});
-  auto f = wheelrpc::transport::async_connect(io.get_executor(), timer, bound.local_endpoint(),
-                                              std::chrono::seconds(2), asio::use_future);
+  auto f = wheelrpc::transport::async_connect(io.get_executor(), timer, bound.local_endpoint(), std::chrono::seconds(2),
+                                              asio::use_future);
   bool refused = false;
   if (f.wait_for(std::chrono::seconds(10)) == std::future_status::ready) {
     try {

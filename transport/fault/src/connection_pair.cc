@@ -37,7 +37,8 @@ void ConnectionPair::start(const std::vector<ToxicEntry>& toxics) {
     logger()->debug("conn={} connecting upstream timed out", self->id_);
     self->close();
   });
-  server_.async_connect(state_->upstream(), [self = shared_from_this()](const error_code& ec) { self->on_connect(ec); });
+  server_.async_connect(state_->upstream(),
+                        [self = shared_from_this()](const error_code& ec) { self->on_connect(ec); });
 }
 
 void ConnectionPair::on_connect(const error_code& ec) {

@@ -29,15 +29,16 @@ HttpResponse json_response(http::status status, const json::value& body, const H
 }
 
 HttpResponse not_allowed(const HttpRequest& req, std::string_view allow) {
-  HttpResponse res = error_response(http::status::method_not_allowed, "method not allowed", req.version(),
-                                    req.keep_alive());
+  HttpResponse res =
+      error_response(http::status::method_not_allowed, "method not allowed", req.version(), req.keep_alive());
   res.set(http::field::allow, allow);
   return res;
 }
 
 HttpResponse one_toxic(FaultProxy& proxy, const HttpRequest& req, std::string_view name) {
-  const bool plain = !name.empty() && name.find_first_not_of(
-      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") == std::string_view::npos;
+  const bool plain =
+      !name.empty() && name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") ==
+                           std::string_view::npos;
   const auto not_found = [&] {
     std::string m("no toxic named '");
     // Names that could not exist are not echoed back verbatim.

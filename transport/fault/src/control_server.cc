@@ -116,8 +116,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
         shutdown();
         return;
       }
-      const auto status =
-          ec == http::error::body_limit ? http::status::payload_too_large : http::status::bad_request;
+      const auto status = ec == http::error::body_limit ? http::status::payload_too_large : http::status::bad_request;
       std::string m("malformed HTTP request: ");
       respond(error_response(status, m.append(ec.message()), 11, false));
       return;
@@ -126,8 +125,7 @@ class ControlSession : public std::enable_shared_from_this<ControlSession> {
     HttpResponse res;
     try {
       if (!state_->with_proxy([&](FaultProxy& proxy) { res = handle_control_request(proxy, req); })) {
-        res = error_response(http::status::service_unavailable, "the control server is stopping", req.version(),
-                             false);
+        res = error_response(http::status::service_unavailable, "the control server is stopping", req.version(), false);
       }
     } catch (const std::exception& e) {
       res = error_response(http::status::internal_server_error, e.what(), req.version(), false);

@@ -22,16 +22,11 @@ class FaultCategory final : public boost::system::error_category {
 
   std::string message(int ev) const override {
     switch (static_cast<errc>(ev)) {
-      case errc::toxic_exists:
-        return "a toxic of that name already exists";
-      case errc::no_such_toxic:
-        return "no toxic of that name";
-      case errc::invalid_toxic:
-        return "invalid toxic";
-      case errc::stopped:
-        return "the proxy was stopped";
-      case errc::not_started:
-        return "the proxy was never started";
+      case errc::toxic_exists: return "a toxic of that name already exists";
+      case errc::no_such_toxic: return "no toxic of that name";
+      case errc::invalid_toxic: return "invalid toxic";
+      case errc::stopped: return "the proxy was stopped";
+      case errc::not_started: return "the proxy was never started";
     }
     return "unknown wheelrpc.fault error " + std::to_string(ev);
   }

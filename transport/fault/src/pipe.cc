@@ -110,8 +110,10 @@ void Pipe::on_read(const error_code& ec, std::size_t n) {
   buffered_ += n;
   deliver(0, Segment{Segment::Kind::data, std::string(read_buf_.data(), n)});
   if (closed_) return;
-  if (buffered_ < pair_.options().max_buffered) do_read();
-  else paused_ = true;
+  if (buffered_ < pair_.options().max_buffered)
+    do_read();
+  else
+    paused_ = true;
 }
 
 void Pipe::release(std::size_t bytes) {

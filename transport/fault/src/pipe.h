@@ -23,8 +23,7 @@ class ConnectionPair;
 class Pipe {
  public:
   /// `direction` is Stream::upstream (client → server) or Stream::downstream.
-  Pipe(ConnectionPair& pair, Stream direction, boost::asio::ip::tcp::socket& from,
-       boost::asio::ip::tcp::socket& to);
+  Pipe(ConnectionPair& pair, Stream direction, boost::asio::ip::tcp::socket& from, boost::asio::ip::tcp::socket& to);
   Pipe(const Pipe&) = delete;
   Pipe& operator=(const Pipe&) = delete;
 

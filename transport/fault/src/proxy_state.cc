@@ -73,11 +73,11 @@ void ProxyState::close_locked() {
 
 void ProxyState::accept_locked() {
   // Each accepted socket gets a strand of its own: the pair's.
-  acceptor_.async_accept(asio::any_io_executor(asio::make_strand(ex_)),
-                         [self = shared_from_this(), gen = generation_](const error_code& ec,
-                                                                       asio::ip::tcp::socket socket) {
-                           self->on_accept(gen, ec, std::move(socket));
-                         });
+  acceptor_.async_accept(
+      asio::any_io_executor(asio::make_strand(ex_)),
+      [self = shared_from_this(), gen = generation_](const error_code& ec, asio::ip::tcp::socket socket) {
+        self->on_accept(gen, ec, std::move(socket));
+      });
 }
 
 void ProxyState::on_accept(std::uint64_t generation, const error_code& ec, asio::ip::tcp::socket socket) {

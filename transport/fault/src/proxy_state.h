@@ -53,8 +53,7 @@ class ProxyState : public std::enable_shared_from_this<ProxyState> {
   boost::system::error_code open_locked() WHEELRPC_REQUIRES(mu_);
   void close_locked() WHEELRPC_REQUIRES(mu_);
   void accept_locked() WHEELRPC_REQUIRES(mu_);
-  void on_accept(std::uint64_t generation, const boost::system::error_code& ec,
-                 boost::asio::ip::tcp::socket socket);
+  void on_accept(std::uint64_t generation, const boost::system::error_code& ec, boost::asio::ip::tcp::socket socket);
   /// Posts `f(pair)` to each open pair's strand. Posting under `mu_` orders it
   /// after the start of every pair registered before, and before anything
   /// posted later.

@@ -138,7 +138,10 @@ class BandwidthStage final : public TimedStage {
 class SlicerStage final : public TimedStage {
  public:
   SlicerStage(Pipe& pipe, const ToxicEntry& entry, const Slicer& t)
-      : TimedStage(pipe, entry), average_(t.average_size), variation_(t.size_variation), delay_(t.delay),
+      : TimedStage(pipe, entry),
+        average_(t.average_size),
+        variation_(t.size_variation),
+        delay_(t.delay),
         rng_(make_rng()) {}
 
   // Slices leave `delay` apart, the first at once (or `delay` after the
@@ -232,12 +235,18 @@ std::shared_ptr<Stage> make_stage(Pipe& pipe, const ToxicEntry& entry) {
   return std::visit(
       [&](const auto& t) -> std::shared_ptr<Stage> {
         using T = std::decay_t<decltype(t)>;
-        if constexpr (std::is_same_v<T, Latency>) return std::make_shared<LatencyStage>(pipe, entry, t);
-        else if constexpr (std::is_same_v<T, Bandwidth>) return std::make_shared<BandwidthStage>(pipe, entry, t);
-        else if constexpr (std::is_same_v<T, Slicer>) return std::make_shared<SlicerStage>(pipe, entry, t);
-        else if constexpr (std::is_same_v<T, Blackhole>) return std::make_shared<BlackholeStage>(pipe, entry);
-        else if constexpr (std::is_same_v<T, LimitData>) return std::make_shared<LimitDataStage>(pipe, entry, t);
-        else return nullptr;
+        if constexpr (std::is_same_v<T, Latency>)
+          return std::make_shared<LatencyStage>(pipe, entry, t);
+        else if constexpr (std::is_same_v<T, Bandwidth>)
+          return std::make_shared<BandwidthStage>(pipe, entry, t);
+        else if constexpr (std::is_same_v<T, Slicer>)
+          return std::make_shared<SlicerStage>(pipe, entry, t);
+        else if constexpr (std::is_same_v<T, Blackhole>)
+          return std::make_shared<BlackholeStage>(pipe, entry);
+        else if constexpr (std::is_same_v<T, LimitData>)
+          return std::make_shared<LimitDataStage>(pipe, entry, t);
+        else
+          return nullptr;
       },
       entry.toxic.attributes);
 }

@@ -12,8 +12,7 @@ constexpr std::size_t kMaxNameLength = 64;
 constexpr std::chrono::milliseconds kMaxDelay = std::chrono::hours(24);
 
 bool name_char(char c) noexcept {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-         c == '.';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
 }
 
 std::string check_delay(const char* what, std::chrono::microseconds d) {
@@ -49,24 +48,27 @@ std::string_view type_name(const ToxicAttributes& attributes) noexcept {
   return std::visit(
       [](const auto& a) -> std::string_view {
         using T = std::decay_t<decltype(a)>;
-        if constexpr (std::is_same_v<T, Latency>) return "latency";
-        else if constexpr (std::is_same_v<T, Bandwidth>) return "bandwidth";
-        else if constexpr (std::is_same_v<T, Blackhole>) return "blackhole";
-        else if constexpr (std::is_same_v<T, ResetPeer>) return "reset_peer";
-        else if constexpr (std::is_same_v<T, LimitData>) return "limit_data";
-        else return "slicer";
+        if constexpr (std::is_same_v<T, Latency>)
+          return "latency";
+        else if constexpr (std::is_same_v<T, Bandwidth>)
+          return "bandwidth";
+        else if constexpr (std::is_same_v<T, Blackhole>)
+          return "blackhole";
+        else if constexpr (std::is_same_v<T, ResetPeer>)
+          return "reset_peer";
+        else if constexpr (std::is_same_v<T, LimitData>)
+          return "limit_data";
+        else
+          return "slicer";
       },
       attributes);
 }
 
 std::string_view stream_name(Stream stream) noexcept {
   switch (stream) {
-    case Stream::upstream:
-      return "upstream";
-    case Stream::downstream:
-      return "downstream";
-    case Stream::both:
-      return "both";
+    case Stream::upstream: return "upstream";
+    case Stream::downstream: return "downstream";
+    case Stream::both: return "both";
   }
   return "?";
 }

@@ -52,12 +52,18 @@ std::string parse_attributes(std::string_view type, const json::object* attrs, T
     std::uint64_t value = 0;
   };
   std::vector<Field> fields;
-  if (type == "latency") fields = {{"latency", kMaxMs}, {"jitter", kMaxMs}};
-  else if (type == "bandwidth") fields = {{"rate", 100'000'000}};
-  else if (type == "blackhole") fields = {};
-  else if (type == "reset_peer") fields = {{"timeout", kMaxMs}};
-  else if (type == "limit_data") fields = {{"bytes", std::numeric_limits<std::int64_t>::max()}};
-  else if (type == "slicer") fields = {{"average_size", 1u << 30}, {"size_variation", 1u << 30}, {"delay", kMaxMs * 1000}};
+  if (type == "latency")
+    fields = {{"latency", kMaxMs}, {"jitter", kMaxMs}};
+  else if (type == "bandwidth")
+    fields = {{"rate", 100'000'000}};
+  else if (type == "blackhole")
+    fields = {};
+  else if (type == "reset_peer")
+    fields = {{"timeout", kMaxMs}};
+  else if (type == "limit_data")
+    fields = {{"bytes", std::numeric_limits<std::int64_t>::max()}};
+  else if (type == "slicer")
+    fields = {{"average_size", 1u << 30}, {"size_variation", 1u << 30}, {"delay", kMaxMs * 1000}};
   else {
     std::string e("unknown toxic type '");
     return e.append(type).append("' (latency, bandwidth, blackhole, reset_peer, limit_data, slicer)");
@@ -78,11 +84,16 @@ std::string parse_attributes(std::string_view type, const json::object* attrs, T
     }
   }
   const auto ms = [&](std::size_t i) { return std::chrono::milliseconds(static_cast<std::int64_t>(fields[i].value)); };
-  if (type == "latency") out = Latency{ms(0), ms(1)};
-  else if (type == "bandwidth") out = Bandwidth{fields[0].value};
-  else if (type == "blackhole") out = Blackhole{};
-  else if (type == "reset_peer") out = ResetPeer{ms(0)};
-  else if (type == "limit_data") out = LimitData{fields[0].value};
+  if (type == "latency")
+    out = Latency{ms(0), ms(1)};
+  else if (type == "bandwidth")
+    out = Bandwidth{fields[0].value};
+  else if (type == "blackhole")
+    out = Blackhole{};
+  else if (type == "reset_peer")
+    out = ResetPeer{ms(0)};
+  else if (type == "limit_data")
+    out = LimitData{fields[0].value};
   else {
     out = Slicer{static_cast<std::size_t>(fields[0].value), static_cast<std::size_t>(fields[1].value),
                  std::chrono::microseconds(static_cast<std::int64_t>(fields[2].value))};

@@ -46,7 +46,9 @@ class TextExposition {
   /// A sample of the current counter or gauge family. Throws
   /// std::invalid_argument for an invalid label name or a histogram family.
   void sample(std::span<const Label> labels, double value);
-  void sample(std::initializer_list<Label> labels, double value) { sample(std::span(labels.begin(), labels.size()), value); }
+  void sample(std::initializer_list<Label> labels, double value) {
+    sample(std::span(labels.begin(), labels.size()), value);
+  }
   /// The `_bucket` (cumulative, `le` last among the labels, then `+Inf`),
   /// `_sum` and `_count` samples of the current histogram family.
   void histogram(std::span<const Label> labels, const HistogramSnapshot& h);

@@ -39,8 +39,8 @@ class SingleWriterCounter {
   struct WriterCheck {
     explicit WriterCheck(SingleWriterCounter& c) noexcept : c_(c) {
       std::thread::id none{};
-      const bool alone = c_.writer_.compare_exchange_strong(none, std::this_thread::get_id(),
-                                                            std::memory_order_relaxed);
+      const bool alone =
+          c_.writer_.compare_exchange_strong(none, std::this_thread::get_id(), std::memory_order_relaxed);
       assert(alone && "SingleWriterCounter written by two threads at once");
       (void)alone;
     }

@@ -31,18 +31,18 @@ struct EtcdRegistryOptions {
 
 /// Counters (monotonic except the *_now ones).
 struct RegistryStats {
-  std::uint64_t registrations = 0;      ///< successful puts of a registration (re-puts included)
-  std::uint64_t unregistrations = 0;    ///< successful deletes
+  std::uint64_t registrations = 0;    ///< successful puts of a registration (re-puts included)
+  std::uint64_t unregistrations = 0;  ///< successful deletes
   std::uint64_t lease_grants = 0;
-  std::uint64_t lease_renewals = 0;     ///< keepalives answered with a live lease
-  std::uint64_t lease_losses = 0;       ///< keepalives that found the lease gone (then re-granted, re-put)
-  std::uint64_t watch_restarts = 0;     ///< watches resumed after a break
-  std::uint64_t full_reads = 0;         ///< prefix reads (first reads and re-reads after compaction)
-  std::uint64_t bad_entries = 0;        ///< values skipped: not a ServiceInstance
-  std::uint64_t requests = 0;           ///< etcd requests sent (all kinds)
+  std::uint64_t lease_renewals = 0;  ///< keepalives answered with a live lease
+  std::uint64_t lease_losses = 0;    ///< keepalives that found the lease gone (then re-granted, re-put)
+  std::uint64_t watch_restarts = 0;  ///< watches resumed after a break
+  std::uint64_t full_reads = 0;      ///< prefix reads (first reads and re-reads after compaction)
+  std::uint64_t bad_entries = 0;     ///< values skipped: not a ServiceInstance
+  std::uint64_t requests = 0;        ///< etcd requests sent (all kinds)
   std::uint64_t request_failures = 0;
   std::uint64_t retry_tasks_pending = 0;  ///< Failed*Task waiting on the wheel now
-  std::uint64_t registered_now = 0;     ///< registrations in force now
+  std::uint64_t registered_now = 0;       ///< registrations in force now
   std::uint64_t subscriptions_now = 0;
 };
 

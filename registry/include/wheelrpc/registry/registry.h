@@ -22,11 +22,11 @@ namespace wheelrpc::registry {
 /// One provider of a service, stored as JSON under
 /// /wheelrpc/<service>/providers/<endpoint>.
 struct ServiceInstance {
-  std::string service;   ///< e.g. "echo"; [A-Za-z0-9._-], 1..128 bytes
-  std::string endpoint;  ///< "ip:port" ("[v6]:port") clients connect to
-  int weight = 100;      ///< relative weight, 0..10000
-  std::string version;   ///< free-form, may be empty
-  std::string zone;      ///< free-form, may be empty
+  std::string service;                      ///< e.g. "echo"; [A-Za-z0-9._-], 1..128 bytes
+  std::string endpoint;                     ///< "ip:port" ("[v6]:port") clients connect to
+  int weight = 100;                         ///< relative weight, 0..10000
+  std::string version;                      ///< free-form, may be empty
+  std::string zone;                         ///< free-form, may be empty
   std::map<std::string, std::string> tags;  ///< free-form
 
   /// {"service":..,"endpoint":..,"weight":..,"version":..,"zone":..,"tags":{..}}

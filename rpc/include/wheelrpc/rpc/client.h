@@ -26,7 +26,6 @@
 #include <wheelrpc/rpc/response.h>
 #include <wheelrpc/timer/timer.h>
 
-
 namespace wheelrpc::rpc {
 
 namespace detail {
@@ -35,24 +34,25 @@ class ClientCore;
 
 /// Counters of one client (monotonic).
 struct ClientStats {
-  std::uint64_t calls = 0;          ///< async_call invocations
-  std::uint64_t ok = 0;             ///< calls that completed with a reply
-  std::uint64_t failed = 0;         ///< calls that completed with an error (timeouts included)
-  std::uint64_t timeouts = 0;       ///< of which errc::timeout
-  std::uint64_t late_replies = 0;   ///< replies dropped for arriving after their call's deadline (after it
-                                    ///< completed, or before its deadline's timer ran: then it times out)
-  std::uint64_t connects = 0;       ///< connections established (HELLO done)
+  std::uint64_t calls = 0;         ///< async_call invocations
+  std::uint64_t ok = 0;            ///< calls that completed with a reply
+  std::uint64_t failed = 0;        ///< calls that completed with an error (timeouts included)
+  std::uint64_t timeouts = 0;      ///< of which errc::timeout
+  std::uint64_t late_replies = 0;  ///< replies dropped for arriving after their call's deadline (after it
+                                   ///< completed, or before its deadline's timer ran: then it times out)
+  std::uint64_t connects = 0;      ///< connections established (HELLO done)
   std::uint64_t connect_failures = 0;
-  std::uint64_t pending = 0;        ///< calls in flight now
-  std::uint64_t attempts = 0;       ///< attempts started (first attempts, retries and hedges): those
-                                    ///< sent to a provider (ProviderStats::attempts) plus attempts_unplaced
-  std::uint64_t attempts_unplaced = 0;  ///< attempts that found no provider to go to (none known, or every one
-                                        ///< in backoff) and failed at once with errc::unavailable
-  std::uint64_t retries = 0;        ///< retries started after a failed attempt
-  std::uint64_t hedges = 0;         ///< hedged attempts started while another was in flight
+  std::uint64_t pending = 0;             ///< calls in flight now
+  std::uint64_t attempts = 0;            ///< attempts started (first attempts, retries and hedges): those
+                                         ///< sent to a provider (ProviderStats::attempts) plus attempts_unplaced
+  std::uint64_t attempts_unplaced = 0;   ///< attempts that found no provider to go to (none known, or every one
+                                         ///< in backoff) and failed at once with errc::unavailable
+  std::uint64_t retries = 0;             ///< retries started after a failed attempt
+  std::uint64_t hedges = 0;              ///< hedged attempts started while another was in flight
   std::uint64_t budget_refusals = 0;     ///< retries and hedges the retry budget refused
   std::uint64_t attempts_cancelled = 0;  ///< attempts abandoned in flight: a hedge won, the call completed
-  std::uint64_t attempt_timeouts = 0;    ///< attempts of idempotent calls that timed out and were retried or ended the call
+  std::uint64_t attempt_timeouts =
+      0;  ///< attempts of idempotent calls that timed out and were retried or ended the call
   std::uint64_t failback_pending = 0;    ///< send_failback deliveries waiting for a retry now
   std::uint64_t failback_delivered = 0;  ///< send_failback calls that got a reply
   std::uint64_t failback_retries = 0;    ///< retry tasks that ran
@@ -68,15 +68,15 @@ struct ClientStats {
 
 /// One provider (server) of a client, as `Client::providers()` reports it.
 struct ProviderStats {
-  std::string peer;                 ///< "ip:port"
-  bool ready = false;               ///< its connection is ready for calls
-  std::uint64_t active = 0;         ///< attempts in flight on it now
-  std::uint64_t attempts = 0;       ///< attempts sent to it so far
-  std::uint64_t failures = 0;       ///< of which failed (errors, lost, timed out, not sent)
-  std::string last_error;           ///< why the last connect attempt failed; "" once connected
-  bool removed = false;             ///< it left the provider set (its calls in flight may still be draining)
-  std::uint64_t ok = 0;             ///< attempts answered with a reply (not an error status)
-  std::uint64_t cancelled = 0;      ///< attempts abandoned in flight (another attempt won, or the call completed)
+  std::string peer;                    ///< "ip:port"
+  bool ready = false;                  ///< its connection is ready for calls
+  std::uint64_t active = 0;            ///< attempts in flight on it now
+  std::uint64_t attempts = 0;          ///< attempts sent to it so far
+  std::uint64_t failures = 0;          ///< of which failed (errors, lost, timed out, not sent)
+  std::string last_error;              ///< why the last connect attempt failed; "" once connected
+  bool removed = false;                ///< it left the provider set (its calls in flight may still be draining)
+  std::uint64_t ok = 0;                ///< attempts answered with a reply (not an error status)
+  std::uint64_t cancelled = 0;         ///< attempts abandoned in flight (another attempt won, or the call completed)
   std::uint64_t connect_attempts = 0;  ///< connect attempts made to it (the first one included)
 };
 
@@ -85,8 +85,8 @@ struct ProviderStats {
 /// there is nothing to call", which a caller may want to know at once instead
 /// of waiting for a connection that cannot come.
 struct SourceState {
-  std::string source;      ///< ProviderSource::describe(): "127.0.0.1:7001", "dns:h:80", "etcd service 'echo'"
-  bool reported = false;   ///< the source reported a set (possibly empty)
+  std::string source;         ///< ProviderSource::describe(): "127.0.0.1:7001", "dns:h:80", "etcd service 'echo'"
+  bool reported = false;      ///< the source reported a set (possibly empty)
   std::size_t providers = 0;  ///< providers in the current set
   /// Why there is no provider to call, when that is known: the source's error
   /// while it has never reported a set ("host name 'x' does not resolve: ...",
@@ -94,8 +94,6 @@ struct SourceState {
   /// empty set, ProviderSource::why_empty(). "" otherwise.
   std::string error;
 };
-
-
 
 /// A client of one or more servers ("providers"): each has its own connection,
 /// kept alive and reconnected by the client's HeartbeatTimerTask and

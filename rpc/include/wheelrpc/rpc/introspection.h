@@ -89,28 +89,28 @@ struct MethodStats {
 
 /// Where a call was when its deadline passed.
 enum class TimeoutPhase : std::uint8_t {
-  connecting,         ///< client: no connection ready yet (one was being made)
-  waiting_to_send,    ///< client: not sent: waiting for a connection, or between attempts
-  sent_waiting,       ///< client: sent, waiting for the reply
-  server,             ///< client: the server answered server_timeout
-  in_handler,         ///< server: the handler did not reply in time
-  queued,             ///< server: still waiting for ServerOptions::handler_executor (shed: never run)
+  connecting,       ///< client: no connection ready yet (one was being made)
+  waiting_to_send,  ///< client: not sent: waiting for a connection, or between attempts
+  sent_waiting,     ///< client: sent, waiting for the reply
+  server,           ///< client: the server answered server_timeout
+  in_handler,       ///< server: the handler did not reply in time
+  queued,           ///< server: still waiting for ServerOptions::handler_executor (shed: never run)
 };
 std::string_view timeout_phase_name(TimeoutPhase phase) noexcept;
 
 /// A call that ended in `timeout` or `server_timeout`.
 struct TimeoutRecord {
   std::chrono::system_clock::time_point time;  ///< when it ended
-  bool server_side = false;     ///< recorded by a Server (else a Client)
+  bool server_side = false;                    ///< recorded by a Server (else a Client)
   std::string method;
-  std::string provider;         ///< client: the provider of its latest attempt ("" if none); server: the caller
-                                ///< (/timeouts.json names it "caller" on server rows)
+  std::string provider;  ///< client: the provider of its latest attempt ("" if none); server: the caller
+                         ///< (/timeouts.json names it "caller" on server rows)
   TimeoutPhase phase = TimeoutPhase::sent_waiting;
   CallCode code = CallCode::timeout;
   std::chrono::microseconds budget{0};   ///< the deadline's budget (0: none)
   std::chrono::microseconds elapsed{0};  ///< from start to the end
-  int attempts = 0;             ///< attempts started (server: 1)
-  std::string trace_id;         ///< 32 hex digits of its traceparent ("" if none)
+  int attempts = 0;                      ///< attempts started (server: 1)
+  std::string trace_id;                  ///< 32 hex digits of its traceparent ("" if none)
   /// Client: where its time went, as its error message ends ("timeline:
   /// queued 0.0 ms, sent 0.0, socket wrote 0.1, timer fired 50.3 (0.3
   /// late)"; docs/timeouts.md); "" on the server.
@@ -127,13 +127,13 @@ struct ConnectionInfo {
   std::chrono::milliseconds age{0};  ///< since the connection was made (0 while none)
   std::uint64_t bytes_in = 0, bytes_out = 0, frames_in = 0, frames_out = 0;
   std::chrono::milliseconds last_read_age{-1}, last_write_age{-1};  ///< -1: no connection
-  std::uint64_t heartbeats_sent = 0;          ///< on this connection
-  bool sends_heartbeats = true;               ///< this side sends heartbeats on it (a server only with
-                                              ///< ServerOptions::keepalive.send_heartbeats; a client always)
-  std::chrono::milliseconds heartbeat{0};     ///< interval agreed in the HELLO exchange (0: not yet)
-  std::uint64_t reconnect_attempts = 0;       ///< client: connect attempts to this provider so far
+  std::uint64_t heartbeats_sent = 0;                                ///< on this connection
+  bool sends_heartbeats = true;                   ///< this side sends heartbeats on it (a server only with
+                                                  ///< ServerOptions::keepalive.send_heartbeats; a client always)
+  std::chrono::milliseconds heartbeat{0};         ///< interval agreed in the HELLO exchange (0: not yet)
+  std::uint64_t reconnect_attempts = 0;           ///< client: connect attempts to this provider so far
   std::chrono::milliseconds next_attempt_in{-1};  ///< client in backoff: until the next connect attempt; -1 otherwise
-  std::uint64_t in_flight = 0;                ///< calls (client: attempts) waiting for a reply on it
+  std::uint64_t in_flight = 0;                    ///< calls (client: attempts) waiting for a reply on it
 };
 std::string_view connection_state_name(ConnectionInfo::State state) noexcept;
 

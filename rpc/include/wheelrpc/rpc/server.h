@@ -90,26 +90,26 @@ class Responder {
 
 /// Counters of one server (monotonic except `connections`).
 struct ServerStats {
-  std::uint64_t connections = 0;        ///< open now
+  std::uint64_t connections = 0;  ///< open now
   std::uint64_t accepted = 0;
   std::uint64_t requests = 0;
-  std::uint64_t replies = 0;            ///< successful replies sent
-  std::uint64_t errors = 0;             ///< error replies sent (all statuses)
-  std::uint64_t server_timeouts = 0;    ///< answered server_timeout for a slow handler
-  std::uint64_t late_replies = 0;       ///< handler replies dropped after the deadline
-  std::uint64_t cancelled = 0;          ///< replies dropped because the client cancelled the request
+  std::uint64_t replies = 0;          ///< successful replies sent
+  std::uint64_t errors = 0;           ///< error replies sent (all statuses)
+  std::uint64_t server_timeouts = 0;  ///< answered server_timeout for a slow handler
+  std::uint64_t late_replies = 0;     ///< handler replies dropped after the deadline
+  std::uint64_t cancelled = 0;        ///< replies dropped because the client cancelled the request
   std::uint64_t method_not_found = 0;
-  std::uint64_t protocol_errors = 0;    ///< connections closed for bad input (the six reasons below together);
-                                        ///< each is logged at warning level with the peer (one line a second at most)
-  std::uint64_t bad_magic = 0;          ///< of which: a frame without the protocol's magic (garbage, another protocol)
-  std::uint64_t bad_version = 0;        ///< of which: a protocol version this build does not speak
-  std::uint64_t oversize_frames = 0;    ///< of which: a frame header announcing a body over ChannelOptions::max_body
-  std::uint64_t malformed_frames = 0;   ///< of which: a body whose lengths overrun it
-  std::uint64_t no_hello = 0;           ///< of which: a first frame that was not a HELLO
-  std::uint64_t hello_timeouts = 0;     ///< of which: no HELLO within ServerOptions::keepalive.hello_timeout
-  std::uint64_t heartbeats_sent = 0;    ///< heartbeats sent (ServerOptions::keepalive.send_heartbeats)
-  std::uint64_t idle_closes = 0;        ///< connections closed by the CloseTimerTask
-  std::uint64_t in_flight = 0;          ///< requests not yet answered on the open connections (now)
+  std::uint64_t protocol_errors = 0;   ///< connections closed for bad input (the six reasons below together);
+                                       ///< each is logged at warning level with the peer (one line a second at most)
+  std::uint64_t bad_magic = 0;         ///< of which: a frame without the protocol's magic (garbage, another protocol)
+  std::uint64_t bad_version = 0;       ///< of which: a protocol version this build does not speak
+  std::uint64_t oversize_frames = 0;   ///< of which: a frame header announcing a body over ChannelOptions::max_body
+  std::uint64_t malformed_frames = 0;  ///< of which: a body whose lengths overrun it
+  std::uint64_t no_hello = 0;          ///< of which: a first frame that was not a HELLO
+  std::uint64_t hello_timeouts = 0;    ///< of which: no HELLO within ServerOptions::keepalive.hello_timeout
+  std::uint64_t heartbeats_sent = 0;   ///< heartbeats sent (ServerOptions::keepalive.send_heartbeats)
+  std::uint64_t idle_closes = 0;       ///< connections closed by the CloseTimerTask
+  std::uint64_t in_flight = 0;         ///< requests not yet answered on the open connections (now)
   std::uint64_t refused_shutting_down = 0;  ///< requests refused by a graceful shutdown
   std::uint64_t refused_offline = 0;        ///< requests refused while offline (set_online(false))
   std::uint64_t refused_overloaded = 0;     ///< requests refused at their method's max_concurrency
@@ -122,10 +122,10 @@ struct ServerStats {
   std::uint64_t read_pauses = 0;            ///< times a connection stopped being read at
                                             ///< ServerOptions::limits.max_requests_per_connection
   std::uint64_t memory_returns = 0;         ///< times freed memory was given back (ServerOptions::return_memory)
-  std::uint64_t shed = 0;    ///< requests answered server_timeout without running their handler: their
-                             ///< deadline passed before it could start (ServerOptions::overload.deadline_admission;
-                             ///< also counted in server_timeouts)
-  std::uint64_t queued = 0;  ///< requests waiting for ServerOptions::handler_executor (now)
+  std::uint64_t shed = 0;                   ///< requests answered server_timeout without running their handler: their
+                           ///< deadline passed before it could start (ServerOptions::overload.deadline_admission;
+                           ///< also counted in server_timeouts)
+  std::uint64_t queued = 0;             ///< requests waiting for ServerOptions::handler_executor (now)
   std::uint64_t concurrency_limit = 0;  ///< ServerOptions::overload.max_concurrency now (0: none)
 };
 
@@ -182,9 +182,9 @@ class Server {
   boost::asio::ip::tcp::endpoint local_endpoint() const;
 
   /// Stops accepting and closes every connection; replies still pending are
-  /// dropped. An announced server is withdrawn, without waiting. Returns once none of the server's deadline or timer-task
-  /// callbacks is still running on the timer's worker. Idempotent. Must not
-  /// be called from inside a timer task.
+  /// dropped. An announced server is withdrawn, without waiting. Returns once none of the server's deadline or
+  /// timer-task callbacks is still running on the timer's worker. Idempotent. Must not be called from inside a timer
+  /// task.
   void stop();
 
   /// Completion signature of async_shutdown.

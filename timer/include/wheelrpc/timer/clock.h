@@ -35,9 +35,7 @@ class ManualClock final : public Clock {
   explicit ManualClock(time_point start = time_point{} + std::chrono::hours(1)) noexcept
       : ns_(start.time_since_epoch().count()) {}
 
-  time_point now() const noexcept override {
-    return time_point{duration{ns_.load(std::memory_order_acquire)}};
-  }
+  time_point now() const noexcept override { return time_point{duration{ns_.load(std::memory_order_acquire)}}; }
   /// Moves time forward by `d` (negative values are ignored: time is monotonic).
   void advance(duration d) noexcept {
     if (d.count() > 0) ns_.fetch_add(d.count(), std::memory_order_acq_rel);

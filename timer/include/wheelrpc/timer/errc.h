@@ -17,9 +17,7 @@ enum class errc {
 /// The category whose name is "wheelrpc.timer". Thread-safe.
 const std::error_category& timer_category() noexcept;
 
-inline std::error_code make_error_code(errc e) noexcept {
-  return {static_cast<int>(e), timer_category()};
-}
+inline std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), timer_category()}; }
 
 /// Thrown by the throwing `new_timeout` overloads; `code()` says why.
 class TimerError : public std::system_error {

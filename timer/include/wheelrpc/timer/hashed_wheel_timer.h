@@ -141,8 +141,7 @@ class HashedWheelTimer final : public Timer {
   static constexpr std::size_t kInstanceWarningThreshold = 64;
 
  protected:
-  Timeout schedule(detail::TaskBox box, std::chrono::nanoseconds delay,
-                   std::error_code& ec) noexcept override;
+  Timeout schedule(detail::TaskBox box, std::chrono::nanoseconds delay, std::error_code& ec) noexcept override;
   TimeoutState timeout_state(std::uint32_t id, std::uint32_t gen) const noexcept override;
   bool cancel_timeout(std::uint32_t id, std::uint32_t gen) noexcept override;
   std::shared_ptr<TimerTask> timeout_task(std::uint32_t id, std::uint32_t gen) const override;

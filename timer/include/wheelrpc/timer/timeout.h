@@ -70,8 +70,7 @@ class Timeout {
 
  private:
   friend class Timer;
-  Timeout(Timer* timer, std::uint32_t id, std::uint32_t gen) noexcept
-      : timer_(timer), id_(id), gen_(gen) {}
+  Timeout(Timer* timer, std::uint32_t id, std::uint32_t gen) noexcept : timer_(timer), id_(id), gen_(gen) {}
 
   Timer* timer_ = nullptr;
   std::uint32_t id_ = 0;

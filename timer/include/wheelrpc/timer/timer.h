@@ -45,8 +45,7 @@ class Timer {
     static_assert(!std::is_same_v<std::decay_t<F>, Timeout>, "a Timeout is not a task");
     if constexpr (std::is_convertible_v<F, std::shared_ptr<TimerTask>> &&
                   !std::is_same_v<std::decay_t<F>, std::shared_ptr<TimerTask>>) {
-      return schedule(detail::make_task_box(std::shared_ptr<TimerTask>(std::forward<F>(task))),
-                      delay, ec);
+      return schedule(detail::make_task_box(std::shared_ptr<TimerTask>(std::forward<F>(task))), delay, ec);
     } else {
       return schedule(detail::make_task_box(std::forward<F>(task)), delay, ec);
     }
@@ -66,8 +65,7 @@ class Timer {
  protected:
   /// Takes ownership of `box` (destroying it on failure). Implementations must
   /// not throw.
-  virtual Timeout schedule(detail::TaskBox box, std::chrono::nanoseconds delay,
-                           std::error_code& ec) noexcept = 0;
+  virtual Timeout schedule(detail::TaskBox box, std::chrono::nanoseconds delay, std::error_code& ec) noexcept = 0;
 
   /// Backends of the Timeout handle's methods, keyed by the handle's id and
   /// generation.
@@ -87,8 +85,6 @@ inline TimeoutState Timeout::state() const noexcept {
   return timer_ ? timer_->timeout_state(id_, gen_) : TimeoutState::empty;
 }
 inline bool Timeout::cancel() noexcept { return timer_ && timer_->cancel_timeout(id_, gen_); }
-inline std::shared_ptr<TimerTask> Timeout::task() const {
-  return timer_ ? timer_->timeout_task(id_, gen_) : nullptr;
-}
+inline std::shared_ptr<TimerTask> Timeout::task() const { return timer_ ? timer_->timeout_task(id_, gen_) : nullptr; }
 
 }  // namespace wheelrpc::timer

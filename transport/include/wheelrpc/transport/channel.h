@@ -39,8 +39,7 @@ class ChannelHandler {
   virtual void on_frame(Channel& channel, Frame& frame) = 0;
   /// The channel closed: locally (`close()`), by the peer (end of stream), on an
   /// I/O error, or on bad input. Called exactly once; no on_frame follows.
-  virtual void on_close(Channel& channel, const boost::system::error_code& ec,
-                        const std::string& reason) = 0;
+  virtual void on_close(Channel& channel, const boost::system::error_code& ec, const std::string& reason) = 0;
   /// The frames of one read were delivered (on the channel's strand): once
   /// after the last on_frame of each such batch, also when a frame closed
   /// the channel (then after on_close). What a handler set up for the
@@ -147,8 +146,7 @@ class Channel : public std::enable_shared_from_this<Channel> {
   /// address when it is empty. A TLS channel also holds the SSL stream's
   /// buffers (about 34 KiB) and OpenSSL's state. Without `tls` (the default)
   /// the channel is plaintext and pays nothing for TLS but a null check.
-  static std::shared_ptr<Channel> create(boost::asio::ip::tcp::socket socket,
-                                         std::shared_ptr<ChannelHandler> handler,
+  static std::shared_ptr<Channel> create(boost::asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> handler,
                                          ChannelOptions options = {}, const TlsContext* tls = nullptr,
                                          const std::string& server_name = {});
   ~Channel();
@@ -227,8 +225,8 @@ class Channel : public std::enable_shared_from_this<Channel> {
 
  private:
   struct MakeShared;  // lets create() make the channel and its count in one allocation
-  Channel(boost::asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> handler,
-          ChannelOptions options, const TlsContext* tls, const std::string& server_name);
+  Channel(boost::asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> handler, ChannelOptions options,
+          const TlsContext* tls, const std::string& server_name);
   /// TLS: a server's check of the peer's first byte, then the handshake (strand).
   void do_tls_peek();
   void do_tls_handshake();
@@ -260,7 +258,7 @@ class Channel : public std::enable_shared_from_this<Channel> {
 
   const std::uint64_t id_;
   const ChannelOptions options_;
-  const Clock::rep busy_interval_;         // busy_read_interval in Clock ticks
+  const Clock::rep busy_interval_;  // busy_read_interval in Clock ticks
   boost::asio::strand<boost::asio::any_io_executor> strand_;
   boost::asio::ip::tcp::socket socket_;
   std::shared_ptr<ChannelHandler> handler_;  // strand only; reset after on_close
@@ -278,11 +276,11 @@ class Channel : public std::enable_shared_from_this<Channel> {
   // Reading (strand only): the buffer (kInlineReadBytes of its own, or a
   // heap one), its sizing and the read-side figures (transport/src/read_buffer.h).
   std::unique_ptr<detail::ReadBuffer> read_;
-  std::size_t offered_ = 0;        // bytes the pending read may fill
-  bool full_means_more_ = false;   // a full read leaves bytes in the socket
+  std::size_t offered_ = 0;          // bytes the pending read may fill
+  bool full_means_more_ = false;     // a full read leaves bytes in the socket
   Clock::rep last_frame_start_ = 0;  // last read that started a frame
-  bool read_before_ = false;       // a read has started a frame
-  bool quiet_ = true;              // that read came after a quiet spell
+  bool read_before_ = false;         // a read has started a frame
+  bool quiet_ = true;                // that read came after a quiet spell
   FrameDecoder decoder_;
   Frame frame_;
   std::atomic<std::uint64_t> heartbeats_sent_{0};

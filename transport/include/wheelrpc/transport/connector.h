@@ -25,9 +25,8 @@ namespace detail {
 
 /// The work behind async_connect, compiled once in connector.cc (Asio's
 /// type-erased operation pattern); call async_connect instead.
-void async_connect_impl(boost::asio::any_completion_handler<ConnectSignature> handler,
-                        boost::asio::any_io_executor ex, timer::Timer& timer,
-                        const boost::asio::ip::tcp::endpoint& endpoint,
+void async_connect_impl(boost::asio::any_completion_handler<ConnectSignature> handler, boost::asio::any_io_executor ex,
+                        timer::Timer& timer, const boost::asio::ip::tcp::endpoint& endpoint,
                         std::chrono::milliseconds timeout);
 
 }  // namespace detail
@@ -80,12 +79,10 @@ void async_connect_impl(boost::asio::any_completion_handler<ConnectSignature> ha
 /// auto s = co_await transport::async_connect(ex, timer, endpoint, 3s, boost::asio::use_awaitable);
 /// @endcode
 template <boost::asio::completion_token_for<ConnectSignature> Token>
-auto async_connect(boost::asio::any_io_executor ex, timer::Timer& timer,
-                   const boost::asio::ip::tcp::endpoint& endpoint, std::chrono::milliseconds timeout,
-                   Token&& token) {
-  return boost::asio::async_initiate<Token, ConnectSignature>(&detail::async_connect_impl, token,
-                                                              std::move(ex), std::ref(timer), endpoint,
-                                                              timeout);
+auto async_connect(boost::asio::any_io_executor ex, timer::Timer& timer, const boost::asio::ip::tcp::endpoint& endpoint,
+                   std::chrono::milliseconds timeout, Token&& token) {
+  return boost::asio::async_initiate<Token, ConnectSignature>(&detail::async_connect_impl, token, std::move(ex),
+                                                              std::ref(timer), endpoint, timeout);
 }
 
 /// Parses "host:port" (host: IPv4/IPv6 literal or "localhost"). Returns false on

@@ -41,15 +41,17 @@ static_assert(sizeof(TaskBox) == 16);
 
 template <class F>
 inline constexpr bool kStoredInline =
-    sizeof(F) <= sizeof(std::uintptr_t) && alignof(F) <= alignof(std::uintptr_t) &&
-    std::is_trivially_copyable_v<F> && std::is_trivially_destructible_v<F>;
+    sizeof(F) <= sizeof(std::uintptr_t) &&
+    alignof(F) <= alignof(std::uintptr_t) && std::is_trivially_copyable_v<F>&& std::is_trivially_destructible_v<F>;
 
 /// A callable that may be moved by copying its bytes (and then not destroyed
 /// at the old place): a smart pointer, or a struct holding only one.
 template <class F>
 inline constexpr bool kRelocatableInline =
     !kStoredInline<F> && sizeof(F) <= sizeof(std::uintptr_t) && alignof(F) <= alignof(std::uintptr_t) &&
-    std::is_nothrow_destructible_v<F> && requires { typename F::wheelrpc_relocatable; };
+    std::is_nothrow_destructible_v<F> && requires {
+  typename F::wheelrpc_relocatable;
+};
 
 template <class F>
 void invoke_task(F& f, Timeout& timeout) {

@@ -18,9 +18,7 @@ enum class errc {
 /// The category whose name is "wheelrpc.fault". Thread-safe.
 const boost::system::error_category& fault_category() noexcept;
 
-inline boost::system::error_code make_error_code(errc e) noexcept {
-  return {static_cast<int>(e), fault_category()};
-}
+inline boost::system::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), fault_category()}; }
 
 }  // namespace wheelrpc::fault
 

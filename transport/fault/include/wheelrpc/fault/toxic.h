@@ -54,9 +54,9 @@ struct LimitData {
 /// Splits each chunk into slices of `average_size` ± `size_variation` bytes,
 /// written one by one `delay` apart.
 struct Slicer {
-  std::size_t average_size = 0;         ///< JSON "average_size" (bytes), ≥ 1
-  std::size_t size_variation = 0;       ///< JSON "size_variation" (bytes), < average_size
-  std::chrono::microseconds delay{0};   ///< JSON "delay" (µs), ≥ 0
+  std::size_t average_size = 0;        ///< JSON "average_size" (bytes), ≥ 1
+  std::size_t size_variation = 0;      ///< JSON "size_variation" (bytes), < average_size
+  std::chrono::microseconds delay{0};  ///< JSON "delay" (µs), ≥ 0
 };
 
 /// A toxic's type and attributes.
