@@ -14,10 +14,8 @@
 
 #include "support/cluster.h"
 
-using namespace std::chrono_literals;
+#include "support/cluster_preamble.h"
 using boost::asio::ip::tcp;
-using boost::system::error_code;
-using wheelrpc::test::wait_until;
 
 namespace {
 

@@ -17,25 +17,7 @@
 #include "support/cluster.h"
 #include "support/wait.h"
 
-using namespace std::chrono_literals;
-using boost::system::error_code;
-using Clock = std::chrono::steady_clock;
-using wheelrpc::rpc::CallOptions;
-using wheelrpc::rpc::Client;
-using wheelrpc::rpc::ClientOptions;
-using wheelrpc::rpc::errc;
-using wheelrpc::rpc::Response;
-using wheelrpc::test::Cluster;
-using wheelrpc::test::contains;
-using wheelrpc::test::done;
-using wheelrpc::test::ManualTime;
-using wheelrpc::test::Mode;
-using wheelrpc::test::opts;
-using wheelrpc::test::Outcome;
-using wheelrpc::test::start;
-using wheelrpc::test::wait;
-using wheelrpc::test::wait_until;
-using wheelrpc::test::client_options;
+#include "support/cluster_preamble.h"
 using wheelrpc::rpc::DeadlineScope;
 using wheelrpc::rpc::Request;
 using wheelrpc::rpc::Responder;

@@ -10,10 +10,7 @@
 
 #include "support/cluster.h"
 
-using namespace std::chrono_literals;
-using wheelrpc::rpc::CallOptions;
-using wheelrpc::test::Cluster;
-using wheelrpc::test::Mode;
+#include "support/cluster_preamble.h"
 
 namespace {
 

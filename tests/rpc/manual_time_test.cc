@@ -16,18 +16,8 @@
 #include "support/cluster.h"
 #include "support/wait.h"
 
-using namespace std::chrono_literals;
-using wheelrpc::rpc::errc;
-using wheelrpc::test::Cluster;
-using wheelrpc::test::contains;
-using wheelrpc::test::done;
+#include "support/cluster_preamble.h"
 using wheelrpc::test::manual_client_options;
-using wheelrpc::test::ManualTime;
-using wheelrpc::test::Mode;
-using wheelrpc::test::opts;
-using wheelrpc::test::start;
-using wheelrpc::test::wait;
-using wheelrpc::test::wait_until;
 
 namespace {
 

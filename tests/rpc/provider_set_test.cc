@@ -21,13 +21,8 @@
 #include "support/log_capture.h"
 #include "support/toxic.h"
 
-using namespace std::chrono_literals;
+#include "support/cluster_preamble.h"
 using boost::asio::ip::tcp;
-using wheelrpc::rpc::CallOptions;
-using wheelrpc::test::Cluster;
-using wheelrpc::test::Mode;
-using wheelrpc::test::Outcome;
-using wheelrpc::test::wait_until;
 
 namespace {
 

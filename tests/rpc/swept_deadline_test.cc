@@ -11,18 +11,7 @@
 #include "support/cluster.h"
 #include "support/wait.h"
 
-using namespace std::chrono_literals;
-using wheelrpc::rpc::errc;
-using wheelrpc::test::Cluster;
-using wheelrpc::test::contains;
-using wheelrpc::test::done;
-using wheelrpc::test::ManualTime;
-using wheelrpc::test::Mode;
-using wheelrpc::test::opts;
-using wheelrpc::test::Outcome;
-using wheelrpc::test::start;
-using wheelrpc::test::wait;
-using wheelrpc::test::wait_until;
+#include "support/cluster_preamble.h"
 
 namespace {
 

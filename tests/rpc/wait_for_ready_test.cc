@@ -14,12 +14,7 @@
 
 #include "support/cluster.h"
 
-using namespace std::chrono_literals;
-using wheelrpc::rpc::CallOptions;
-using wheelrpc::rpc::errc;
-using wheelrpc::test::Cluster;
-using wheelrpc::test::contains;
-using wheelrpc::test::Mode;
+#include "support/cluster_preamble.h"
 
 namespace {
 
