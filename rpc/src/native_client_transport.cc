@@ -15,13 +15,34 @@ NativeClientTransport::NativeClientTransport(std::shared_ptr<ClientTransportEven
                                              std::shared_ptr<const ClientContext> ctx)
     : events_(std::move(events)), ctx_(std::move(ctx)) {}
 
+class NativeClientTransport::Handler final : public transport::ChannelHandler {
+ public:
+  explicit Handler(std::weak_ptr<NativeClientTransport> t) : transport_(std::move(t)) {}
+  void on_frame(transport::Channel& channel, transport::Frame& frame) override {
+    if (!batch_) batch_ = transport_.lock();
+    if (batch_) batch_->on_frame(channel, frame);
+  }
+  void on_close(transport::Channel& channel, const error_code& ec, const std::string& reason) override {
+    if (auto t = batch_ ? batch_ : transport_.lock()) t->on_close(channel, ec, reason);
+  }
+  void on_frames_delivered(transport::Channel& channel) override {
+    (void)channel;
+    auto t = std::move(batch_);  // released last
+    if (t) t->on_frames_delivered();
+  }
+
+ private:
+  const std::weak_ptr<NativeClientTransport> transport_;
+  std::shared_ptr<NativeClientTransport> batch_;  // during one read's batch (the strand only)
+};
+
 std::shared_ptr<NativeClientTransport> NativeClientTransport::create(boost::asio::ip::tcp::socket socket,
                                                                      std::shared_ptr<ClientTransportEvents> events,
                                                                      std::shared_ptr<const ClientContext> ctx) {
   std::shared_ptr<NativeClientTransport> t(new NativeClientTransport(std::move(events), std::move(ctx)));
   const auto& c = *t->ctx_;
-  t->channel_ = transport::Channel::create(std::move(socket), t, c.options.channel, c.tls ? &*c.tls : nullptr,
-                                           c.options.tls.server_name);
+  t->channel_ = transport::Channel::create(std::move(socket), std::make_shared<Handler>(t), c.options.channel,
+                                           c.tls ? &*c.tls : nullptr, c.options.tls.server_name);
   return t;
 }
 
@@ -86,11 +107,7 @@ void NativeClientTransport::on_frame(transport::Channel& ch, transport::Frame& f
   events_->on_transport_reply(reply, ctx_->receipt_time(ch));
 }
 
-void NativeClientTransport::on_frames_delivered(transport::Channel& ch) {
-  assert(ch.strand().running_in_this_thread());
-  (void)ch;
-  events_->on_batch_end();
-}
+void NativeClientTransport::on_frames_delivered() { events_->on_batch_end(); }
 
 void NativeClientTransport::on_close(transport::Channel& ch, const error_code& ec, const std::string& reason) {
   assert(ch.strand().running_in_this_thread());

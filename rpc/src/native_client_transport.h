@@ -16,9 +16,7 @@ namespace wheelrpc::rpc::detail {
 
 struct ClientContext;
 
-class NativeClientTransport final : public ClientTransport,
-                                    public transport::ChannelHandler,
-                                    public std::enable_shared_from_this<NativeClientTransport> {
+class NativeClientTransport final : public ClientTransport, public std::enable_shared_from_this<NativeClientTransport> {
  public:
   /// Wraps a connected socket; `events` is told what happens (and kept alive
   /// until the channel closes).
@@ -33,15 +31,19 @@ class NativeClientTransport final : public ClientTransport,
   bool delivering_here() const noexcept override { return channel_->delivering_here(); }
   const std::shared_ptr<transport::Channel>& channel() const noexcept override { return channel_; }
 
-  // transport::ChannelHandler (the channel's strand)
-  void on_frame(transport::Channel& channel, transport::Frame& frame) override;
-  void on_close(transport::Channel& channel, const boost::system::error_code& ec, const std::string& reason) override;
-  void on_frames_delivered(transport::Channel& channel) override;
+  // The channel's events (its strand), from Handler.
+  void on_frame(transport::Channel& channel, transport::Frame& frame);
+  void on_close(transport::Channel& channel, const boost::system::error_code& ec, const std::string& reason);
+  void on_frames_delivered();
 
  private:
+  /// The channel's handler: holds the transport weakly (the transport owns
+  /// the channel, so a strong hold both ways would keep both alive if the
+  /// executor stopped before a close ran), strongly for one read's batch.
+  class Handler;
   NativeClientTransport(std::shared_ptr<ClientTransportEvents> events, std::shared_ptr<const ClientContext> ctx);
 
-  std::shared_ptr<ClientTransportEvents> events_;  // released once the channel closed
+  std::shared_ptr<ClientTransportEvents> events_;  // the Subchannel
   const std::shared_ptr<const ClientContext> ctx_;
   std::shared_ptr<transport::Channel> channel_;
   /// The server's max_body, from its HELLO (written on the strand, read by senders).
