@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include <wheelrpc/rpc/status_code.h>
+
 namespace wheelrpc::rpc {
 namespace {
 
@@ -46,6 +48,12 @@ boost::system::error_code status_error(Status status) noexcept {
     case Status::overloaded: return make_error_code(errc::resource_exhausted);
     case Status::shutting_down: return make_error_code(errc::unavailable);
     case Status::server_error: break;
+    default:
+      if (status >= Status::first_code && status <= Status::last_code) {
+        return make_error_code(
+            static_cast<StatusCode>(static_cast<int>(status) - static_cast<int>(Status::first_code)));
+      }
+      break;
   }
   return make_error_code(errc::server_error);
 }
@@ -60,6 +68,17 @@ Status error_status(errc e) noexcept {
     case errc::unavailable: return Status::shutting_down;
     default: return Status::server_error;
   }
+}
+
+Status error_status(const boost::system::error_code& ec) noexcept {
+  if (!ec) return Status::server_error;  // a failure without an error
+  if (ec.category() == rpc_category()) return error_status(static_cast<errc>(ec.value()));
+  if (ec.category() == status_category()) {
+    // ok is no failure: a handler that fails with it answers unknown.
+    const int v = ec.value() > 0 && ec.value() < kStatusCodes ? ec.value() : static_cast<int>(StatusCode::unknown);
+    return static_cast<Status>(static_cast<int>(Status::first_code) + v);
+  }
+  return Status::server_error;
 }
 
 }  // namespace wheelrpc::rpc

@@ -42,17 +42,18 @@ NewCall refused(boost::system::error_code ec, std::string error) { return NewCal
 
 NewCall make_call(ClientContext& ctx, MethodCells* cells, std::string& method, std::string& payload,
                   CallOptions& options) {
+  fill_defaults(options, ctx.options.call_defaults);
   if (auto problem = validate(options))
     return refused(errc::bad_request, *problem + ": call to '" + method + "' not sent");
   bool has_deadline = options.timeout != CallOptions::kNoDeadline;
-  if (options.timeout.count() <= 0) {
+  if (options.timeout->count() <= 0) {
     return refused(errc::timeout, fmt::format("timeout: the deadline of the call to '{}' had already passed ({} ms), "
                                               "not sent",
-                                              method, options.timeout.count()));
+                                              method, options.timeout->count()));
   }
   const auto start = ctx.now();
-  auto deadline = has_deadline ? start + options.timeout : kNever;
-  auto budget = options.timeout;
+  auto deadline = has_deadline ? start + *options.timeout : kNever;
+  std::chrono::milliseconds budget = options.timeout;
   bool inherited = false;
   const auto context = current_deadline();
   if (options.inherit_deadline && context) {

@@ -31,25 +31,37 @@ namespace {
 constexpr std::chrono::milliseconds kLongest{0xffffffffLL};
 }  // namespace
 
+void fill_defaults(CallOptions& call, const CallOptions& defaults) noexcept {
+  call.timeout.fill_from(defaults.timeout);
+  call.wait_for_ready.fill_from(defaults.wait_for_ready);
+  call.retries.fill_from(defaults.retries);
+  call.idempotent.fill_from(defaults.idempotent);
+  call.attempt_timeout.fill_from(defaults.attempt_timeout);
+  call.hedge_delay.fill_from(defaults.hedge_delay);
+}
+
 std::optional<std::string> validate(const CallOptions& o) {
   if (o.retries < 0 || o.retries > CallOptions::kMaxRetries) {
-    return fmt::format("CallOptions::retries must be 0 .. {}, got {}", CallOptions::kMaxRetries, o.retries);
+    return fmt::format("CallOptions::retries must be 0 .. {}, got {}", CallOptions::kMaxRetries, *o.retries);
   }
-  if (o.attempt_timeout.count() < 0 || o.hedge_delay.count() < 0 || o.attempt_timeout > kLongest ||
+  if (o.attempt_timeout->count() < 0 || o.hedge_delay->count() < 0 || o.attempt_timeout > kLongest ||
       o.hedge_delay > kLongest) {
     return fmt::format("CallOptions::attempt_timeout and hedge_delay must be 0 .. {} ms", kLongest.count());
   }
   if (o.timeout > kLongest && o.timeout != CallOptions::kNoDeadline) {
     return fmt::format("CallOptions::timeout must be at most {} ms (or kNoDeadline), got {} ms", kLongest.count(),
-                       o.timeout.count());
+                       o.timeout->count());
   }
-  if (o.hedge_delay.count() > 0 && !o.idempotent) {
+  if (o.hedge_delay->count() > 0 && !o.idempotent) {
     return std::string("CallOptions::hedge_delay needs an idempotent call (a hedge runs it twice)");
   }
   return std::nullopt;
 }
 
 void validate(const ClientOptions& o) {
+  if (auto problem = validate(o.call_defaults)) {
+    throw std::invalid_argument("ClientOptions::call_defaults: " + *problem);
+  }
   if (o.heartbeat.count() <= 0) throw std::invalid_argument("ClientOptions::heartbeat must be > 0");
   if (o.idle_timeout.count() < 0 || (o.idle_timeout.count() > 0 && o.idle_timeout < 2 * o.heartbeat)) {
     throw std::invalid_argument(

@@ -48,6 +48,18 @@ bool Responder::fail(errc code, std::string message) {
          slot_->core->finish(*slot_, error_status(code), std::move(message), {}, detail::ServerCore::Answer::handler);
 }
 
+bool Responder::fail(StatusCode code, std::string message) { return fail(make_error_code(code), std::move(message)); }
+
+bool Responder::fail(const boost::system::error_code& ec, std::string message) {
+  return slot_ &&
+         slot_->core->finish(*slot_, error_status(ec), std::move(message), {}, detail::ServerCore::Answer::handler);
+}
+
+boost::asio::any_io_executor Responder::executor() const {
+  if (!slot_) return {};
+  return slot_->core->handler_executor();
+}
+
 std::optional<std::chrono::steady_clock::time_point> Responder::deadline() const noexcept {
   return slot_ ? slot_->deadline : std::nullopt;
 }

@@ -64,6 +64,7 @@ CallCode status_code(Status status) noexcept {
     case Status::server_error: return CallCode::server_error;
     case Status::overloaded: return CallCode::resource_exhausted;
     case Status::shutting_down: return CallCode::unavailable;
+    default: break;  // an application status (Status::first_code + a StatusCode)
   }
   return CallCode::other;
 }

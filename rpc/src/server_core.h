@@ -150,6 +150,10 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
     return options_.clock ? options_.clock->now() : timer::fast_steady_now();
   }
   const boost::asio::any_io_executor& executor() const noexcept { return ex_; }
+  /// Where handlers run: ServerOptions::handler_executor, else executor().
+  const boost::asio::any_io_executor& handler_executor() const noexcept {
+    return options_.handler_executor ? options_.handler_executor : ex_;
+  }
   timer::Timer& timer() const noexcept { return timer_; }
   common::WorkGate& timer_work() noexcept { return timer_work_; }
 

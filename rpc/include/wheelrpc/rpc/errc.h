@@ -31,6 +31,11 @@ inline boost::system::error_code make_error_code(errc e) noexcept { return {stat
 boost::system::error_code status_error(Status status) noexcept;
 /// The status a server sends for an error of this category.
 Status error_status(errc e) noexcept;
+/// The status a server sends for any error: error_status(errc) for this
+/// category, Status::first_code + the code for a StatusCode (StatusCode::ok,
+/// no failure, as unknown), Status::server_error for an empty code or any
+/// other category.
+Status error_status(const boost::system::error_code& ec) noexcept;
 
 }  // namespace wheelrpc::rpc
 

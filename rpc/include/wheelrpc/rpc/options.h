@@ -15,6 +15,7 @@
 #include <wheelrpc/rpc/backoff.h>
 #include <wheelrpc/rpc/concurrency_limit.h>
 #include <wheelrpc/rpc/announcer.h>
+#include <wheelrpc/rpc/setting.h>
 #include <wheelrpc/timer/clock.h>
 #include <wheelrpc/transport/channel_options.h>
 #include <wheelrpc/transport/frame.h>
@@ -22,7 +23,12 @@
 
 namespace wheelrpc::rpc {
 
-/// Per call; passed to every `Client::async_call`.
+/// Per call; passed to every `Client::async_call`. The policy fields
+/// (timeout, wait_for_ready, retries, idempotent, attempt_timeout,
+/// hedge_delay) are Settings: one a call leaves alone takes the typed
+/// method's IDL option (`wheelrpc.method`), then ClientOptions::
+/// call_defaults, then the default stated here (docs/timeouts.md,
+/// "Precedence").
 struct CallOptions {
   /// `timeout` value for a call without a deadline: it is neither scheduled on
   /// the timer nor bounded on the server, and ends only with a reply, a lost
@@ -36,7 +42,8 @@ struct CallOptions {
   /// fails at once with errc::timeout, without being sent. kNoDeadline: none.
   /// Longer than 4294967295 ms (about 49.7 days, the wire's limit) otherwise:
   /// the call fails at once with errc::bad_request.
-  std::chrono::milliseconds timeout{1000};
+  Setting<std::chrono::milliseconds> timeout =
+      Setting<std::chrono::milliseconds>::by_default(std::chrono::milliseconds(1000));
 
   /// What an attempt does when no provider's connection is ready (gRPC's
   /// semantics):
@@ -53,7 +60,7 @@ struct CallOptions {
   ///   errc::unavailable naming the last connect error, otherwise with
   ///   errc::timeout ("not sent").
   /// Either way an attempt goes to a ready provider at once when there is one.
-  bool wait_for_ready = false;
+  Setting<bool> wait_for_ready = Setting<bool>::by_default(false);
 
   /// Sent with the request; the handler sees them in `Request::attachments`.
   /// Keys at most 255 bytes. Default none.
@@ -67,13 +74,13 @@ struct CallOptions {
   /// only when `idempotent`. Application errors (method_not_found, bad_request,
   /// server_error) never. Every attempt fits inside the one deadline, and
   /// retries are subject to the client's retry budget (ClientOptions::retry).
-  int retries = 2;
+  Setting<int> retries = Setting<int>::by_default(2);
   static constexpr int kMaxRetries = 16;
 
   /// The call may safely run more than once (a read, or a write the server
   /// deduplicates): its timeouts may be retried, and it may be hedged.
   /// Default false.
-  bool idempotent = false;
+  Setting<bool> idempotent = Setting<bool>::by_default(false);
 
   /// Idempotent calls only: how long one attempt may wait for its reply before
   /// it is abandoned and retried (the server is told this budget, so it gives
@@ -81,7 +88,8 @@ struct CallOptions {
   /// attempts left; otherwise at most the remaining budget. The last attempt
   /// always gets all that is left. Ignored for calls that are not idempotent
   /// and for hedged calls (every attempt of those runs until the deadline).
-  std::chrono::milliseconds attempt_timeout{0};
+  Setting<std::chrono::milliseconds> attempt_timeout =
+      Setting<std::chrono::milliseconds>::by_default(std::chrono::milliseconds(0));
 
   /// Hedging (brpc's backup request), idempotent calls only: if no reply has
   /// come this long after the last attempt started, another attempt starts on
@@ -90,7 +98,8 @@ struct CallOptions {
   /// dropped). Each hedge is paid from the retry budget. 0 (default) = off;
   /// set on a call that is not idempotent, the call fails at once with
   /// errc::bad_request.
-  std::chrono::milliseconds hedge_delay{0};
+  Setting<std::chrono::milliseconds> hedge_delay =
+      Setting<std::chrono::milliseconds>::by_default(std::chrono::milliseconds(0));
 
   /// Deadline propagation: when true (default) and the call starts while a
   /// request is being served on this thread (inside a Server handler, or in
@@ -99,7 +108,18 @@ struct CallOptions {
   /// whose inherited deadline already passed fails at once with errc::timeout
   /// and is not sent.
   bool inherit_deadline = true;
+
+  /// Typed calls (whose completion carries the reply message, not a
+  /// Response): when set, the reply's metadata (the attachments the handler
+  /// replied with) is stored here before the call completes. Untyped calls
+  /// have them in Response::attachments and leave this alone. Default none.
+  std::shared_ptr<transport::Attachments> reply_metadata;
 };
+
+/// Fills every policy Setting of `call` that was not given from `defaults`
+/// (a given one there, or its default): what Client does with ClientOptions::
+/// call_defaults. Attachments and the other fields are left as they are.
+void fill_defaults(CallOptions& call, const CallOptions& defaults) noexcept;
 
 /// How a client picks the provider for each attempt; providers whose
 /// connection is not ready are always skipped.
@@ -212,6 +232,13 @@ struct ClientOptions {
   /// fail with connection_lost and are retried elsewhere). Until then it
   /// heartbeats as before, so a slow call is not taken for an idle connection. Default 10 s; > 0.
   std::chrono::milliseconds removal_grace{10000};
+
+  /// Policy defaults of this client's calls: each policy Setting (timeout,
+  /// retries, idempotent, ...) set here applies to a call that leaves it
+  /// alone, below the typed method's IDL option (call > IDL > this > built-in
+  /// default; docs/timeouts.md, "Precedence"). Its other fields are ignored.
+  /// Checked by the constructor as CallOptions are. Default: none set.
+  CallOptions call_defaults;
 
   /// Per-method metrics (Client::method_stats(): calls by outcome, latency
   /// histograms, in flight) and the recent timeouts (Client::

@@ -20,6 +20,7 @@
 #include <wheelrpc/rpc/introspection.h>
 #include <wheelrpc/rpc/options.h>
 #include <wheelrpc/rpc/response.h>
+#include <wheelrpc/rpc/status_code.h>
 #include <wheelrpc/timer/timer.h>
 #include <wheelrpc/transport/frame.h>
 
@@ -70,6 +71,11 @@ class Responder {
   /// Sends an error reply: `code` becomes the response status, `message` the
   /// text the caller sees. Returns false if it was dropped.
   bool fail(errc code, std::string message);
+  /// Sends an error reply with a gRPC status (StatusCode, or any error:
+  /// Status for rpc::errc, unknown for other categories); the caller's call
+  /// completes with that code and `message`. Returns false if it was dropped.
+  bool fail(StatusCode code, std::string message);
+  bool fail(const boost::system::error_code& ec, std::string message);
 
   /// The caller's deadline, if it sent one.
   std::optional<std::chrono::steady_clock::time_point> deadline() const noexcept;
@@ -81,6 +87,10 @@ class Responder {
   /// its caller cancelled): a reply would be dropped, so the handler may stop
   /// its work. Thread-safe.
   bool cancelled() const noexcept;
+  /// Where the server runs handlers: ServerOptions::handler_executor when
+  /// set, else the server's executor. For work the handler starts (a
+  /// coroutine, a timer) that should run where handlers run.
+  boost::asio::any_io_executor executor() const;
 
  private:
   friend class detail::ServerCore;

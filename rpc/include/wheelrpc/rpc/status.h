@@ -16,6 +16,11 @@ enum class Status : std::uint8_t {
   server_error = 4,      ///< the handler failed (threw, or dropped its responder)
   overloaded = 5,        ///< the server refused the call for lack of capacity
   shutting_down = 6,     ///< the server is stopping and accepts no new calls
+  /// 16 + a StatusCode (16 .. 32): the handler failed the call with that
+  /// gRPC status (StatusError, Responder::fail(StatusCode, ...)). A peer
+  /// that predates them reads any unknown value as server_error.
+  first_code = 16,
+  last_code = 32,
 };
 
 }  // namespace wheelrpc::rpc

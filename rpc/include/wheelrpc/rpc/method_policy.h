@@ -1,0 +1,36 @@
+#pragma once
+/// MethodPolicy: a typed method's call policy from its IDL option.
+
+#include <chrono>
+#include <optional>
+
+#include <wheelrpc/rpc/options.h>
+
+namespace wheelrpc::rpc {
+
+/// What a method's `option (wheelrpc.method) = {...}` says (wheelrpc/
+/// options.proto): the typed stub's defaults for that method. A field left
+/// out of the option is std::nullopt. Generated as a constexpr value of
+/// the method's traits (`Greeter::Methods::SayHello::policy`).
+struct MethodPolicy {
+  std::optional<std::chrono::milliseconds> timeout;          ///< timeout_ms
+  std::optional<bool> idempotent;                            ///< idempotent
+  std::optional<int> retries;                                ///< retries
+  std::optional<std::chrono::milliseconds> attempt_timeout;  ///< attempt_timeout_ms
+  std::optional<std::chrono::milliseconds> hedge_delay;      ///< hedge_delay_ms
+  std::optional<bool> wait_for_ready;                        ///< wait_for_ready
+};
+
+/// Fills every policy Setting of `call` that the call did not give from
+/// `policy` (marking it given, so ClientOptions::call_defaults do not
+/// override it): the IDL's place in "call > IDL > client default".
+inline void fill_policy(CallOptions& call, const MethodPolicy& policy) noexcept {
+  if (policy.timeout) call.timeout.fill_from(*policy.timeout);
+  if (policy.idempotent) call.idempotent.fill_from(*policy.idempotent);
+  if (policy.retries) call.retries.fill_from(*policy.retries);
+  if (policy.attempt_timeout) call.attempt_timeout.fill_from(*policy.attempt_timeout);
+  if (policy.hedge_delay) call.hedge_delay.fill_from(*policy.hedge_delay);
+  if (policy.wait_for_ready) call.wait_for_ready.fill_from(*policy.wait_for_ready);
+}
+
+}  // namespace wheelrpc::rpc
