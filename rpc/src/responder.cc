@@ -66,6 +66,12 @@ std::optional<std::chrono::steady_clock::time_point> Responder::deadline() const
 
 bool Responder::expired() const noexcept { return slot_ && slot_->deadline && slot_->core->now() >= *slot_->deadline; }
 
+std::chrono::nanoseconds Responder::remaining() const noexcept {
+  if (!slot_ || !slot_->deadline) return std::chrono::nanoseconds::max();
+  const auto left = *slot_->deadline - slot_->core->now();
+  return left.count() > 0 ? std::chrono::duration_cast<std::chrono::nanoseconds>(left) : std::chrono::nanoseconds(0);
+}
+
 bool Responder::pending() const noexcept { return slot_ && !slot_->answered(); }
 
 bool Responder::cancelled() const noexcept {

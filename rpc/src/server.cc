@@ -28,6 +28,10 @@ Server::Server(asio::any_io_executor ex, timer::Timer& timer, ServerOptions opti
 
 Server::~Server() { stop(); }
 
+void Server::add_service(Service& service) { core_->add_service(service); }
+
+const ServiceMethod* Server::service_method(std::string_view path) const { return core_->service_method(path); }
+
 void Server::handle(std::string method, Handler handler, MethodOptions options) {
   core_->handle(std::move(method), std::move(handler), options);
 }

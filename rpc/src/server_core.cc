@@ -249,6 +249,20 @@ void ServerCore::invoke(std::string method, std::string payload, transport::Atta
   if (keep) arm_deadline(std::move(keep));
 }
 
+void ServerCore::add_service(const Service& service) {
+  for (const ServiceMethod& m : service.methods()) {
+    handle(m.path, m.handler, m.options);
+    common::LockGuard lock(mu_);
+    service_methods_[m.path] = &m;
+  }
+}
+
+const ServiceMethod* ServerCore::service_method(std::string_view path) const {
+  common::LockGuard lock(mu_);
+  auto it = service_methods_.find(std::string(path));
+  return it == service_methods_.end() ? nullptr : it->second;
+}
+
 void ServerCore::run_handler(const ServerMethod& method, Request req, ReplySlotPtr slot, std::uint64_t conn_id) {
   // Calls the handler starts inherit the caller's deadline (deadline
   // propagation) and continue its trace. The scopes outlive the handler's

@@ -57,6 +57,7 @@
 #include <wheelrpc/common/thread_slot.h>
 #include <wheelrpc/common/work_gate.h>
 #include <wheelrpc/rpc/server.h>
+#include <wheelrpc/rpc/service.h>
 #include <wheelrpc/rpc/trace.h>
 #include <wheelrpc/timer/clock.h>
 #include <wheelrpc/transport/acceptor.h>
@@ -82,6 +83,10 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   void handle(std::string method, Server::Handler handler, MethodOptions options) {
     admission_.add_method(std::move(method), std::move(handler), options);
   }
+  /// Registers every method of `service` (Server::add_service). Before listening.
+  void add_service(const Service& service);
+  /// The typed method under `path`, or nullptr. Any thread.
+  const ServiceMethod* service_method(std::string_view path) const;
   /// Runs `method`'s handler for a call from inside the process (the admin
   /// gateway): as a request read from a connection, with `budget` as its
   /// deadline (0: none); `done` runs once, on any thread. On the executor.
@@ -225,6 +230,8 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   std::unordered_map<std::uint64_t, Conn> channels_ WHEELRPC_GUARDED_BY(mu_);
   boost::asio::ip::tcp::endpoint announced_endpoint_ WHEELRPC_GUARDED_BY(mu_);  // set by listen: local_endpoint()
   std::shared_ptr<transport::Acceptor> acceptor_ WHEELRPC_GUARDED_BY(mu_);      // released by stop()
+  // Typed methods by wire path (Server::add_service), for the gateway.
+  std::unordered_map<std::string, const ServiceMethod*> service_methods_ WHEELRPC_GUARDED_BY(mu_);
 
   common::WorkGate timer_work_;                  // deadline, HELLO-timeout, grace and drain callbacks in progress
   std::shared_ptr<MemoryReturn> memory_return_;  // gives back what closed connections freed (null: off)

@@ -23,6 +23,12 @@
 
 namespace wheelrpc::rpc {
 
+/// What a typed call's completion does not carry: CallOptions::reply_info.
+struct ReplyInfo {
+  transport::Attachments metadata;  ///< the reply's metadata (Response::attachments)
+  std::string error_message;        ///< the full error text on failure (Response::error_message)
+};
+
 /// Per call; passed to every `Client::async_call`. The policy fields
 /// (timeout, wait_for_ready, retries, idempotent, attempt_timeout,
 /// hedge_delay) are Settings: one a call leaves alone takes the typed
@@ -111,9 +117,10 @@ struct CallOptions {
 
   /// Typed calls (whose completion carries the reply message, not a
   /// Response): when set, the reply's metadata (the attachments the handler
-  /// replied with) is stored here before the call completes. Untyped calls
-  /// have them in Response::attachments and leave this alone. Default none.
-  std::shared_ptr<transport::Attachments> reply_metadata;
+  /// replied with) and, on failure, the call's full error message are stored
+  /// here before the call completes. Untyped calls have both in Response and
+  /// leave this alone. Default none.
+  std::shared_ptr<ReplyInfo> reply_info;
 };
 
 /// Fills every policy Setting of `call` that was not given from `defaults`

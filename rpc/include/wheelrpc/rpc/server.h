@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -25,6 +26,9 @@
 #include <wheelrpc/transport/frame.h>
 
 namespace wheelrpc::rpc {
+
+class Service;
+struct ServiceMethod;
 
 namespace detail {
 class ServerCore;
@@ -81,6 +85,9 @@ class Responder {
   std::optional<std::chrono::steady_clock::time_point> deadline() const noexcept;
   /// True once the deadline passed (a reply would be dropped).
   bool expired() const noexcept;
+  /// Time left before the deadline on the server's clock: 0 once it passed,
+  /// nanoseconds::max() without a deadline.
+  std::chrono::nanoseconds remaining() const noexcept;
   /// True until a reply was sent (or the server answered for the handler).
   bool pending() const noexcept;
   /// True once the client cancelled the request (a hedge that lost, a call
@@ -175,6 +182,17 @@ class Server {
   /// Registers `handler` for `method` (replacing an earlier one), with its
   /// limits (MethodOptions::max_concurrency).
   void handle(std::string method, Handler handler, MethodOptions options = {});
+
+  /// Registers every method of a typed service (a class derived from a
+  /// generated `Greeter::Service` or `Greeter::CallbackService`), each under
+  /// its wire path "/<package>.<Service>/<Method>", with the limits set by
+  /// Service::set_method_options. Before `listen`, like handle(); `service`
+  /// must outlive the server. docs/typed_services.md.
+  void add_service(Service& service);
+  /// The typed method registered under `path` ("/helloworld.Greeter/
+  /// SayHello"), or nullptr: what the admin gateway transcodes JSON with.
+  /// Any thread.
+  const ServiceMethod* service_method(std::string_view path) const;
 
   /// Binds and listens (port 0 picks a free port), then accepts connections.
   /// With ServerOptions::announcer, then announces the bound address and

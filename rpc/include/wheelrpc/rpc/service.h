@@ -1,0 +1,68 @@
+#pragma once
+/// Service: the base of the typed services protoc-gen-wheelrpc generates.
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <wheelrpc/rpc/options.h>
+#include <wheelrpc/rpc/server.h>
+
+namespace wheelrpc::rpc {
+
+/// One method of a Service, as the server registers it: an ordinary
+/// Server::Handler under the method's wire path, plus what the admin
+/// gateway needs to speak JSON to it.
+struct ServiceMethod {
+  std::string path;          ///< "/helloworld.Greeter/SayHello"
+  std::string name;          ///< "SayHello"
+  std::string request_type;  ///< the request message's full name, "helloworld.HelloRequest"
+  std::string reply_type;    ///< "helloworld.HelloReply"
+  Server::Handler handler;   ///< parses the request, runs the typed handler, answers
+  MethodOptions options;     ///< its limits (Service::set_method_options)
+  /// JSON (protobuf's JSON mapping) to a request body: true and the body,
+  /// or false and why ("invalid JSON: ... field 'nmae' ...").
+  std::function<bool(std::string_view json, std::string& body, std::string& error)> request_from_json;
+  /// A reply body to JSON: true and the text, or false and why.
+  std::function<bool(std::string_view body, std::string& json, std::string& error)> reply_to_json;
+};
+
+/// The base of every generated service base (`helloworld::Greeter::Service`
+/// and `::CallbackService`): its methods, each under its wire path
+/// `/<package>.<Service>/<Method>`. Register an implementation with
+/// `Server::add_service(impl)` before `listen`; it must outlive the server.
+///
+/// @par Thread Safety
+/// Built by its constructor, read-only afterwards: safe to share.
+class Service {
+ public:
+  explicit Service(std::string_view full_name) : full_name_(full_name) {}
+  virtual ~Service() = default;
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  /// "helloworld.Greeter".
+  const std::string& full_name() const noexcept { return full_name_; }
+  const std::vector<ServiceMethod>& methods() const noexcept { return methods_; }
+  /// Limits of the method `name` ("SayHello"): call before add_service.
+  /// Throws std::invalid_argument naming the method if the service has none.
+  void set_method_options(std::string_view name, MethodOptions options);
+
+ protected:
+  /// Registers a method served by a coroutine `fn(ServerContext&, const
+  /// Request&)` returning boost::asio::awaitable<Reply>. Defined in
+  /// <wheelrpc/protobuf/typed.h>, which generated headers include.
+  template <class Method, class Fn>
+  void add_coroutine_method(Fn fn);
+  /// Registers a method served by `fn(ServerContext&, const Request&,
+  /// TypedResponder<Reply>)`. Defined in <wheelrpc/protobuf/typed.h>.
+  template <class Method, class Fn>
+  void add_callback_method(Fn fn);
+
+ private:
+  std::string full_name_;
+  std::vector<ServiceMethod> methods_;
+};
+
+}  // namespace wheelrpc::rpc

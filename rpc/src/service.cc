@@ -1,0 +1,17 @@
+#include <wheelrpc/rpc/service.h>
+
+#include <stdexcept>
+
+namespace wheelrpc::rpc {
+
+void Service::set_method_options(std::string_view name, MethodOptions options) {
+  for (auto& m : methods_) {
+    if (m.name == name) {
+      m.options = options;
+      return;
+    }
+  }
+  throw std::invalid_argument("service " + full_name_ + " has no method '" + std::string(name) + "'");
+}
+
+}  // namespace wheelrpc::rpc
