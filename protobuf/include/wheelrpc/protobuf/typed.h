@@ -23,6 +23,7 @@
 
 #include <wheelrpc/rpc/call_error.h>
 #include <wheelrpc/rpc/client.h>
+#include <wheelrpc/rpc/detail/call_scope_executor.h>
 #include <wheelrpc/rpc/method_policy.h>
 #include <wheelrpc/rpc/options.h>
 #include <wheelrpc/rpc/server_context.h>
@@ -226,7 +227,12 @@ void Service::add_coroutine_method(Fn fn) {
     auto context = std::make_unique<ServerContext>(std::move(req), std::move(responder));
     typename Method::Request request;
     if (!detail::parse_request(*context, request)) return;
-    auto ex = context->get_executor();
+    // The coroutine runs on the handler executor with the request's
+    // deadline and trace in force at every step, so calls it makes inherit
+    // them after a co_await as before one.
+    boost::asio::any_io_executor ex = detail::CallScopeExecutor<boost::asio::any_io_executor>(
+        context->get_executor(),
+        std::make_shared<const detail::CallScope>(detail::CallScope{context->deadline(), context->trace()}));
     boost::asio::co_spawn(ex, detail::run_coroutine<Method>(std::move(context), std::move(request), fn),
                           boost::asio::detached);
   };
