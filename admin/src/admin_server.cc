@@ -10,6 +10,8 @@
 #include <wheelrpc/admin/exposition.h>
 #include <wheelrpc/rpc/client.h>
 #include <wheelrpc/rpc/server.h>
+#include <wheelrpc/rpc/service.h>
+#include <wheelrpc/rpc/status_code.h>
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 
 #include "admin_core.h"
@@ -58,8 +60,31 @@ HttpResponse page(std::string_view html) {
 
 bool wants_json(const HttpRequest& req) { return req.query_param("format") == "json"; }
 
+/// The HTTP status of a status code a handler chose (grpc-gateway's mapping).
+unsigned http_status(rpc::StatusCode code) {
+  using rpc::StatusCode;
+  switch (code) {
+    case StatusCode::ok: return 200;
+    case StatusCode::cancelled: return 499;
+    case StatusCode::invalid_argument:
+    case StatusCode::failed_precondition:
+    case StatusCode::out_of_range: return 400;
+    case StatusCode::deadline_exceeded: return 504;
+    case StatusCode::not_found: return 404;
+    case StatusCode::already_exists:
+    case StatusCode::aborted: return 409;
+    case StatusCode::permission_denied: return 403;
+    case StatusCode::unauthenticated: return 401;
+    case StatusCode::resource_exhausted: return 429;
+    case StatusCode::unimplemented: return 501;
+    case StatusCode::unavailable: return 503;
+    default: return 500;
+  }
+}
+
 /// The HTTP status and code name of a gateway error.
 unsigned gateway_status(const error_code& ec) {
+  if (ec.category() == rpc::status_category()) return http_status(rpc::status_code_of(ec));
   switch (rpc::call_code(ec)) {
     case rpc::CallCode::timeout:
     case rpc::CallCode::server_timeout: return 504;
@@ -265,14 +290,38 @@ void AdminCore::gateway(HttpRequest& req, Reply reply) {
     }
     timeout = std::chrono::milliseconds(ms);
   }
+  // A typed method (Server::add_service) speaks JSON: protobuf's JSON mapping
+  // of its request and reply messages.
+  const rpc::ServiceMethod* typed = server_->service_method("/" + method);
+  std::string body = std::move(req.body);
+  if (typed) {
+    std::string binary, error;
+    if (!typed->request_from_json(body, binary, error)) {
+      fail(400, "bad_request", fmt::format("the body is not a {} in JSON: {}", typed->request_type, error));
+      return;
+    }
+    body = std::move(binary);
+    method = typed->path;
+  }
   const auto start = std::chrono::steady_clock::now();
   server_->async_invoke(
-      method, std::move(req.body), timeout,
-      [reply = std::move(reply), method, timeout, start](error_code ec, rpc::Response r) mutable {
+      method, std::move(body), timeout,
+      [reply = std::move(reply), method, timeout, start, typed](error_code ec, rpc::Response r) mutable {
         if (!ec) {
           HttpResponse ok;
           ok.content_type = "application/octet-stream";
           ok.body = std::move(r.payload);
+          if (typed) {
+            std::string json, error;
+            if (!typed->reply_to_json(ok.body, json, error)) {
+              reply(json_response(500, json::object{{"code", "server_error"},
+                                                    {"status", "INTERNAL"},
+                                                    {"message", "the reply of '" + method + "': " + error}}));
+              return;
+            }
+            ok.content_type = "application/json";
+            ok.body = std::move(json);
+          }
           reply(std::move(ok));
           return;
         }
@@ -283,8 +332,9 @@ void AdminCore::gateway(HttpRequest& req, Reply reply) {
           message = fmt::format("server_timeout (in the handler) after {} ms of a {} ms budget: {}", elapsed,
                                 timeout.count(), message);
         }
-        reply(json_response(gateway_status(ec),
-                            json::object{{"code", rpc::call_code_name(rpc::call_code(ec))}, {"message", message}}));
+        reply(json_response(gateway_status(ec), json::object{{"code", rpc::call_code_name(rpc::call_code(ec))},
+                                                             {"status", rpc::to_string(rpc::status_code_of(ec))},
+                                                             {"message", message}}));
       });
 }
 

@@ -1,22 +1,24 @@
 #!/usr/bin/env bash
-# Checks that every ```cpp block of docs/writing_a_service.md is a verbatim
-# run of whole lines of the example named last before it in the text
-# (`examples/guide/NAME.cc`), so the guide shows the code the guide_* tests
-# run. Uses only bash and awk.
+# Checks that every ```cpp block of a guide is a verbatim run of whole lines
+# of the example named last before it in the text (`examples/DIR/NAME.cc`),
+# so the guide shows the code the tests run. Uses only bash and awk.
 #
-#   guide_excerpts_test.sh REPO_ROOT
+#   guide_excerpts_test.sh REPO_ROOT [DOC [DIR]]
+#   (defaults: docs/writing_a_service.md and examples/guide)
 set -euo pipefail
 
 root=${1:?usage: guide_excerpts_test.sh REPO_ROOT}
-doc=$root/docs/writing_a_service.md
+doc_name=${2:-docs/writing_a_service.md}
+dir_name=${3:-examples/guide}
+doc=$root/$doc_name
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # Block N goes to $tmp/N.block, the file it comes from to $tmp/N.source.
-awk -v dir="$tmp" '
+awk -v dir="$tmp" -v pattern="${dir_name//\//\\/}/[a-z_]+\\.cc" -v examples="$dir_name" '
   /^```cpp[ \t]*$/ {
     if (source == "") {
-      print "line " NR ": a cpp block with no examples/guide/*.cc named before it" > "/dev/stderr"
+      print "line " NR ": a cpp block with no " examples "/*.cc named before it" > "/dev/stderr"
       bad = 1
     }
     n++
@@ -31,7 +33,7 @@ awk -v dir="$tmp" '
   inside { print > (out ".block"); next }
   {
     line = $0
-    while (match(line, /examples\/guide\/[a-z_]+\.cc/)) {
+    while (match(line, pattern)) {
       source = substr(line, RSTART, RLENGTH)
       line = substr(line, RSTART + RLENGTH)
     }
@@ -48,13 +50,13 @@ for block in "$tmp"/*.block; do
   if ! awk 'FNR == NR { text = text $0 "\n"; next }
             { want = want $0 "\n" }
             END { exit !(index("\n" text, "\n" want) > 0) }' "$root/$source" "$block"; then
-    echo "docs/writing_a_service.md: this excerpt is not in $source:" >&2
+    echo "$doc_name: this excerpt is not in $source:" >&2
     sed 's/^/    /' "$block" >&2
     failed=1
   fi
 done
 if [ "$blocks" -eq 0 ]; then
-  echo "docs/writing_a_service.md: no cpp excerpts found" >&2
+  echo "$doc_name: no cpp excerpts found" >&2
   exit 1
 fi
 [ "$failed" -eq 0 ] && echo "guide excerpts: $blocks blocks, all verbatim"
