@@ -6,10 +6,10 @@
 #
 # For each .proto runs protoc with --cpp_out and --wheelrpc_out into
 # ${CMAKE_CURRENT_BINARY_DIR}/wheelrpc_generated/<target>/, then adds the
-# `.pb.cc` files to <target>'s sources, that directory to its (PUBLIC) include
-# directories, and links it (PUBLIC) with wheelrpc::protobuf. Sources include
-# the results by their path relative to the import directory that holds the
-# .proto, as protoc names them: `#include "greeter.wheelrpc.h"` for
+# `.pb.cc` files to <target>'s sources, that directory to its (PUBLIC,
+# SYSTEM) include directories, and links it (PUBLIC) with wheelrpc::protobuf.
+# Sources include the results by their path relative to the import directory
+# that holds the .proto, as protoc names them: `#include "greeter.wheelrpc.h"` for
 # greeter.proto (a `.wheelrpc.h` is written only for a file with services).
 #
 # PROTOS relative to ${CMAKE_CURRENT_SOURCE_DIR}. IMPORT_DIRS (relative to the
@@ -106,6 +106,8 @@ function(wheelrpc_protobuf_generate)
   target_sources(${ARG_TARGET} PRIVATE ${_sources} ${_headers})
   # protoc's code is not ours to warn about (nor to fail a -Werror build).
   set_source_files_properties(${_sources} PROPERTIES COMPILE_OPTIONS -w)
-  target_include_directories(${ARG_TARGET} PUBLIC ${_out})
+  # SYSTEM: generated code, protoc's and ours, is kept out of the includer's
+  # warnings (e.g. the callback base's default that leaves `request` unused).
+  target_include_directories(${ARG_TARGET} SYSTEM PUBLIC ${_out})
   target_link_libraries(${ARG_TARGET} PUBLIC wheelrpc::protobuf)
 endfunction()
