@@ -9,30 +9,39 @@ get_property(_modules GLOBAL PROPERTY WHEELRPC_MODULES)
 # needed yet would be missing, and the install would stop half way with
 # "file INSTALL cannot find". So the install first builds the libraries it
 # installs: nothing to do when they are up to date, and never stale ones.
-list(JOIN _modules " " _module_names)
+# The protoc plugin is installed (and exported) with them.
+set(_installed ${_modules} protoc-gen-wheelrpc)
+list(JOIN _installed " " _module_names)
 install(CODE "
   message(STATUS \"Building the installed libraries if needed: ${_module_names}\")
   execute_process(COMMAND \"${CMAKE_COMMAND}\" --build \"${PROJECT_BINARY_DIR}\"
-                          --config \"\${CMAKE_INSTALL_CONFIG_NAME}\" --target ${_modules}
+                          --config \"\${CMAKE_INSTALL_CONFIG_NAME}\" --target ${_installed}
                   RESULT_VARIABLE _wheelrpc_rc)
   if(NOT _wheelrpc_rc EQUAL 0)
     message(FATAL_ERROR \"building the wheelrpc libraries in ${PROJECT_BINARY_DIR} failed: \${_wheelrpc_rc}\")
   endif()")
-install(TARGETS ${_modules} EXPORT wheelrpcTargets
+install(TARGETS ${_installed} EXPORT wheelrpcTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-foreach(_dir common timer transport transport/fault rpc registry admin)
+foreach(_dir common timer transport transport/fault rpc protobuf registry admin)
   if(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/${_dir}/include)
     install(DIRECTORY ${PROJECT_SOURCE_DIR}/${_dir}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
   endif()
 endforeach()
+# The IDL option: `import "wheelrpc/options.proto";` and protoc's header for it,
+# both under <includedir>/wheelrpc/.
+get_property(_options_pb_h GLOBAL PROPERTY WHEELRPC_OPTIONS_PB_H)
+install(FILES ${PROJECT_SOURCE_DIR}/protobuf/proto/wheelrpc/options.proto ${_options_pb_h}
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/wheelrpc)
 
 set(_cfgdir ${CMAKE_INSTALL_LIBDIR}/cmake/wheelrpc)
 install(EXPORT wheelrpcTargets NAMESPACE wheelrpc:: DESTINATION ${_cfgdir})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/wheelrpcConfig.cmake.in
-    ${PROJECT_BINARY_DIR}/wheelrpcConfig.cmake INSTALL_DESTINATION ${_cfgdir})
+    ${PROJECT_BINARY_DIR}/wheelrpcConfig.cmake INSTALL_DESTINATION ${_cfgdir}
+    PATH_VARS CMAKE_INSTALL_INCLUDEDIR)
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/wheelrpcConfigVersion.cmake
     COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/wheelrpcConfig.cmake
-              ${PROJECT_BINARY_DIR}/wheelrpcConfigVersion.cmake DESTINATION ${_cfgdir})
+              ${PROJECT_BINARY_DIR}/wheelrpcConfigVersion.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/WheelrpcProtobuf.cmake DESTINATION ${_cfgdir})

@@ -16,7 +16,7 @@ if ! command -v clang-format >/dev/null; then
   echo "format: clang-format is not installed (Debian: apt-get install clang-format)" >&2
   exit 2
 fi
-dirs=(common timer transport rpc registry admin examples tests bench)
+dirs=(common timer transport rpc protobuf registry admin examples tests bench)
 mapfile -t files < <(find "${dirs[@]}" \( -name '*.h' -o -name '*.cc' \) -not -path '*/build/*' | sort)
 if ! $check; then
   clang-format --style=file -i "${files[@]}"

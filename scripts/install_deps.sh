@@ -10,6 +10,7 @@ set -euo pipefail
 PKGS=(g++ cmake ninja-build pkg-config libboost1.81-dev libspdlog-dev libfmt-dev
       libgtest-dev libgmock-dev libbenchmark-dev
       libboost-json1.81-dev libboost-program-options1.81-dev
+      protobuf-compiler libprotobuf-dev libprotoc-dev  # protoc, and protoc-gen-wheelrpc's libraries
       libssl-dev openssl  # TLS (Asio SSL over OpenSSL 3); openssl: the TLS tests' certificates
       etcd-server etcd-client curl  # etcd 3.4 (/usr/bin/etcd, etcdctl) for the registry tests; curl: scripts/etcd.sh
       prometheus            # promtool: the admin tests check the /metrics exposition with it

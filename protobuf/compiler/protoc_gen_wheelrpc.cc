@@ -1,0 +1,11 @@
+/// protoc-gen-wheelrpc: protoc's plugin that writes `<name>.wheelrpc.h` (typed
+/// stubs and service bases) for each .proto with services.
+///   protoc --plugin=protoc-gen-wheelrpc=PATH --cpp_out=OUT --wheelrpc_out=OUT x.proto
+#include <google/protobuf/compiler/plugin.h>
+
+#include "wheelrpc_generator.h"
+
+int main(int argc, char* argv[]) {
+  wheelrpc::protobuf::compiler::WheelrpcGenerator generator;
+  return google::protobuf::compiler::PluginMain(argc, argv, &generator);
+}

@@ -1,0 +1,354 @@
+#include "wheelrpc_generator.h"
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <google/protobuf/compiler/cpp/names.h>
+#include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/io/printer.h>
+#include <google/protobuf/io/zero_copy_stream.h>
+
+#include <wheelrpc/options.pb.h>
+
+namespace wheelrpc::protobuf::compiler {
+namespace {
+
+namespace pb = google::protobuf;
+
+using Vars = std::map<std::string, std::string>;
+
+/// CallOptions::kMaxRetries: more is refused here rather than at every call.
+constexpr std::uint32_t kMaxRetries = 16;
+
+/// Where the generated code is wrapped (the `.clang-format`'s column limit).
+constexpr std::size_t kColumnLimit = 120;
+
+/// C++20's keywords and alternative tokens, and NULL (a macro everywhere).
+bool is_cpp_keyword(const std::string& name) {
+  static const std::set<std::string> keywords = {
+      "alignas",     "alignof",   "and",        "and_eq",    "asm",      "auto",         "bitand",
+      "bitor",       "bool",      "break",      "case",      "catch",    "char",         "char8_t",
+      "char16_t",    "char32_t",  "class",      "compl",     "concept",  "const",        "consteval",
+      "constexpr",   "constinit", "const_cast", "continue",  "co_await", "co_return",    "co_yield",
+      "decltype",    "default",   "delete",     "do",        "double",   "dynamic_cast", "else",
+      "enum",        "explicit",  "export",     "extern",    "false",    "float",        "for",
+      "friend",      "goto",      "if",         "inline",    "int",      "long",         "mutable",
+      "namespace",   "new",       "noexcept",   "not",       "not_eq",   "nullptr",      "operator",
+      "or",          "or_eq",     "private",    "protected", "public",   "register",     "reinterpret_cast",
+      "requires",    "return",    "short",      "signed",    "sizeof",   "static",       "static_assert",
+      "static_cast", "struct",    "switch",     "template",  "this",     "thread_local", "throw",
+      "true",        "try",       "typedef",    "typeid",    "typename", "union",        "unsigned",
+      "using",       "virtual",   "void",       "volatile",  "wchar_t",  "while",        "xor",
+      "xor_eq",      "NULL"};
+  return keywords.contains(name);
+}
+
+/// `name` as a C++ identifier: a trailing `_` while it is a keyword, a
+/// reserved name or one already taken.
+std::string cpp_identifier(const std::string& name, const std::set<std::string>& taken) {
+  std::string id = name;
+  if (is_cpp_keyword(id)) id += '_';
+  while (taken.contains(id)) id += '_';
+  return id;
+}
+
+std::vector<std::string> split(const std::string& text, char separator) {
+  std::vector<std::string> parts;
+  std::string::size_type begin = 0;
+  while (begin <= text.size()) {
+    const auto end = std::min(text.find(separator, begin), text.size());
+    parts.push_back(text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return parts;
+}
+
+/// The package `a.b.c` as the namespace `a::b::c` (empty without a package).
+std::string package_namespace(const pb::FileDescriptor* file) {
+  if (file->package().empty()) return {};
+  std::string ns;
+  for (const std::string& part : split(file->package(), '.')) {
+    if (!ns.empty()) ns += "::";
+    ns += cpp_identifier(part, {});
+  }
+  return ns;
+}
+
+/// `dir/name.proto` -> `dir/name` (protoc's rule for its outputs' names).
+std::string strip_proto(const std::string& filename) {
+  for (std::string_view suffix : {".protodevel", ".proto"}) {
+    if (filename.ends_with(suffix)) return filename.substr(0, filename.size() - suffix.size());
+  }
+  return filename;
+}
+
+/// The method's `(wheelrpc.method)` option, empty when it has none. protoc
+/// hands the options over serialized; the plugin's descriptor pool parses
+/// them into the generated MethodOptions, which knows the extension because
+/// options.pb.cc is linked in (tests/protobuf's policy goldens show it).
+wheelrpc::MethodPolicy read_policy(const pb::MethodDescriptor* method) {
+  return method->options().GetExtension(wheelrpc::method);
+}
+
+/// The MethodPolicy's designated initializers, in declaration order, for the
+/// fields the option sets.
+std::vector<std::string> policy_fields(const wheelrpc::MethodPolicy& policy) {
+  std::vector<std::string> fields;
+  const auto ms = [](std::uint32_t n) { return "std::chrono::milliseconds(" + std::to_string(n) + ")"; };
+  const auto boolean = [](bool b) { return std::string(b ? "true" : "false"); };
+  if (policy.has_timeout_ms()) fields.push_back(".timeout = " + ms(policy.timeout_ms()));
+  if (policy.has_idempotent()) fields.push_back(".idempotent = " + boolean(policy.idempotent()));
+  if (policy.has_retries()) fields.push_back(".retries = " + std::to_string(policy.retries()));
+  if (policy.has_attempt_timeout_ms()) fields.push_back(".attempt_timeout = " + ms(policy.attempt_timeout_ms()));
+  if (policy.has_hedge_delay_ms()) fields.push_back(".hedge_delay = " + ms(policy.hedge_delay_ms()));
+  if (policy.has_wait_for_ready()) fields.push_back(".wait_for_ready = " + boolean(policy.wait_for_ready()));
+  return fields;
+}
+
+/// The `policy` member's declaration (indented for Methods::<method>), the
+/// initializers packed into lines within the column limit.
+std::string policy_declaration(const wheelrpc::MethodPolicy& policy) {
+  const std::string head = "      static constexpr ::wheelrpc::rpc::MethodPolicy policy{";
+  const std::vector<std::string> fields = policy_fields(policy);
+  if (fields.empty()) return head + "};\n";
+  const std::string indent(10, ' ');
+  std::string text = head + "\n";
+  std::string line = indent;
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    const std::string end = i + 1 == fields.size() ? "};" : ",";
+    if (line != indent && line.size() + 1 + fields[i].size() + end.size() > kColumnLimit) {
+      text += line + "\n";
+      line = indent;
+    }
+    if (line != indent) line += ' ';
+    line += fields[i] + end;
+  }
+  return text + line + "\n";
+}
+
+std::string streaming_kind(const pb::MethodDescriptor* method) {
+  if (method->client_streaming() && method->server_streaming()) return "bidirectional streaming";
+  return method->client_streaming() ? "client-streaming" : "server-streaming";
+}
+
+/// Refuses what cannot be generated: streams, and a policy out of range. (protoc
+/// prefixes the message with the file's name.)
+bool check(const pb::FileDescriptor* file, std::string* error) {
+  for (int s = 0; s < file->service_count(); ++s) {
+    const pb::ServiceDescriptor* service = file->service(s);
+    for (int m = 0; m < service->method_count(); ++m) {
+      const pb::MethodDescriptor* method = service->method(m);
+      if (method->client_streaming() || method->server_streaming()) {
+        *error = method->full_name() + " is a " + streaming_kind(method) +
+                 " method; protoc-gen-wheelrpc does not generate streaming methods yet";
+        return false;
+      }
+      const wheelrpc::MethodPolicy policy = read_policy(method);
+      if (policy.has_retries() && policy.retries() > kMaxRetries) {
+        *error = method->full_name() + ": (wheelrpc.method).retries is " + std::to_string(policy.retries()) +
+                 ", over the maximum of " + std::to_string(kMaxRetries);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+/// The C++ names of a file's services: a class per service, beside the
+/// others and, without a package, beside the global namespaces the generated
+/// code names.
+std::vector<std::string> service_names(const pb::FileDescriptor* file) {
+  // The nested classes' and members' names: a class may not share them.
+  std::set<std::string> taken = {"Methods", "Stub", "Service", "CallbackService", "service_full_name"};
+  if (file->package().empty()) taken.insert({"wheelrpc", "boost", "std", "google"});
+  std::vector<std::string> names;
+  for (int s = 0; s < file->service_count(); ++s) {
+    names.push_back(cpp_identifier(file->service(s)->name(), taken));
+    taken.insert(names.back());
+  }
+  return names;
+}
+
+/// The C++ names of a service's methods (the struct in Methods and the
+/// virtual functions of the service bases), one per method.
+std::vector<std::string> method_names(const pb::ServiceDescriptor* service, const std::string& service_name) {
+  // The enclosing generated classes and the service's own class; the members
+  // of a method's struct; the parameters the registering lambdas pass; the
+  // base class's registration functions.
+  std::set<std::string> taken = {"Methods",
+                                 "Stub",
+                                 "Service",
+                                 "CallbackService",
+                                 "service_full_name",
+                                 service_name,
+                                 "Request",
+                                 "Reply",
+                                 "path",
+                                 "policy",
+                                 "context",
+                                 "request",
+                                 "responder",
+                                 "add_coroutine_method",
+                                 "add_callback_method"};
+  std::vector<std::string> names;
+  for (int m = 0; m < service->method_count(); ++m) {
+    names.push_back(cpp_identifier(service->method(m)->name(), taken));
+    taken.insert(names.back());
+  }
+  return names;
+}
+
+void print_service(pb::io::Printer& printer, const pb::ServiceDescriptor* service, const std::string& name,
+                   const std::string& ns) {
+  const std::vector<std::string> methods = method_names(service, name);
+  Vars vars = {{"service", name},
+               {"full_name", service->full_name()},
+               {"qualified", (ns.empty() ? "::" : "::" + ns + "::") + name}};
+  std::vector<Vars> method_vars;
+  for (int m = 0; m < service->method_count(); ++m) {
+    const pb::MethodDescriptor* method = service->method(m);
+    Vars v = vars;
+    v["method"] = methods[m];
+    v["stub"] = "async_" + method->name();
+    v["request"] = pb::compiler::cpp::QualifiedClassName(method->input_type());
+    v["reply"] = pb::compiler::cpp::QualifiedClassName(method->output_type());
+    v["path"] = "/" + service->full_name() + "/" + method->name();
+    v["policy"] = policy_declaration(read_policy(method));
+    method_vars.push_back(std::move(v));
+  }
+
+  printer.Print(vars,
+                "/// Service $full_name$.\n"
+                "class $service$ final {\n"
+                " public:\n"
+                "  static constexpr std::string_view service_full_name = \"$full_name$\";\n"
+                "\n"
+                "  /// One struct per method: its types, wire path and IDL policy.\n"
+                "  struct Methods {\n");
+  for (const Vars& v : method_vars) {
+    printer.Print(v,
+                  "    struct $method$ {\n"
+                  "      using Request = $request$;\n"
+                  "      using Reply = $reply$;\n"
+                  "      static constexpr std::string_view path = \"$path$\";\n");
+    printer.PrintRaw(v.at("policy"));
+    printer.Print("    };\n");
+  }
+  printer.Print(
+      "  };\n"
+      "\n"
+      "  /// Client stub: cheap to construct; the Client must outlive it.\n"
+      "  class Stub {\n"
+      "   public:\n"
+      "    explicit Stub(::wheelrpc::rpc::Client& client) noexcept : client_(client) {}\n"
+      "\n");
+  for (const Vars& v : method_vars) {
+    Vars stub = v;
+    stub["align"] = std::string(v.at("stub").size() + 10, ' ');
+    printer.Print(stub,
+                  "    template <class CompletionToken>\n"
+                  "    auto $stub$(const $request$& request, ::wheelrpc::rpc::CallOptions options,\n"
+                  "$align$CompletionToken&& token) {\n"
+                  "      return ::wheelrpc::rpc::async_typed_call<$qualified$::Methods::$method$>(\n"
+                  "          client_, request, std::move(options), std::forward<CompletionToken>(token));\n"
+                  "    }\n"
+                  "    template <class CompletionToken>\n"
+                  "    auto $stub$(const $request$& request, CompletionToken&& token) {\n"
+                  "      return ::wheelrpc::rpc::async_typed_call<$qualified$::Methods::$method$>(\n"
+                  "          client_, request, ::wheelrpc::rpc::CallOptions{}, std::forward<CompletionToken>(token));\n"
+                  "    }\n"
+                  "\n");
+  }
+  printer.Print(vars,
+                "   private:\n"
+                "    ::wheelrpc::rpc::Client& client_;\n"
+                "  };\n"
+                "\n"
+                "  /// Coroutine service base: override the methods you serve; the others answer unimplemented.\n"
+                "  class Service : public ::wheelrpc::rpc::Service {\n"
+                "   public:\n"
+                "    Service() : ::wheelrpc::rpc::Service($qualified$::service_full_name) {\n");
+  for (const Vars& v : method_vars) {
+    printer.Print(v,
+                  "      add_coroutine_method<$qualified$::Methods::$method$>(\n"
+                  "          [this](::wheelrpc::rpc::ServerContext& context, const $request$& request) {\n"
+                  "            return $method$(context, request);\n"
+                  "          });\n");
+  }
+  printer.Print("    }\n");
+  for (const Vars& v : method_vars) {
+    printer.Print(v,
+                  "    virtual ::boost::asio::awaitable<$reply$> $method$(\n"
+                  "        ::wheelrpc::rpc::ServerContext& context, const $request$& request) {\n"
+                  "      return ::wheelrpc::rpc::unimplemented<$qualified$::Methods::$method$>(context, request);\n"
+                  "    }\n");
+  }
+  printer.Print(vars,
+                "  };\n"
+                "\n"
+                "  /// Callback service base: reply through the responder, now or later, from any thread.\n"
+                "  class CallbackService : public ::wheelrpc::rpc::Service {\n"
+                "   public:\n"
+                "    CallbackService() : ::wheelrpc::rpc::Service($qualified$::service_full_name) {\n");
+  for (const Vars& v : method_vars) {
+    printer.Print(v,
+                  "      add_callback_method<$qualified$::Methods::$method$>(\n"
+                  "          [this](::wheelrpc::rpc::ServerContext& context, const $request$& request,\n"
+                  "                 ::wheelrpc::rpc::TypedResponder<$reply$> responder) {\n"
+                  "            $method$(context, request, std::move(responder));\n"
+                  "          });\n");
+  }
+  printer.Print("    }\n");
+  for (const Vars& v : method_vars) {
+    Vars callback = v;
+    callback["align"] = std::string(v.at("method").size() + 18, ' ');
+    printer.Print(callback,
+                  "    virtual void $method$(::wheelrpc::rpc::ServerContext& context, const $request$& request,\n"
+                  "$align$::wheelrpc::rpc::TypedResponder<$reply$> responder) {\n"
+                  "      ::wheelrpc::rpc::unimplemented(context, std::move(responder));\n"
+                  "    }\n");
+  }
+  printer.Print(
+      "  };\n"
+      "};\n");
+}
+
+}  // namespace
+
+bool WheelrpcGenerator::Generate(const pb::FileDescriptor* file, const std::string& parameter,
+                                 pb::compiler::GeneratorContext* context, std::string* error) const {
+  if (!parameter.empty()) {
+    *error = "protoc-gen-wheelrpc takes no parameter (got \"" + parameter + "\")";
+    return false;
+  }
+  if (file->service_count() == 0) return true;
+  if (!check(file, error)) return false;
+
+  const std::string base = strip_proto(file->name());
+  const std::string ns = package_namespace(file);
+  const std::vector<std::string> services = service_names(file);
+  std::unique_ptr<pb::io::ZeroCopyOutputStream> output(context->Open(base + ".wheelrpc.h"));
+  pb::io::Printer printer(output.get(), '$');
+  const Vars vars = {{"proto", file->name()}, {"pb_h", base + ".pb.h"}, {"ns", ns}};
+  printer.Print(vars,
+                "// Generated by protoc-gen-wheelrpc from $proto$. Do not edit.\n"
+                "#pragma once\n"
+                "\n"
+                "#include <wheelrpc/protobuf/typed.h>\n"
+                "\n"
+                "#include \"$pb_h$\"\n"
+                "\n");
+  if (!ns.empty()) printer.Print(vars, "namespace $ns$ {\n\n");
+  for (int s = 0; s < file->service_count(); ++s) {
+    if (s > 0) printer.Print("\n");
+    print_service(printer, file->service(s), services[s], ns);
+  }
+  if (!ns.empty()) printer.Print(vars, "\n}  // namespace $ns$\n");
+  return !printer.failed();
+}
+
+}  // namespace wheelrpc::protobuf::compiler
