@@ -13,3 +13,9 @@ endforeach()
 # The guide's code blocks are verbatim excerpts of those examples.
 add_test(NAME guide_excerpts COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/guide_excerpts_test.sh ${PROJECT_SOURCE_DIR})
 set_tests_properties(guide_excerpts PROPERTIES TIMEOUT 60)
+
+# docs/typed_services.md quotes examples/greeter verbatim.
+add_test(NAME typed_services_excerpts
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/guide_excerpts_test.sh ${PROJECT_SOURCE_DIR} docs/typed_services.md
+          examples/greeter)
+set_tests_properties(typed_services_excerpts PROPERTIES TIMEOUT 60)

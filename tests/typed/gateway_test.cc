@@ -36,8 +36,8 @@ class GatewayProbe : public typedtest::Probe::Service {
 };
 
 struct GatewayFixture {
+  wheelrpc::timer::HashedWheelTimer timer;  // outlives the io_context
   wheelrpc::test::IoThreads threads;
-  wheelrpc::timer::HashedWheelTimer timer;
   GatewayProbe impl;
   wheelrpc::rpc::Server server{threads.io.get_executor(), timer};
   wheelrpc::admin::AdminServer admin{threads.io.get_executor(), timer};
@@ -57,8 +57,8 @@ struct GatewayFixture {
 
 TEST(TypedGateway, JsonInJsonOut) {
   GatewayFixture fx;
-  auto r = http_call(fx.admin.local_endpoint(), "POST", "/rpc/typedtest.Probe/Echo",
-                     R"({"text": "hi", "blob": "AAE="})");
+  auto r =
+      http_call(fx.admin.local_endpoint(), "POST", "/rpc/typedtest.Probe/Echo", R"({"text": "hi", "blob": "AAE="})");
   EXPECT_EQ(r.status, 200) << r.body;
   EXPECT_NE(r.headers.find("application/json"), std::string::npos) << r.headers;
   EXPECT_NE(r.body.find(R"("text":"echo: hi")"), std::string::npos) << r.body;

@@ -55,12 +55,12 @@ constexpr auto kLimit = std::chrono::seconds(20);
 using Stub = Probe::Stub;
 static_assert(std::is_same_v<decltype(std::declval<Stub&>().async_Echo(EchoRequest{}, asio::use_future)),
                              std::future<EchoReply>>);
-static_assert(std::is_same_v<decltype(std::declval<Stub&>().async_Echo(EchoRequest{}, CallOptions{},
-                                                                        asio::use_awaitable)),
-                             asio::awaitable<EchoReply>>);
-static_assert(std::is_same_v<decltype(std::declval<Stub&>().async_Echo(EchoRequest{},
-                                                                        asio::as_tuple(asio::use_awaitable))),
-                             asio::awaitable<std::tuple<error_code, EchoReply>>>);
+static_assert(
+    std::is_same_v<decltype(std::declval<Stub&>().async_Echo(EchoRequest{}, CallOptions{}, asio::use_awaitable)),
+                   asio::awaitable<EchoReply>>);
+static_assert(
+    std::is_same_v<decltype(std::declval<Stub&>().async_Echo(EchoRequest{}, asio::as_tuple(asio::use_awaitable))),
+                   asio::awaitable<std::tuple<error_code, EchoReply>>>);
 static_assert(std::is_void_v<decltype(std::declval<Stub&>().async_Echo(EchoRequest{}, [](error_code, EchoReply) {}))>);
 
 std::string hex_trace(const ServerContext& ctx) {
@@ -108,16 +108,13 @@ class ProbeImpl : public Probe::Service {
     reply.set_blob(req.blob());
     co_return reply;
   }
-  asio::awaitable<EchoReply> Budgeted(ServerContext& ctx, const EchoRequest& req) override {
-    return Echo(ctx, req);
-  }
+  asio::awaitable<EchoReply> Budgeted(ServerContext& ctx, const EchoRequest& req) override { return Echo(ctx, req); }
 };
 
 // The callback form: replies later, from another thread.
 class CallbackProbeImpl : public Probe::CallbackService {
  public:
-  void Echo(ServerContext& ctx, const EchoRequest& req,
-            wheelrpc::rpc::TypedResponder<EchoReply> responder) override {
+  void Echo(ServerContext& ctx, const EchoRequest& req, wheelrpc::rpc::TypedResponder<EchoReply> responder) override {
     ctx.add_reply_metadata("served-by", "callback");
     std::thread([req, responder = std::move(responder)]() mutable {
       EchoReply reply;
@@ -128,8 +125,8 @@ class CallbackProbeImpl : public Probe::CallbackService {
 };
 
 struct TypedFixture {
+  timer::HashedWheelTimer timer;  // outlives the io_context: handlers it destroys may touch it
   IoThreads threads;
-  timer::HashedWheelTimer timer;
   ProbeImpl impl;
   CallbackProbeImpl callback_impl;
   std::unique_ptr<Server> server;
@@ -315,8 +312,8 @@ TEST(TypedService, AnInvalidBodyIsInvalidArgumentNamingTheMethodAndTheConnection
 }
 
 TEST(TypedService, AReplyThatDoesNotParseIsInternal) {
+  timer::HashedWheelTimer timer;  // outlives the io_context: handlers it destroys may touch it
   IoThreads threads;
-  timer::HashedWheelTimer timer;
   Server server(threads.io.get_executor(), timer);
   server.handle("/typedtest.Probe/Echo",
                 [](wheelrpc::rpc::Request, wheelrpc::rpc::Responder r) { r.reply(std::string("\xff\xff\xff", 3)); });

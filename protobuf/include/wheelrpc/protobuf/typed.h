@@ -125,9 +125,9 @@ bool parse_request(ServerContext& context, Message& request) {
   const bool ok = request.ParseFromString(body);
   std::string().swap(body);  // the message holds it now
   if (!ok) {
-    context.responder().fail(StatusCode::invalid_argument, "the request body of '" + context.method() +
-                                                               "' is not a valid " + request.GetTypeName() +
-                                                               " message");
+    context.responder().fail(
+        StatusCode::invalid_argument,
+        "the request body of '" + context.method() + "' is not a valid " + request.GetTypeName() + " message");
   }
   return ok;
 }
@@ -207,13 +207,13 @@ auto async_typed_call(Client& client, const typename Method::Request& request, C
   constexpr bool throws = detail::throws_on_error<std::decay_t<Token>>::value;
   auto initiate = [&client](auto handler, std::string b, CallOptions o) {
     std::shared_ptr<ReplyInfo> info = o.reply_info;
-    client.async_call(std::string(Method::path), std::move(b), std::move(o),
-                      detail::TypedHandler<decltype(handler), Reply, throws>{std::move(handler), std::move(info),
-                                                                             Method::path});
+    client.async_call(
+        std::string(Method::path), std::move(b), std::move(o),
+        detail::TypedHandler<decltype(handler), Reply, throws>{std::move(handler), std::move(info), Method::path});
   };
   if constexpr (throws) {
     return boost::asio::async_initiate<Token, void(std::exception_ptr, Reply)>(std::move(initiate), token,
-                                                                                std::move(body), std::move(options));
+                                                                               std::move(body), std::move(options));
   } else {
     return boost::asio::async_initiate<Token, void(boost::system::error_code, Reply)>(
         std::move(initiate), token, std::move(body), std::move(options));
@@ -256,7 +256,7 @@ void Service::add_callback_method(Fn fn) {
 /// override: fails the call with StatusCode::unimplemented.
 template <class Method>
 boost::asio::awaitable<typename Method::Reply> unimplemented(ServerContext& context,
-                                                              const typename Method::Request& /*request*/) {
+                                                             const typename Method::Request& /*request*/) {
   throw StatusError(StatusCode::unimplemented, "'" + context.method() + "' is not implemented by this server");
   co_return typename Method::Reply{};
 }
@@ -278,8 +278,8 @@ struct boost::asio::associator<Associator, wheelrpc::rpc::detail::TypedHandler<H
     return Associator<Handler, DefaultCandidate>::get(h.handler);
   }
   static auto get(const wheelrpc::rpc::detail::TypedHandler<Handler, Reply, Throws>& h,
-                  const DefaultCandidate& c) noexcept -> decltype(Associator<Handler, DefaultCandidate>::get(h.handler,
-                                                                                                           c)) {
+                  const DefaultCandidate& c) noexcept
+      -> decltype(Associator<Handler, DefaultCandidate>::get(h.handler, c)) {
     return Associator<Handler, DefaultCandidate>::get(h.handler, c);
   }
 };

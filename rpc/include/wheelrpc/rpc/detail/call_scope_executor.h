@@ -38,19 +38,16 @@ class CallScopeExecutor {
   }
 
   template <class P>
-    requires boost::asio::can_query<const Inner&, const P&>::value
-  decltype(auto) query(const P& p) const {
+  requires boost::asio::can_query<const Inner&, const P&>::value decltype(auto) query(const P& p) const {
     return boost::asio::query(inner_, p);
   }
   template <class P>
-    requires boost::asio::can_require<const Inner&, const P&>::value
-  auto require(const P& p) const {
+  requires boost::asio::can_require<const Inner&, const P&>::value auto require(const P& p) const {
     using Next = std::decay_t<decltype(boost::asio::require(inner_, p))>;
     return CallScopeExecutor<Next>(boost::asio::require(inner_, p), scope_);
   }
   template <class P>
-    requires boost::asio::can_prefer<const Inner&, const P&>::value
-  auto prefer(const P& p) const {
+  requires boost::asio::can_prefer<const Inner&, const P&>::value auto prefer(const P& p) const {
     using Next = std::decay_t<decltype(boost::asio::prefer(inner_, p))>;
     return CallScopeExecutor<Next>(boost::asio::prefer(inner_, p), scope_);
   }
