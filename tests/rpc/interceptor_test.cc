@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <wheelrpc/fault/fault_proxy.h>
 #include <wheelrpc/rpc/access_log_interceptor.h>
@@ -198,8 +199,8 @@ TEST(Interceptors, ServerRejectionRunsNoHandler) {
 
 TEST(Interceptors, ClientRejectionSendsNothing) {
   // The client talks to the server through a proxy that counts bytes.
+  wheelrpc::timer::HashedWheelTimer timer;  // outlives the io threads and what they still hold
   wheelrpc::test::IoThreads threads(2);
-  wheelrpc::timer::HashedWheelTimer timer;
   Server server(threads.io.get_executor(), timer);
   wheelrpc::test::register_test_methods(server, threads.io);
   ASSERT_FALSE(server.listen(loopback0()));
@@ -302,8 +303,8 @@ TEST(Interceptors, OnionOrderAndMetadataBothWays) {
 TEST(Interceptors, AttemptInterceptorsRunPerAttemptCallOnesOnce) {
   // Two servers; whichever gets the first attempt refuses it unprocessed
   // (retried on the other), the second answers.
+  wheelrpc::timer::HashedWheelTimer timer;  // outlives the io threads and what they still hold
   wheelrpc::test::IoThreads threads(2);
-  wheelrpc::timer::HashedWheelTimer timer;
   std::atomic<int> calls{0};
   std::vector<std::unique_ptr<Server>> servers;
   std::vector<Ep> endpoints;
@@ -365,6 +366,65 @@ TEST(Interceptors, AttemptInterceptorsRunPerAttemptCallOnesOnce) {
   EXPECT_EQ(j.events(), (std::vector<std::string>{
                             "call.in  #0", "try.in " + first + " #1", "try.out " + first + " #1 RESOURCE_EXHAUSTED",
                             "try.in " + second + " #2", "try.out " + second + " #2 OK", "call.out  #0 OK"}));
+  for (auto& s : servers) s->stop();
+  threads.stop();
+}
+
+TEST(Interceptors, AttemptInterceptorsSeeAHedgeAndTheAbandonedAttempt) {
+  // Whichever server gets the first attempt answers late; the hedge on the
+  // other answers at once and wins.
+  wheelrpc::timer::HashedWheelTimer timer;  // outlives the io threads and what they still hold
+  wheelrpc::test::IoThreads threads(2);
+  std::atomic<int> calls{0};
+  std::atomic<bool> slow_done{false};
+  std::vector<std::unique_ptr<Server>> servers;
+  std::vector<Ep> endpoints;
+  for (int i = 0; i < 2; ++i) {
+    auto s = std::make_unique<Server>(threads.io.get_executor(), timer);
+    s->handle("hedged", [&](Request, Responder r) {
+      if (calls.fetch_add(1) == 0) {
+        auto t = std::make_shared<asio::steady_timer>(threads.io, std::chrono::milliseconds(500));
+        t->async_wait([t, r = std::move(r), &slow_done](const error_code&) mutable {
+          r.reply("slow");
+          slow_done = true;
+        });
+      } else {
+        r.reply("fast");
+      }
+    });
+    ASSERT_FALSE(s->listen(loopback0()));
+    endpoints.push_back(s->local_endpoint());
+    servers.push_back(std::move(s));
+  }
+  Journal j;
+  auto per_attempt = std::make_shared<NotingClient>("try", j);
+  ClientOptions co;
+  co.attempt_interceptors = {per_attempt};
+  {
+    Client client(threads.io.get_executor(), timer, endpoints, co);
+    client.connect();
+    ASSERT_TRUE(wheelrpc::test::wait_until([&] {
+      const auto p = client.providers();
+      return p.size() == 2 && p[0].ready && p[1].ready;
+    }));
+    CallOptions o;
+    o.idempotent = true;
+    o.hedge_delay = std::chrono::milliseconds(50);
+    o.retries = 1;
+    o.timeout = std::chrono::seconds(10);
+    const auto out = call_and_wait(client, "hedged", "", o);
+    ASSERT_FALSE(out.ec) << out.response.error_message;
+    EXPECT_EQ(out.response.payload, "fast");
+    EXPECT_TRUE(wheelrpc::test::wait_until([&] { return slow_done.load(); }));  // nothing left pending
+    client.close();
+  }
+  const auto events = j.events();
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_NE(events[0].find(" #1"), std::string::npos) << events[0];
+  EXPECT_NE(events[1].find(" #2"), std::string::npos) << events[1];
+  EXPECT_NE(events[2].find(" #2 OK"), std::string::npos) << events[2];                              // the winner
+  EXPECT_NE(events[3].find(" #1 CANCELLED"), std::string::npos) << events[3];                       // abandoned
+  EXPECT_NE(events[0].substr(0, events[0].find(" #")), events[1].substr(0, events[1].find(" #")));  // two providers
   for (auto& s : servers) s->stop();
   threads.stop();
 }
