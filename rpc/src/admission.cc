@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "server_core.h"
+#include "server_interception.h"
 #include "server_shutdown.h"
 
 namespace wheelrpc::rpc::detail {
@@ -127,6 +128,10 @@ void Admission::release_limit(const ReplySlot& slot) {
 }
 
 void Admission::dispatch(const ServerMethod& method, Request&& req, ReplySlotPtr&& slot, std::uint64_t conn_id) {
+  // Interceptors run where the handler would (ServerCore::run_handler).
+  if (!options_.interceptors.empty()) [[unlikely]] {
+    slot->interception = std::make_shared<ServerInterception>(core_.shared_from_this());
+  }
   if (options_.handler_executor) {
     queue_handler(method, std::move(req), std::move(slot), conn_id);
     return;

@@ -51,6 +51,7 @@
 namespace wheelrpc::rpc::detail {
 
 class ClientCore;
+class ClientInterception;
 class Subchannel;
 class MethodCells;
 
@@ -58,7 +59,9 @@ struct Call;
 using CallPtr = boost::intrusive_ptr<Call>;
 
 struct Call : common::Recycled<Call> {
-  enum class Phase : std::uint8_t { idle, waiting, sent, backoff };
+  // intercepting: interceptors work on it before it is sent (per call, or
+  // per attempt with no other attempt in flight); in the books like backoff.
+  enum class Phase : std::uint8_t { idle, waiting, sent, backoff, intercepting };
 
   /// One attempt that was sent and awaits its reply.
   struct Attempt {
@@ -70,6 +73,9 @@ struct Call : common::Recycled<Call> {
     TimePoint expires = kNever;  // its own timeout, when earlier than the call's deadline
     int number = 0;              // 1-based
     bool swept = false;          // its table entry carries the call's deadline (Cover::swept)
+    // Its attempt interceptors (ClientOptions::attempt_interceptors; null
+    // without): their on_complete runs when it ends.
+    std::shared_ptr<ClientInterception> interception;
   };
 
   /// What puts an end to the call at its deadline.
@@ -151,6 +157,11 @@ struct Call : common::Recycled<Call> {
   TimePoint last_sent{};
   TimePoint late_reply{};
   TimePoint fired{};
+  // Interceptors (null without any): the call's (ClientOptions::
+  // interceptors), ended with the call; and the attempt interceptors at work
+  // on its next attempt, before it is placed.
+  std::shared_ptr<ClientInterception> interception;
+  std::shared_ptr<ClientInterception> attempt_interception;
 
   /// Another reference to a call that no other thread can see yet (just
   /// made): counted with a plain store instead of a locked add.

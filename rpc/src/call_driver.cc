@@ -13,6 +13,7 @@
 #include "call_timeouts.h"
 #include "client_context.h"
 #include "client_core.h"
+#include "client_interception.h"
 #include "log.h"
 #include "provider_pool.h"
 #include "subchannel.h"
@@ -97,8 +98,12 @@ void CallDriver::start(CallPtr ptr, std::string payload, transport::Attachments 
       if (slot.is_connected()) slot.template emplace<CancelHandler>(share_with_pinner(c));
       budget_.on_call(c.start);
       // Sent at once, the call's deadline rides in its table entry; else
-      // (waiting, failed to send) it goes on the wheel now.
-      dispatch(c, done);
+      // (waiting, failed to send, interceptors at work) it goes on the wheel now.
+      if (ctx_.interceptors) [[unlikely]] {
+        intercept_call(c, done);
+      } else {
+        dispatch(c, done);
+      }
       if (!timeouts_.cover_deadline(c, c.start)) {
         complete(c, errc::unavailable, Response{{}, {}, "cannot schedule the deadline of '" + c.method + "'"},
                  Origin::other, done);
@@ -281,7 +286,10 @@ bool CallDriver::try_extra_attempt(TimePoint t) {
 
 // ---------------------------------------------------------------- attempts
 
-bool CallDriver::send_attempt(Call& call, const std::shared_ptr<Subchannel>& sub_ptr, Completion& done) {
+bool CallDriver::send_attempt(Call& call, const std::shared_ptr<Subchannel>& sub_ptr, Completion& done,
+                              std::shared_ptr<ClientInterception>* cleared) {
+  if (ctx_.attempt_interceptors && !cleared) [[unlikely]]
+    return intercept_attempt(call, sub_ptr, done);
   Subchannel& sub = *sub_ptr;
   // A first attempt sent at once is sent at the call's start (one clock
   // reading fewer on the hot path).
@@ -304,6 +312,11 @@ bool CallDriver::send_attempt(Call& call, const std::shared_ptr<Subchannel>& sub
   ++call.attempts;
   const auto expires = a.expires;
   a.conn = sub_ptr;
+  transport::Attachments* metadata = nullptr;  // the attempt's, sent instead of the call's
+  if (cleared) [[unlikely]] {
+    metadata = &(*cleared)->call().metadata();
+    a.interception = std::move(*cleared);
+  }
   call.live.push_back(std::move(a));
   call.phase = Phase::sent;
   call.latest = &sub;
@@ -315,10 +328,15 @@ bool CallDriver::send_attempt(Call& call, const std::shared_ptr<Subchannel>& sub
 
   std::size_t body = 0;
   std::uint32_t limit = 0;
+  if (metadata) call.attachments.swap(*metadata);  // lent to the request while it is encoded
   const auto result = sub.send(placed, call, budget.wire, body, limit);
+  if (metadata) call.attachments.swap(*metadata);
   if (result == Subchannel::SendResult::sent) return true;
 
-  drop_attempt(call, call.live.size() - 1, true, done);
+  drop_attempt(call, call.live.size() - 1, true, done,
+               result == Subchannel::SendResult::too_big      ? make_error_code(errc::bad_request)
+               : result == Subchannel::SendResult::queue_full ? make_error_code(errc::too_many_pending)
+                                                              : make_error_code(errc::connection_lost));
   if (result == Subchannel::SendResult::too_big) {
     complete(call, errc::bad_request,
              Response{{},
@@ -338,9 +356,13 @@ bool CallDriver::send_attempt(Call& call, const std::shared_ptr<Subchannel>& sub
   return true;
 }
 
-void CallDriver::drop_attempt(Call& call, std::size_t index, bool failed, Completion& done) {
+void CallDriver::drop_attempt(Call& call, std::size_t index, bool failed, Completion& done, error_code why) {
   Call::Attempt a = std::move(call.live[index]);
   call.live.erase(call.live.begin() + static_cast<std::ptrdiff_t>(index));
+  if (a.interception) [[unlikely]] {
+    if (!why) why = failed ? make_error_code(errc::connection_lost) : make_error_code(asio::error::operation_aborted);
+    done.attempt_ends.push_back({std::move(a.interception), why, {}, false});
+  }
   Subchannel& sub = *a.conn;
   const bool keep_latest = a.conn.get() == call.latest;
   CallPtr entry = sub.take(a.id);  // released after the subchannel's lock
@@ -364,6 +386,11 @@ void CallDriver::attempt_failed(Call& call, const Subchannel* provider, Failure 
   call.last_error = message;
   call.last_failed = provider;
   if (!call.live.empty()) return;  // a hedge is still running: the call waits for it
+  if (call.attempt_interception) [[unlikely]] {
+    // A hedge's interceptors are at work: the call waits for them (they send it or reject the call).
+    if (call.phase != Phase::intercepting) wait_for_interceptors(call, done);
+    return;
+  }
   const auto t = ctx_.now();
   const auto delay = retry_delay(ctx_.options.retry.backoff, call.attempts, random());
   auto verdict = decide_retry(call.plan, failure, call.attempts, t, delay);
@@ -422,6 +449,11 @@ void CallDriver::on_reply(Subchannel& sub, IncomingReply& reply, TimePoint recei
     if (a.swept) call.cover = Call::Cover::none;                            // covered again below if the call goes on
     const Status status = reply.status;
     error_code ec = status_error(status);
+    if (a.interception) [[unlikely]] {
+      // The winner sees the call's response; a failed one its error.
+      done.attempt_ends.push_back(
+          {std::move(a.interception), ec, ec ? describe(call, ec.message(), &sub) + ": " + reply.payload : "", !ec});
+    }
     if (ec) {
       sub.count_failure();
     } else {
@@ -497,6 +529,94 @@ void CallDriver::on_lost(Subchannel& sub, LostAttempts& lost, const std::string&
   }
 }
 
+// ---------------------------------------------------------------- interceptors
+
+bool CallDriver::wait_for_interceptors(Call& call, Completion& done) {
+  bool closed = false;
+  {
+    common::LockGuard books(books_mu_);
+    closed = ctx_.closed.load(std::memory_order_acquire);
+    if (!closed) backoff_.emplace(&call, CallPtr(&call));
+  }
+  if (closed) {
+    complete_closed(call, done);
+    return false;
+  }
+  call.phase = Phase::intercepting;
+  return true;
+}
+
+void CallDriver::intercept_call(Call& call, Completion& done) {
+  if (!wait_for_interceptors(call, done)) return;
+  auto chain =
+      std::make_shared<ClientInterception>(ctx_.interceptors, share_with_pinner(call), ctx_, call.start, nullptr, 0);
+  chain->call().metadata() = std::move(call.attachments);
+  call.interception = chain;
+  done.run_chain = std::move(chain);  // started once the call's lock is released
+}
+
+bool CallDriver::intercept_attempt(Call& call, const std::shared_ptr<Subchannel>& sub, Completion& done) {
+  if (call.attempt_interception) return true;  // one at a time: that one sends the next attempt
+  if (call.live.empty() && !wait_for_interceptors(call, done)) return true;
+  const auto t = ctx_.now();
+  auto chain = std::make_shared<ClientInterception>(ctx_.attempt_interceptors, share_with_pinner(call), ctx_, t, sub,
+                                                    call.attempts + 1);
+  chain->call().metadata() = call.attachments;  // this attempt's own copy
+  call.attempt_interception = chain;
+  call.hedge_at = kNever;  // no hedge while they work (next_hedge runs again once it is sent)
+  if (!call.live.empty()) timeouts_.rearm_aux(call, t);  // the live attempts' own timeouts stay covered
+  // No table entry carries the deadline while they work.
+  if (!timeouts_.cover_deadline(call, t)) {
+    complete(call, errc::unavailable, Response{{}, {}, "cannot schedule the deadline of '" + call.method + "'"},
+             Origin::other, done);
+    return true;
+  }
+  done.run_chain = std::move(chain);
+  return true;
+}
+
+void CallDriver::after_interceptors(const CallPtr& ptr, const std::shared_ptr<ClientInterception>& chain, bool proceed,
+                                    StatusCode code, std::string message) {
+  Call& call = *ptr;
+  Completion done;
+  {
+    CallLock lock(call.mu);
+    if (call.done.load(std::memory_order_relaxed)) return;
+    const bool per_attempt = chain->per_attempt();
+    if (per_attempt) {
+      if (call.attempt_interception != chain) return;  // superseded
+      call.attempt_interception.reset();
+    } else if (call.interception != chain || call.phase != Phase::intercepting) {
+      return;
+    }
+    if (call.phase == Phase::intercepting) {  // else a hedge's: the call goes on with its attempts in flight
+      leave_backoff(call);
+      call.phase = Phase::idle;
+    }
+    if (!proceed) {
+      // Not retried: an application's answer, like a server's error status.
+      if (per_attempt) done.attempt_ends.push_back({chain, make_error_code(code), message, false});
+      complete(call, make_error_code(code), Response{{}, {}, std::move(message)}, Origin::other, done);
+    } else if (!per_attempt) {
+      call.attachments = chain->call().metadata();  // what every attempt sends
+      dispatch(call, done);
+    } else {
+      auto cleared = chain;
+      if (!send_attempt(call, chain->subchannel(), done, &cleared)) {
+        // The provider went away while they worked: the attempt ends there,
+        // and the next pick runs them again.
+        done.attempt_ends.push_back({chain, make_error_code(errc::unavailable), "provider no longer ready", false});
+        if (call.live.empty()) {
+          dispatch(call, done);
+        } else {
+          timeouts_.rearm_aux(call, ctx_.now());
+        }
+      }
+    }
+  }
+  deliver(done, ctx_);
+}
+
 // ---------------------------------------------------------------- completion
 
 bool CallDriver::complete(Call& call, error_code ec, Response response, Origin origin, Completion& done, TimePoint at) {
@@ -518,7 +638,14 @@ bool CallDriver::complete(Call& call, error_code ec, Response response, Origin o
     drop_attempt(call, call.live.size() - 1, false, done);
     ClientMetrics::count(ctx_.metrics.cancelled_attempts);
   }
-  if (call.phase == Phase::backoff) leave_backoff(call);
+  if (call.phase == Phase::backoff || call.phase == Phase::intercepting) leave_backoff(call);
+  if (call.attempt_interception) [[unlikely]] {  // its next attempt's interceptors were at work
+    done.attempt_ends.push_back({std::move(call.attempt_interception),
+                                 origin == Origin::reply ? make_error_code(asio::error::operation_aborted) : ec,
+                                 response.error_message, false});
+  }
+  if (call.interception) [[unlikely]]
+    done.interception = std::move(call.interception);
   // A waiting call stays in waiting_; whoever drains that list drops it.
   timeouts_.cancel_timeouts(call, origin == Origin::timer);
   ctx_.metrics.pending.fetch_sub(1, std::memory_order_relaxed);

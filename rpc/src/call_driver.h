@@ -29,6 +29,7 @@
 #include <wheelrpc/common/mutex.h>
 #include <wheelrpc/common/thread_annotations.h>
 #include <wheelrpc/rpc/client.h>
+#include <wheelrpc/rpc/status_code.h>
 
 #include "attempt_policy.h"
 #include "call.h"
@@ -42,6 +43,7 @@ namespace wheelrpc::rpc::detail {
 struct ClientContext;
 struct ProviderSet;
 class CallTimeouts;
+class ClientInterception;
 class ProviderPool;
 class Subchannel;
 
@@ -63,12 +65,18 @@ class CallDriver {
   /// and there is nothing to wait for.
   void dispatch(Call& call, Completion& done) WHEELRPC_REQUIRES(call.mu);
   /// Sends an attempt on `sub`; false (nothing changed) if it is not ready.
-  bool send_attempt(Call& call, const std::shared_ptr<Subchannel>& sub, Completion& done) WHEELRPC_REQUIRES(call.mu);
+  /// With attempt interceptors, starts them instead (true: the attempt is
+  /// on its way), unless `cleared` holds the chain that went on for it.
+  bool send_attempt(Call& call, const std::shared_ptr<Subchannel>& sub, Completion& done,
+                    std::shared_ptr<ClientInterception>* cleared = nullptr) WHEELRPC_REQUIRES(call.mu);
   /// A ready provider of `set` for the call's next attempt (or hedge, which
   /// avoids the providers it already waits on): its index in `set.conns`.
   std::optional<std::size_t> pick(const Call& call, const ProviderSet& set, bool avoid_live) WHEELRPC_REQUIRES(call.mu);
   /// Removes the attempt at `index` from the call and its subchannel's table.
-  void drop_attempt(Call& call, std::size_t index, bool failed, Completion& done) WHEELRPC_REQUIRES(call.mu);
+  /// `why`: what ended it, for its interceptors (default: connection_lost
+  /// when `failed`, else operation_aborted).
+  void drop_attempt(Call& call, std::size_t index, bool failed, Completion& done, boost::system::error_code why = {})
+      WHEELRPC_REQUIRES(call.mu);
   /// An attempt failed (already out of the books): retry it, or complete the
   /// call. `provider`: where it failed (identity only), if anywhere.
   void attempt_failed(Call& call, const Subchannel* provider, Failure failure, boost::system::error_code ec,
@@ -96,6 +104,13 @@ class CallDriver {
   /// The client closes: hands over the calls waiting or in backoff.
   void take_books(std::vector<CallPtr>& calls);
 
+  /// Interceptors (client_interception.h) went on (`proceed`) or rejected
+  /// the call with `code` and `message`: on the thread running the chain,
+  /// or the client's executor. A chain that is no longer the call's (the
+  /// call ended, or the attempt was superseded) changes nothing.
+  void after_interceptors(const CallPtr& call, const std::shared_ptr<ClientInterception>& chain, bool proceed,
+                          StatusCode code, std::string message);
+
   /// A reply from `sub` (its strand): completes or retries its call.
   void on_reply(Subchannel& sub, IncomingReply& reply, TimePoint received);
   /// Attempts lost with `sub`'s connection: each is retried or fails.
@@ -115,6 +130,16 @@ class CallDriver {
   /// nothing to wait for (unavailable, naming the connect errors or why
   /// there is no provider).
   void fail_unavailable(Call& call, const ProviderSet& set, Completion& done) WHEELRPC_REQUIRES(call.mu);
+  /// Starts the per-call interceptors of a new call (instead of dispatch).
+  void intercept_call(Call& call, Completion& done) WHEELRPC_REQUIRES(call.mu);
+  /// Starts the attempt interceptors for an attempt on `sub`; true (the
+  /// attempt is on its way).
+  bool intercept_attempt(Call& call, const std::shared_ptr<Subchannel>& sub, Completion& done)
+      WHEELRPC_REQUIRES(call.mu);
+  /// The call waits for interceptors with no attempt in flight: phase
+  /// intercepting, in the books (so close() ends it). False, and the call
+  /// completed, when the client closed.
+  bool wait_for_interceptors(Call& call, Completion& done) WHEELRPC_REQUIRES(call.mu);
   /// complete()'s work for a call that failed: the metrics, and for a
   /// timeout its timeline (appended to the message) and /timeouts record.
   void completed_with_error(Call& call, boost::system::error_code ec, Response& response, TimePoint at);
@@ -129,8 +154,9 @@ class CallDriver {
   RetryBudget budget_;
   std::atomic<std::uint64_t> rng_;
   common::Mutex books_mu_;
-  std::vector<CallPtr> waiting_ WHEELRPC_GUARDED_BY(books_mu_);                // calls waiting for a ready provider
-  std::unordered_map<Call*, CallPtr> backoff_ WHEELRPC_GUARDED_BY(books_mu_);  // calls between attempts
+  std::vector<CallPtr> waiting_ WHEELRPC_GUARDED_BY(books_mu_);  // calls waiting for a ready provider
+  // calls between attempts: in retry backoff, or waiting for interceptors (Phase::intercepting)
+  std::unordered_map<Call*, CallPtr> backoff_ WHEELRPC_GUARDED_BY(books_mu_);
 };
 
 }  // namespace wheelrpc::rpc::detail

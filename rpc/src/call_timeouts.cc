@@ -114,7 +114,7 @@ void CallTimeouts::on_aux(const CallPtr& ptr, TimePoint fired) {
         if (call.live[i].expires <= t) {
           timed_out = call.live[i].conn.get();
           message = driver_.attempt_timed_out(call, call.live[i], /*server_too=*/false);
-          driver_.drop_attempt(call, i, true, done);
+          driver_.drop_attempt(call, i, true, done, make_error_code(errc::timeout));
           ClientMetrics::count(ctx_.metrics.attempt_timeouts);
         } else {
           ++i;
@@ -187,6 +187,10 @@ void CallTimeouts::on_deadline(const CallPtr& ptr, TimePoint fired) {
       }
     }
     Outcome out = deadline_outcome(f);
+    if (call.phase == Phase::intercepting && !call.last_ec) [[unlikely]] {
+      out.ec = make_error_code(errc::timeout);
+      out.message = driver_.describe(call, "timeout (not sent: its interceptors were still at work)");
+    }
     driver_.complete(call, out.ec, Response{{}, {}, std::move(out.message)}, Origin::timer, done);
   }
   deliver(done, ctx_);

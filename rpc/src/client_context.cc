@@ -9,6 +9,13 @@ ClientContext::ClientContext(boost::asio::any_io_executor executor, timer::Timer
       options(std::move(opts)),
       clock(options.clock) {
   if (options.tls.enabled) tls = transport::TlsContext::make(options.tls, transport::TlsRole::client);
+  if (!options.interceptors.empty()) {
+    interceptors = std::make_shared<const std::vector<std::shared_ptr<ClientInterceptor>>>(options.interceptors);
+  }
+  if (!options.attempt_interceptors.empty()) {
+    attempt_interceptors =
+        std::make_shared<const std::vector<std::shared_ptr<ClientInterceptor>>>(options.attempt_interceptors);
+  }
 }
 
 }  // namespace wheelrpc::rpc::detail

@@ -9,13 +9,16 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include <wheelrpc/common/work_gate.h>
 #include <wheelrpc/rpc/client.h>
+#include <wheelrpc/rpc/client_interceptor.h>
 #include <wheelrpc/timer/clock.h>
 #include <wheelrpc/transport/channel.h>
 #include <wheelrpc/transport/tls.h>
@@ -47,6 +50,9 @@ struct ClientContext {
   /// them, so none posts into an executor after it returned.
   common::WorkGate sweep_work;
   std::atomic<std::uint64_t> next_event_id{1};
+  /// ClientOptions::interceptors and attempt_interceptors, shared with the
+  /// chains at work (which may outlive the client); null when empty.
+  std::shared_ptr<const std::vector<std::shared_ptr<ClientInterceptor>>> interceptors, attempt_interceptors;
 
   TimePoint now() const noexcept { return clock ? clock->now() : timer::fast_steady_now(); }
   /// When the latest read of `channel` completed (on a manual clock: now).

@@ -10,6 +10,7 @@
 #include <wheelrpc/rpc/deadline.h>
 
 #include "client_context.h"
+#include "client_interception.h"
 #include "client_transport.h"
 
 namespace wheelrpc::rpc::detail {
@@ -18,8 +19,9 @@ using boost::system::error_code;
 
 // A call started while a request was being served completes with that
 // request's deadline in force, so the caller's next nested call inherits it too.
-void deliver(Completion& done, const ClientContext& ctx) {
-  for (auto& [transport, id] : done.abandoned) transport->cancel_request(id);
+namespace {
+
+void deliver_handler(Completion& done, const ClientContext& ctx) {
   if (!done.armed) return;
   done.armed = false;
   // Asking for the handler's executor with ours as the fallback would wrap
@@ -58,6 +60,35 @@ void deliver(Completion& done, const ClientContext& ctx) {
     // handler's own.
     asio::post(ctx.ex, asio::bind_executor(associated, std::move(fn)));
   }
+}
+
+// Interceptors: the attempts' on_complete, then the call's, then the
+// handler; then the chain that was to start.
+void deliver_intercepted(Completion& done, const ClientContext& ctx) {
+  for (auto& end : done.attempt_ends) {
+    if (end.winner) {
+      end.chain->finish(end.ec, done.response);
+    } else {
+      end.chain->finish(end.ec, Response{{}, {}, std::move(end.message)});
+    }
+  }
+  done.attempt_ends.clear();
+  if (auto chain = std::move(done.interception)) chain->finish(done.ec, done.response);
+  auto start = std::move(done.run_chain);
+  deliver_handler(done, ctx);
+  if (start) start->run();
+}
+
+}  // namespace
+
+void deliver(Completion& done, const ClientContext& ctx) {
+  for (auto& [transport, id] : done.abandoned) transport->cancel_request(id);
+  // Without interceptors these are empty: one branch.
+  if (!done.attempt_ends.empty() || done.interception || done.run_chain) [[unlikely]] {
+    deliver_intercepted(done, ctx);
+    return;
+  }
+  deliver_handler(done, ctx);
 }
 
 }  // namespace wheelrpc::rpc::detail

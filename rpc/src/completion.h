@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/container/small_vector.hpp>
@@ -45,6 +47,20 @@ struct Completion {
   /// The next attempt's table entry takes it over instead of counting a new
   /// one; else it is released with the completion, after the call's lock.
   CallPtr spare;
+  /// Interceptors (none without them: nothing here is used then). The
+  /// attempts that ended (their on_complete, before the call's), with their
+  /// error and message (`winner`: the reply that completed the call, seen
+  /// as `response`); the call's own chain, ended with it; a chain to start
+  /// (run) once the call's lock is released.
+  struct AttemptEnd {
+    std::shared_ptr<ClientInterception> chain;
+    boost::system::error_code ec;
+    std::string message;
+    bool winner = false;
+  };
+  std::vector<AttemptEnd> attempt_ends;
+  std::shared_ptr<ClientInterception> interception;
+  std::shared_ptr<ClientInterception> run_chain;
 };
 
 /// Tells the servers of `done.abandoned`, then invokes the handler, if armed,

@@ -70,6 +70,11 @@ void validate(const ClientOptions& o) {
                     o.idle_timeout.count(), o.heartbeat.count()));
   }
   if (o.connect_timeout.count() <= 0) throw std::invalid_argument("ClientOptions::connect_timeout must be > 0");
+  for (const auto* list : {&o.interceptors, &o.attempt_interceptors}) {
+    for (const auto& i : *list) {
+      if (!i) throw std::invalid_argument("ClientOptions::interceptors and attempt_interceptors must not hold null");
+    }
+  }
   Backoff check(o.reconnect);  // throws on absurd backoff options
   try {
     Backoff retry_check(o.retry.backoff);
@@ -128,6 +133,9 @@ ServerOptions resolved(const ServerOptions& o) {
 
 void validate(const ServerOptions& options) {
   const ServerOptions o = detail::resolved(options);
+  for (const auto& i : o.interceptors) {
+    if (!i) throw std::invalid_argument("ServerOptions::interceptors must not hold null");
+  }
   if (o.keepalive.heartbeat.count() <= 0) {
     throw std::invalid_argument("ServerOptions::keepalive.heartbeat must be > 0");
   }

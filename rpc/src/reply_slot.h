@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -20,6 +21,8 @@
 #include "server_connection.h"
 
 namespace wheelrpc::rpc::detail {
+
+class ServerInterception;
 
 /// The shared state behind a Responder, completed exactly once by the
 /// handler's reply, by the deadline (server_timeout, posted to the executor
@@ -73,6 +76,9 @@ struct ReplySlot : common::Recycled<ReplySlot> {
   // Its method's handler-time average, when its handler ran from the handler
   // executor: the handler's answer adds its time to it (finish()).
   std::atomic<std::int64_t>* service_ns = nullptr;
+  // Its interceptors (ServerOptions::interceptors; null without): set before
+  // the slot is shared, read-only after; ended by finish().
+  std::shared_ptr<ServerInterception> interception;
 };
 
 using ReplySlotPtr = boost::intrusive_ptr<ReplySlot>;

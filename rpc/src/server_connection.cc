@@ -37,6 +37,11 @@ void ServerConnection::attach(const std::shared_ptr<ServerConnection>& self,
   context_->transport = std::weak_ptr<ServerTransport>(std::static_pointer_cast<ServerTransport>(self));
 }
 
+boost::asio::any_io_executor ServerConnection::executor() const {
+  const auto channel = channel_.lock();
+  return channel ? boost::asio::any_io_executor(channel->strand()) : boost::asio::any_io_executor();
+}
+
 void ServerConnection::resume_reading() {
   if (auto ch = channel_.lock()) ch->resume_reading();
 }

@@ -109,6 +109,7 @@ class ServerConnection final : public transport::ChannelHandler, public ServerTr
   void resume_reading() override;
   std::string remote() const override { return remote_; }
   std::uint64_t id() const noexcept override { return id_; }
+  boost::asio::any_io_executor executor() const override;
   /// Closes `channel` unless its HELLO comes within ServerOptions::keepalive.hello_timeout.
   /// Before the channel starts.
   void start_hello_timeout(timer::Timer& timer, const std::shared_ptr<transport::Channel>& channel);

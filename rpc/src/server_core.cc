@@ -12,6 +12,7 @@
 #include <wheelrpc/transport/errc.h>
 
 #include "log.h"
+#include "server_interception.h"
 
 namespace wheelrpc::rpc::detail {
 namespace asio = boost::asio;
@@ -264,6 +265,11 @@ const ServiceMethod* ServerCore::service_method(std::string_view path) const {
 }
 
 void ServerCore::run_handler(const ServerMethod& method, Request req, ReplySlotPtr slot, std::uint64_t conn_id) {
+  if (slot->interception && !slot->interception->passed()) [[unlikely]] {
+    const auto chain = slot->interception;  // the interceptors first: they call back here
+    chain->start(method, std::move(req), std::move(slot), conn_id);
+    return;
+  }
   // Calls the handler starts inherit the caller's deadline (deadline
   // propagation) and continue its trace. The scopes outlive the handler's
   // exceptions, so a log line about one names the trace (parsed only then).
@@ -337,6 +343,9 @@ bool ServerCore::finish(ReplySlot& slot, Status status, std::string payload, tra
   LazyNow now{*this};
   const Verdict verdict = decide(slot, reply, by, here != nullptr, now);
   if (verdict.fate == Verdict::Fate::late) return false;
+  // The interceptors' on_complete, before the reply goes (they may add to it).
+  if (slot.interception) [[unlikely]]
+    slot.interception->finish(status_error(reply.status), reply.attachments);
   // Uncounted once the reply is queued (on return): the last call in flight
   // of a connection may end a graceful shutdown, which flushes what is queued.
   struct Uncount {

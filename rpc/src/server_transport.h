@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include <boost/asio/any_io_executor.hpp>
+
 #include <wheelrpc/rpc/status.h>
 #include <wheelrpc/transport/frame.h>
 
@@ -48,6 +50,9 @@ class ServerTransport {
   virtual std::string remote() const = 0;
   /// The connection's id (as /connections shows it).
   virtual std::uint64_t id() const noexcept = 0;
+  /// Where its requests are delivered (the channel's strand): where a
+  /// handler runs inline. Empty once the connection is gone. Any thread.
+  virtual boost::asio::any_io_executor executor() const = 0;
 
  protected:
   ~ServerTransport() = default;

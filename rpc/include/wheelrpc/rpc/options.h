@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include <string>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -23,11 +24,16 @@
 
 namespace wheelrpc::rpc {
 
+<<<<<<< HEAD
 /// What a typed call's completion does not carry: CallOptions::reply_info.
 struct ReplyInfo {
   transport::Attachments metadata;  ///< the reply's metadata (Response::attachments)
   std::string error_message;        ///< the full error text on failure (Response::error_message)
 };
+=======
+class ClientInterceptor;
+class ServerInterceptor;
+>>>>>>> icpt
 
 /// Per call; passed to every `Client::async_call`. The policy fields
 /// (timeout, wait_for_ready, retries, idempotent, attempt_timeout,
@@ -258,6 +264,15 @@ struct ClientOptions {
   /// handshake fits in `connect_timeout`; a failed one is a failed connect.
   /// The files are checked by the constructor. docs/security.md, "TLS".
   transport::TlsOptions tls;
+
+  /// Interceptors run once per call, in this order, before load balancing,
+  /// retries and hedging; their on_complete in the reverse order
+  /// (ClientInterceptor, docs/interceptors.md). Not null. Default none: the
+  /// call path is then exactly the one without interceptors (no allocation).
+  std::vector<std::shared_ptr<ClientInterceptor>> interceptors;
+  /// Interceptors run once per attempt, after its provider was picked (they
+  /// see it and the attempt's number). Not null. Default none.
+  std::vector<std::shared_ptr<ClientInterceptor>> attempt_interceptors;
 };
 
 /// A server's heartbeats and its limits on silent connections.
@@ -390,6 +405,12 @@ struct ServerOptions {
   [[deprecated("use ServerOptions::overload.queue_target")]] std::chrono::milliseconds queue_target{5};
   [[deprecated("use ServerOptions::overload.queue_interval")]] std::chrono::milliseconds queue_interval{100};
   [[deprecated("use ServerOptions::overload.max_concurrency")]] ConcurrencyLimit max_concurrency{};
+
+  /// Interceptors run around every handler, after admission, in this order;
+  /// their on_complete in the reverse order (ServerInterceptor,
+  /// docs/interceptors.md). Not null. Default none: requests then take
+  /// exactly the path they take without interceptors.
+  std::vector<std::shared_ptr<ServerInterceptor>> interceptors;
 };
 
 /// Per method, given to Server::handle.

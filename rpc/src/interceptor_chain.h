@@ -1,0 +1,90 @@
+#pragma once
+// The machinery every interceptor chain shares (client per call, client per
+// attempt, server): running the interceptors in turn, on this thread while
+// each goes on from inside intercept(), resumed on the call's executor when
+// one goes on later; and the on_complete callbacks in reverse order, once
+// the call ended and no interceptor works any more.
+//
+// Threads: run() steps are serialized (each is started by exactly one next:
+// the one before it). `step_` tells a next called inside intercept() (the
+// running thread goes on) from one called after it returned (resumed on the
+// executor). `mu_` guards the books that decide when on_complete may run:
+// never while an intercept() of the chain is on a stack or its next is held,
+// so the call object an interceptor holds is never touched by two threads.
+// No user code runs under `mu_`.
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <wheelrpc/common/mutex.h>
+#include <wheelrpc/common/thread_annotations.h>
+#include <wheelrpc/rpc/interceptor_next.h>
+#include <wheelrpc/rpc/status_code.h>
+
+namespace wheelrpc::rpc::detail {
+
+class InterceptorChain : public std::enable_shared_from_this<InterceptorChain> {
+ public:
+  virtual ~InterceptorChain() = default;
+  InterceptorChain(const InterceptorChain&) = delete;
+  InterceptorChain& operator=(const InterceptorChain&) = delete;
+
+  /// Runs the interceptors from the next one on, on this thread; after the
+  /// last, proceeded(). Once the call ended, nothing more starts. The
+  /// caller holds a reference.
+  void run();
+  /// From InterceptorNext (once per next): interceptor `index` went on or rejected.
+  void on_next(std::size_t index, bool proceed, StatusCode code, std::string message) noexcept;
+  /// What a next dropped without proceed() or reject() rejects with.
+  std::string dropped_message(std::size_t index) const;
+
+ protected:
+  InterceptorChain() = default;
+  /// The call ended: nothing more starts, and the on_complete callbacks run
+  /// now, on this thread (true), or, while an interceptor still works, once
+  /// it lets go (false; keep_outcome() is called first, under the lock, to
+  /// keep what they need).
+  bool end();
+
+  virtual std::size_t size() const noexcept = 0;
+  virtual std::string_view name(std::size_t index) const noexcept = 0;
+  /// "client", "client attempt", "server": for messages.
+  virtual const char* side() const noexcept = 0;
+  virtual void intercept(std::size_t index, InterceptorNext next) = 0;
+  /// on_complete of interceptor `index` (called in reverse order).
+  virtual void complete(std::size_t index) = 0;
+  /// After the on_complete callbacks (on their thread); `now`: end() ran them.
+  virtual void completed(bool now) { (void)now; }
+  /// Under the lock: the outcome must outlive end()'s caller.
+  virtual void keep_outcome() {}
+  /// Every interceptor went on: the call continues (on this thread).
+  virtual void proceeded() = 0;
+  /// An interceptor rejected the call (on this thread).
+  virtual void rejected(StatusCode code, std::string message) = 0;
+  /// Runs `fn` on the call's executor (a next called after intercept() returned).
+  virtual void resume_later(std::function<void()> fn) = 0;
+
+ private:
+  enum Step : int { kRunning, kReturned, kProceeded, kRejected };
+  /// Before interceptor `index` runs: false once the call ended.
+  bool begin_step(std::size_t index);
+  /// An intercept() returned, or a next was used: one fewer at work.
+  void idle() noexcept;
+  void complete_all(bool now) noexcept;
+
+  std::size_t next_ = 0;                   // the interceptor to run: touched by the running step only
+  std::atomic<int> step_{kReturned};       // of the interceptor running now
+  StatusCode code_ = StatusCode::unknown;  // a rejection from inside intercept(), read after step_
+  std::string message_;
+  common::Mutex mu_;
+  int busy_ WHEELRPC_GUARDED_BY(mu_) = 0;             // intercept() calls on a stack + nexts not used
+  std::size_t entered_ WHEELRPC_GUARDED_BY(mu_) = 0;  // interceptors whose intercept() was called
+  bool ended_ WHEELRPC_GUARDED_BY(mu_) = false;
+  bool completed_ WHEELRPC_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace wheelrpc::rpc::detail

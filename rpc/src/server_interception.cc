@@ -1,0 +1,90 @@
+#include "server_interception.h"
+
+#include <boost/asio/post.hpp>
+
+#include <wheelrpc/rpc/errc.h>
+
+#include "admission.h"
+#include "server_core.h"
+
+namespace wheelrpc::rpc::detail {
+
+ServerInterception::ServerInterception(std::shared_ptr<ServerCore> core) : core_(std::move(core)) {}
+
+std::size_t ServerInterception::size() const noexcept { return core_->options().interceptors.size(); }
+
+std::string_view ServerInterception::name(std::size_t index) const noexcept {
+  return core_->options().interceptors[index]->name();
+}
+
+void ServerInterception::start(const ServerMethod& method, Request req, ReplySlotPtr slot, std::uint64_t conn_id) {
+  method_ = &method;
+  conn_id_ = conn_id;
+  payload_ = std::move(req.payload);
+  info_.method_ = std::move(req.method);
+  info_.peer_ = std::move(req.peer);
+  info_.metadata_ = std::move(req.attachments);
+  info_.deadline_ = req.deadline;
+  info_.received_ = slot->received;
+  info_.executor_ = core_->handler_executor();
+  info_.clock_ = core_->options().clock;
+  if (core_->options().handler_executor) {
+    resume_ex_ = core_->options().handler_executor;
+  } else if (const auto transport = slot->conn->transport.lock()) {
+    resume_ex_ = transport->executor();
+  }
+  if (!resume_ex_) resume_ex_ = core_->executor();  // in process, or the connection is gone
+  {
+    common::LockGuard lock(slot_mu_);
+    if (answered_) return;  // shed or timed out before its turn came
+    slot_ = std::move(slot);
+  }
+  run();
+}
+
+ReplySlotPtr ServerInterception::take_slot() {
+  common::LockGuard lock(slot_mu_);
+  return std::move(slot_);
+}
+
+void ServerInterception::intercept(std::size_t index, InterceptorNext next) {
+  core_->options().interceptors[index]->intercept(info_, std::move(next));
+}
+
+void ServerInterception::proceeded() {
+  ReplySlotPtr slot = take_slot();
+  if (!slot) return;  // answered meanwhile (its deadline)
+  Request req{info_.method_, std::move(payload_), info_.metadata_, info_.deadline_, info_.peer_};
+  passed_.store(true, std::memory_order_release);
+  core_->run_handler(*method_, std::move(req), std::move(slot), conn_id_);
+}
+
+void ServerInterception::rejected(StatusCode code, std::string message) {
+  ReplySlotPtr slot = take_slot();
+  if (!slot) return;
+  core_->finish(*slot, error_status(make_error_code(code)), std::move(message), {}, ServerCore::Answer::server);
+}
+
+void ServerInterception::resume_later(std::function<void()> fn) { boost::asio::post(resume_ex_, std::move(fn)); }
+
+void ServerInterception::finish(boost::system::error_code ec, transport::Attachments& attachments) {
+  ReplySlotPtr released;  // let go after the lock (finish's caller holds another reference)
+  {
+    common::LockGuard lock(slot_mu_);
+    answered_ = true;
+    released = std::move(slot_);
+  }
+  ec_ = ec;
+  reply_ = &attachments;
+  end();
+}
+
+void ServerInterception::complete(std::size_t index) { core_->options().interceptors[index]->on_complete(info_, ec_); }
+
+void ServerInterception::completed(bool now) {
+  if (!now || !reply_) return;
+  for (auto& kv : info_.reply_metadata_) reply_->push_back(std::move(kv));
+  info_.reply_metadata_.clear();
+}
+
+}  // namespace wheelrpc::rpc::detail
