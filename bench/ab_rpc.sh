@@ -13,13 +13,16 @@
 # A_CLIENT_FLAGS and B_CLIENT_FLAGS go to the client only, e.g. what
 # deadlines cost, alternating:
 #   B_CLIENT_FLAGS=--no-deadline bench/ab_rpc.sh build/release/bench/rpc_bench build/release/bench/rpc_bench 128 5 5
+# PAYLOAD sets the payload size in bytes (default 64), e.g. the typed echo
+# against the untyped one at 4 KiB:
+#   PAYLOAD=4096 B_FLAGS=--typed bench/ab_rpc.sh build/release/bench/rpc_bench build/release/bench/rpc_bench 128 5 5
 # Any binary with rpc_bench's flags and JSON line can be A or B, such as the
 # peers of bench/peers (build/peers/asio_echo and build/peers/grpc_echo, built
 # by bench/peers/build.sh).
 set -euo pipefail
 a=${1:?usage: ab_rpc.sh A_rpc_bench B_rpc_bench [C] [DURATION] [ROUNDS]}
 b=${2:?usage: ab_rpc.sh A_rpc_bench B_rpc_bench [C] [DURATION] [ROUNDS]}
-c=${3:-128}; d=${4:-4}; rounds=${5:-3}
+c=${3:-128}; d=${4:-4}; rounds=${5:-3}; payload=${PAYLOAD:-64}
 tmp=$(mktemp -d)
 server_pid=""
 cleanup() {
@@ -33,7 +36,7 @@ run() {  # binary label extra-flags extra-client-flags
   "$1" server --port 0 --port-file "$tmp/port" --lifetime $((d + 30)) $3 &
   server_pid=$!
   for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
-  line=$("$1" client --port "$(cat "$tmp/port")" --concurrency "$c" --payload 64 --warmup 1 --duration "$d" \
+  line=$("$1" client --port "$(cat "$tmp/port")" --concurrency "$c" --payload "$payload" --warmup 1 --duration "$d" \
     --server-pid "$server_pid" $3 $4)
   kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""
   [ -n "${OUT:-}" ] && echo "$line" | sed "s/^{/{\"label\":\"$2\",/" >> "$OUT"

@@ -1,6 +1,6 @@
 #pragma once
 /// The command line of the RPC benchmarks (rpc_bench's modes): flags of the
-/// form `--name value` or boolean `--name`, with range checks whose failures
+/// form `--name value`, `--name=value` or boolean `--name`, with range checks whose failures
 /// are usage errors (exit status 2).
 
 #include <charconv>
@@ -23,7 +23,8 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Flags of the form `--name value`, plus boolean `--name`.
+/// Flags of the form `--name value` or `--name=value`, plus boolean `--name`
+/// (a boolean given as `--name=value` has that value: `--typed=callback`).
 class Flags {
  public:
   Flags(int argc, char** argv, std::vector<std::string_view> booleans) {
@@ -31,6 +32,10 @@ class Flags {
       const std::string_view a = argv[i];
       if (a.size() < 3 || a.substr(0, 2) != "--") throw UsageError("unexpected argument " + std::string(a));
       const std::string_view name = a.substr(2);
+      if (const auto eq = name.find('='); eq != std::string_view::npos) {  // --name=value
+        values_.emplace_back(name.substr(0, eq), name.substr(eq + 1));
+        continue;
+      }
       bool is_bool = false;
       for (const auto b : booleans) is_bool = is_bool || b == name;
       if (is_bool) {

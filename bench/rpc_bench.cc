@@ -4,8 +4,10 @@
 /// the three side by side.
 ///
 ///   rpc_bench server [--port 0] [--port-file PATH] [--lifetime SECONDS] [--threads N] [--tls DIR]
+///                    [--typed[=callback]]
 ///   rpc_bench client --port N [--concurrency 16] [--payload 64] [--warmup 1]
 ///                    [--duration 10] [--server-pid PID] [--no-deadline] [--host 127.0.0.1] [--tls DIR]
+///                    [--typed[=callback]]
 ///   rpc_bench conn_scale [--connections N] [--heartbeat-ms H] [--duration-s S] ...
 ///   rpc_bench overload [--load 1,2,4] [--no-limiter] [--no-admission] ...
 ///
@@ -27,6 +29,16 @@
 /// no server-side timer either; field "deadline_ms" is 0): the difference is
 /// what deadlines cost. One JSON line on stdout; exit status 1 if any call failed,
 /// 2 on a usage error.
+///
+/// --typed (server and client; workload "echo_typed"): the echo goes through
+/// protobuf instead, over the gRPC peer's own bench/peers/echo.proto
+/// (peers.echo.Echo/Echo, Blob -> Blob): the client calls the generated
+/// stub's async_Echo with a callback, the server serves a coroutine-form
+/// Echo::Service. --typed=callback (workload "echo_typed_callback"): the
+/// server serves the CallbackService form, replying inline; the client is the
+/// same (the flag only names its workload). The server keeps its untyped
+/// `echo` method either way; without --typed neither side does anything more
+/// than before.
 ///
 /// --tls DIR: TLS on both ends (field "tls": "on"). The server makes throw-away
 /// certificates in DIR (support/test_certs.h: a CA and a certificate for
@@ -53,6 +65,7 @@
 #include <utility>
 #include <vector>
 
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -67,6 +80,7 @@
 #include "bench_flags.h"
 #include "bench_util.h"
 #include "conn_scale.h"
+#include "echo.wheelrpc.h"  // bench/peers/echo.proto, the gRPC peer's service
 #include "overload.h"
 
 namespace {
@@ -111,8 +125,42 @@ void write_port_file(const std::string& path, int port) {
   std::filesystem::rename(path + ".tmp", path);
 }
 
+/// What --typed selects: off, or the form of the typed echo.
+enum class Typed { off, coroutine, callback };
+
+Typed typed_of(const Flags& flags) {
+  if (!flags.has("typed")) return Typed::off;
+  const std::string form = flags.str("typed", "");
+  if (form == "1" || form == "coroutine") return Typed::coroutine;
+  if (form == "callback") return Typed::callback;
+  throw UsageError("--typed takes no value, or =callback (got '" + form + "')");
+}
+
+/// --typed: peers.echo.Echo in the coroutine form (the generator names the
+/// method `Echo_` in the service bases, as it clashes with the class `Echo`;
+/// the stub's call is async_Echo). The request is const, so
+/// its payload is copied into the reply once (protobuf has no clean way to
+/// move out of a const message).
+class TypedEcho final : public peers::echo::Echo::Service {
+  asio::awaitable<peers::echo::Blob> Echo_(rpc::ServerContext&, const peers::echo::Blob& request) override {
+    peers::echo::Blob reply;
+    reply.set_payload(request.payload());
+    co_return reply;
+  }
+};
+
+/// --typed=callback: the CallbackService form, replying inline. The reply is
+/// the request itself (same type): serialized straight from it, no copy.
+class TypedCallbackEcho final : public peers::echo::Echo::CallbackService {
+  void Echo_(rpc::ServerContext&, const peers::echo::Blob& request,
+             rpc::TypedResponder<peers::echo::Blob> responder) override {
+    responder.reply(request);
+  }
+};
+
 int server(const Flags& flags) {
-  flags.check_known({"port", "port-file", "lifetime", "threads", "host", "heartbeat-ms", "no-metrics", "tls"});
+  flags.check_known({"port", "port-file", "lifetime", "threads", "host", "heartbeat-ms", "no-metrics", "tls", "typed"});
+  const Typed typed = typed_of(flags);
   const auto ep = endpoint_of(flags.str("host", "127.0.0.1"), flags.integer("port", 0, 0, 65535));
   const auto threads = static_cast<int>(flags.integer("threads", 1, 1, 64));
   rpc::ServerOptions options;
@@ -129,10 +177,14 @@ int server(const Flags& flags) {
   exit_after(flags.seconds("lifetime", 0));
   wb::raise_open_file_limit();  // conn_scale checks the result in /proc/PID/limits
 
+  TypedEcho typed_echo;  // registered only with --typed; they outlive the server
+  TypedCallbackEcho typed_callback_echo;
   wheelrpc::timer::HashedWheelTimer timer;
   asio::io_context io(threads);
   rpc::Server srv(io.get_executor(), timer, options);
   srv.handle("echo", [](rpc::Request req, rpc::Responder r) { r.reply(std::move(req.payload)); });
+  if (typed == Typed::coroutine) srv.add_service(typed_echo);
+  if (typed == Typed::callback) srv.add_service(typed_callback_echo);
   if (const error_code ec = srv.listen(ep)) {
     std::fprintf(stderr, "rpc_bench server: cannot listen: %s\n", ec.message().c_str());
     return 1;
@@ -210,11 +262,15 @@ struct EchoRun {
 inline std::int64_t stamp_ns() noexcept { return wb::to_ns(wheelrpc::timer::fast_steady_now()); }
 
 /// Keeps C calls in flight; all of it runs on the one thread running `io`.
+/// kTyped: through the generated stub of bench/peers/echo.proto (--typed),
+/// else Client::async_call("echo") as always.
+template <bool kTyped>
 class LoadClient {
  public:
   LoadClient(rpc::Client& client, EchoRun& run, std::chrono::milliseconds deadline, std::int64_t t_measure,
              std::int64_t t_end)
       : client_(client),
+        stub_(client),
         run_(run),
         deadline_(deadline),
         t_measure_(t_measure),
@@ -230,25 +286,43 @@ class LoadClient {
  private:
   void issue() {
     const std::uint64_t seq = next_seq_++;
-    std::string payload(payload_, 'x');
-    std::memcpy(payload.data(), &seq, sizeof seq);
-    rpc::CallOptions options;
-    options.timeout = deadline_;
-    ++outstanding_;
-    const std::int64_t sent = stamp_ns();
-    client_.async_call("echo", std::move(payload), std::move(options),
-                       [this, seq, sent](error_code ec, rpc::Response r) { on_reply(seq, sent, ec, r); });
+    if constexpr (kTyped) {
+      peers::echo::Blob request;
+      std::string& payload = *request.mutable_payload();
+      payload.assign(payload_, 'x');
+      std::memcpy(payload.data(), &seq, sizeof seq);
+      rpc::CallOptions options;
+      options.timeout = deadline_;
+      ++outstanding_;
+      const std::int64_t sent = stamp_ns();
+      // The full error message would need CallOptions::reply_info (an
+      // allocation per call): a failure reports the error code's message.
+      stub_.async_Echo(request, std::move(options), [this, seq, sent](error_code ec, peers::echo::Blob r) {
+        on_reply(seq, sent, ec, r.payload(), kNoMessage);
+      });
+    } else {
+      std::string payload(payload_, 'x');
+      std::memcpy(payload.data(), &seq, sizeof seq);
+      rpc::CallOptions options;
+      options.timeout = deadline_;
+      ++outstanding_;
+      const std::int64_t sent = stamp_ns();
+      client_.async_call(
+          "echo", std::move(payload), std::move(options),
+          [this, seq, sent](error_code ec, rpc::Response r) { on_reply(seq, sent, ec, r.payload, r.error_message); });
+    }
   }
 
-  void on_reply(std::uint64_t seq, std::int64_t sent, const error_code& ec, const rpc::Response& r) {
+  void on_reply(std::uint64_t seq, std::int64_t sent, const error_code& ec, const std::string& payload,
+                const std::string& error_message) {
     const std::int64_t now = stamp_ns();
     --outstanding_;
     std::uint64_t got = ~seq;
-    if (r.payload.size() >= sizeof got) std::memcpy(&got, r.payload.data(), sizeof got);
-    if (ec || r.payload.size() != payload_ || got != seq) {
+    if (payload.size() >= sizeof got) std::memcpy(&got, payload.data(), sizeof got);
+    if (ec || payload.size() != payload_ || got != seq) {
       if (run_.errors++ == 0) {
         std::fprintf(stderr, "rpc_bench client: first error: %s\n",
-                     ec ? (r.error_message.empty() ? ec.message() : r.error_message).c_str()
+                     ec ? (error_message.empty() ? ec.message() : error_message).c_str()
                         : "the reply does not match the request");
       }
     } else if (now >= t_measure_ && now < t_end_) {
@@ -261,7 +335,10 @@ class LoadClient {
     }
   }
 
+  inline static const std::string kNoMessage;
+
   rpc::Client& client_;
+  peers::echo::Echo::Stub stub_;
   EchoRun& run_;
   const std::chrono::milliseconds deadline_;
   const std::int64_t t_measure_, t_end_;
@@ -272,7 +349,7 @@ class LoadClient {
 
 int client(const Flags& flags) {
   flags.check_known({"port", "concurrency", "payload", "warmup", "duration", "server-pid", "no-deadline", "host",
-                     "no-metrics", "tls"});
+                     "no-metrics", "tls", "typed"});
   EchoRun run;
   run.concurrency = static_cast<int>(flags.integer("concurrency", 16, 1, 65536));
   run.payload = static_cast<int>(flags.integer("payload", 64, 8, 16 << 20));
@@ -283,6 +360,11 @@ int client(const Flags& flags) {
   if (no_deadline) {
     run.workload = "echo_no_deadline";
     run.deadline_ms = 0;
+  }
+  const Typed typed = typed_of(flags);
+  if (typed != Typed::off) {
+    run.workload = typed == Typed::callback ? "echo_typed_callback" : "echo_typed";
+    if (no_deadline) run.workload += "_no_deadline";
   }
   if (!(run.duration_s > 0)) throw UsageError("--duration must be > 0");
   const auto ep = endpoint_of(flags.str("host", "127.0.0.1"), flags.integer("port", 0, 1, 65535));
@@ -300,7 +382,9 @@ int client(const Flags& flags) {
   const std::int64_t t0 = wb::now_ns();
   const std::int64_t t_measure = t0 + static_cast<std::int64_t>(run.warmup_s * 1e9);
   const std::int64_t t_end = t_measure + static_cast<std::int64_t>(run.duration_s * 1e9);
-  LoadClient load(client, run, no_deadline ? kNoDeadline : kDeadline, t_measure, t_end);
+  const auto deadline = no_deadline ? kNoDeadline : kDeadline;
+  LoadClient<false> load(client, run, deadline, t_measure, t_end);
+  LoadClient<true> typed_load(client, run, deadline, t_measure, t_end);  // --typed
 
   // CPU samples at the window's edges; a watchdog stops everything if calls stall.
   double c0 = 0, s0 = -1;
@@ -322,11 +406,11 @@ int client(const Flags& flags) {
     io.stop();
   });
 
-  load.on_done = [&] {
+  load.on_done = typed_load.on_done = [&] {
     watchdog.cancel();
     client.close();  // releases the io_context
   };
-  asio::post(io, [&] { load.start(); });
+  asio::post(io, [&] { typed == Typed::off ? load.start() : typed_load.start(); });
   io.run();  // returns once drained, closed and every timer has completed
   run.print();
   return run.errors ? 1 : 0;
@@ -336,10 +420,10 @@ int usage(const char* problem) {
   if (problem && *problem) std::fprintf(stderr, "rpc_bench: %s\n", problem);
   std::fprintf(stderr,
                "usage: rpc_bench server [--port 0] [--port-file PATH] [--lifetime SECONDS] [--threads N]\n"
-               "                        [--heartbeat-ms 15000] [--no-metrics] [--tls DIR]\n"
+               "                        [--heartbeat-ms 15000] [--no-metrics] [--tls DIR] [--typed[=callback]]\n"
                "       rpc_bench client --port N [--concurrency 16] [--payload 64] [--warmup 1] [--duration 10]\n"
                "                        [--server-pid PID] [--no-deadline] [--host 127.0.0.1] [--no-metrics]\n"
-               "                        [--tls DIR]\n"
+               "                        [--tls DIR] [--typed[=callback]]\n"
                "       rpc_bench conn_scale [--connections 1000] [--heartbeat-ms 1000] [--duration-s 20]\n"
                "                        [--batch 200] [--ready-timeout-s 120] [--port N [--server-pid PID]]\n"
                "                        [--host 127.0.0.1]\n"
@@ -354,8 +438,8 @@ int usage(const char* problem) {
 int main(int argc, char** argv) {
   const std::string_view mode = argc > 1 ? argv[1] : "";
   try {
-    if (mode == "server") return server(Flags(argc, argv, {"no-metrics"}));
-    if (mode == "client") return client(Flags(argc, argv, {"no-deadline", "no-metrics"}));
+    if (mode == "server") return server(Flags(argc, argv, {"no-metrics", "typed"}));
+    if (mode == "client") return client(Flags(argc, argv, {"no-deadline", "no-metrics", "typed"}));
     if (mode == "conn_scale") return wb::conn_scale(Flags(argc, argv, {}));
     if (mode == "overload") return wb::overload(Flags(argc, argv, {"no-limiter", "no-admission"}));
   } catch (const UsageError& e) {
