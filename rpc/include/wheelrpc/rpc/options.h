@@ -24,16 +24,14 @@
 
 namespace wheelrpc::rpc {
 
-<<<<<<< HEAD
+class ClientInterceptor;
+class ServerInterceptor;
+
 /// What a typed call's completion does not carry: CallOptions::reply_info.
 struct ReplyInfo {
   transport::Attachments metadata;  ///< the reply's metadata (Response::attachments)
   std::string error_message;        ///< the full error text on failure (Response::error_message)
 };
-=======
-class ClientInterceptor;
-class ServerInterceptor;
->>>>>>> icpt
 
 /// Per call; passed to every `Client::async_call`. The policy fields
 /// (timeout, wait_for_ready, retries, idempotent, attempt_timeout,
