@@ -4,10 +4,10 @@
 /// the three side by side.
 ///
 ///   rpc_bench server [--port 0] [--port-file PATH] [--lifetime SECONDS] [--threads N] [--tls DIR]
-///                    [--typed[=callback]]
+///                    [--typed[=callback]] [--interceptors N]
 ///   rpc_bench client --port N [--concurrency 16] [--payload 64] [--warmup 1]
 ///                    [--duration 10] [--server-pid PID] [--no-deadline] [--host 127.0.0.1] [--tls DIR]
-///                    [--typed[=callback]]
+///                    [--typed[=callback]] [--interceptors N]
 ///   rpc_bench conn_scale [--connections N] [--heartbeat-ms H] [--duration-s S] ...
 ///   rpc_bench overload [--load 1,2,4] [--no-limiter] [--no-admission] ...
 ///
@@ -40,6 +40,10 @@
 /// `echo` method either way; without --typed neither side does anything more
 /// than before.
 ///
+/// --interceptors N (server and client; field "interceptors"): N no-op
+/// interceptors in the server's chain and in the client's per-call chain,
+/// each proceeding at once: what a chain costs (0, the default: none).
+///
 /// --tls DIR: TLS on both ends (field "tls": "on"). The server makes throw-away
 /// certificates in DIR (support/test_certs.h: a CA and a certificate for
 /// 127.0.0.1) unless DIR/ca.pem exists; the client trusts DIR/ca.pem. Give
@@ -71,6 +75,8 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <wheelrpc/rpc/client.h>
+#include <wheelrpc/rpc/client_interceptor.h>
+#include <wheelrpc/rpc/server_interceptor.h>
 #include <wheelrpc/rpc/server.h>
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 #include <wheelrpc/transport/connector.h>
@@ -136,13 +142,11 @@ Typed typed_of(const Flags& flags) {
   throw UsageError("--typed takes no value, or =callback (got '" + form + "')");
 }
 
-/// --typed: peers.echo.Echo in the coroutine form (the generator names the
-/// method `Echo_` in the service bases, as it clashes with the class `Echo`;
-/// the stub's call is async_Echo). The request is const, so
+/// --typed: peers.echo.Echo in the coroutine form. The request is const, so
 /// its payload is copied into the reply once (protobuf has no clean way to
 /// move out of a const message).
 class TypedEcho final : public peers::echo::Echo::Service {
-  asio::awaitable<peers::echo::Blob> Echo_(rpc::ServerContext&, const peers::echo::Blob& request) override {
+  asio::awaitable<peers::echo::Blob> Echo(rpc::ServerContext&, const peers::echo::Blob& request) override {
     peers::echo::Blob reply;
     reply.set_payload(request.payload());
     co_return reply;
@@ -152,20 +156,34 @@ class TypedEcho final : public peers::echo::Echo::Service {
 /// --typed=callback: the CallbackService form, replying inline. The reply is
 /// the request itself (same type): serialized straight from it, no copy.
 class TypedCallbackEcho final : public peers::echo::Echo::CallbackService {
-  void Echo_(rpc::ServerContext&, const peers::echo::Blob& request,
-             rpc::TypedResponder<peers::echo::Blob> responder) override {
+  void Echo(rpc::ServerContext&, const peers::echo::Blob& request,
+            rpc::TypedResponder<peers::echo::Blob> responder) override {
     responder.reply(request);
   }
 };
 
+/// --interceptors N: no-op interceptors (each proceeds at once), what an
+/// empty chain's absence saves measured against a chain's cost.
+class NoopClientInterceptor final : public rpc::ClientInterceptor {
+  void intercept(rpc::ClientCall&, rpc::InterceptorNext next) override { next.proceed(); }
+};
+class NoopServerInterceptor final : public rpc::ServerInterceptor {
+  void intercept(rpc::ServerCall&, rpc::InterceptorNext next) override { next.proceed(); }
+};
+constexpr long long kMaxInterceptors = 64;
+
 int server(const Flags& flags) {
-  flags.check_known({"port", "port-file", "lifetime", "threads", "host", "heartbeat-ms", "no-metrics", "tls", "typed"});
+  flags.check_known({"port", "port-file", "lifetime", "threads", "host", "heartbeat-ms", "no-metrics", "tls", "typed",
+                     "interceptors"});
   const Typed typed = typed_of(flags);
   const auto ep = endpoint_of(flags.str("host", "127.0.0.1"), flags.integer("port", 0, 0, 65535));
   const auto threads = static_cast<int>(flags.integer("threads", 1, 1, 64));
   rpc::ServerOptions options;
   options.keepalive.heartbeat = std::chrono::milliseconds(flags.integer("heartbeat-ms", 15000, 1, 3'600'000));
   options.metrics = !flags.has("no-metrics");
+  for (long long i = flags.integer("interceptors", 0, 0, kMaxInterceptors); i > 0; --i) {
+    options.interceptors.push_back(std::make_shared<NoopServerInterceptor>());
+  }
   if (flags.has("tls")) {
     const std::filesystem::path dir = flags.str("tls", "");
     if (dir.empty()) throw UsageError("--tls needs a directory");
@@ -208,8 +226,9 @@ struct EchoRun {
   double warmup_s = 1;
   double duration_s = 10;
   long long deadline_ms = kDeadline.count();
-  bool metrics = true;  ///< ClientOptions::metrics (--no-metrics: off)
-  bool tls = false;     ///< --tls
+  bool metrics = true;   ///< ClientOptions::metrics (--no-metrics: off)
+  bool tls = false;      ///< --tls
+  int interceptors = 0;  ///< --interceptors N: no-op ones in the client's per-call chain
   pid_t server_pid = 0;
   wb::LatencyHistogram hist;  ///< latencies (ns) of successful calls completed inside the window
   std::uint64_t errors = 0;   ///< failed calls over the whole run (warm-up and drain included)
@@ -252,6 +271,7 @@ struct EchoRun {
         .num("server_cpu_ns_per_call", per_call_ns(server_cpu_s), 0)
         .str("metrics", metrics ? "on" : "off")
         .str("tls", tls ? "on" : "off")
+        .num("interceptors", interceptors)
         .print();
   }
 };
@@ -349,7 +369,7 @@ class LoadClient {
 
 int client(const Flags& flags) {
   flags.check_known({"port", "concurrency", "payload", "warmup", "duration", "server-pid", "no-deadline", "host",
-                     "no-metrics", "tls", "typed"});
+                     "no-metrics", "tls", "typed", "interceptors"});
   EchoRun run;
   run.concurrency = static_cast<int>(flags.integer("concurrency", 16, 1, 65536));
   run.payload = static_cast<int>(flags.integer("payload", 64, 8, 16 << 20));
@@ -373,6 +393,10 @@ int client(const Flags& flags) {
   wheelrpc::timer::HashedWheelTimer timer;  // outlives the client
   rpc::ClientOptions client_options;
   client_options.metrics = run.metrics = !flags.has("no-metrics");
+  run.interceptors = static_cast<int>(flags.integer("interceptors", 0, 0, kMaxInterceptors));
+  for (int i = 0; i < run.interceptors; ++i) {
+    client_options.interceptors.push_back(std::make_shared<NoopClientInterceptor>());
+  }
   if (flags.has("tls")) {
     run.tls = client_options.tls.enabled = true;
     client_options.tls.ca_file = (std::filesystem::path(flags.str("tls", "")) / "ca.pem").string();
@@ -421,9 +445,10 @@ int usage(const char* problem) {
   std::fprintf(stderr,
                "usage: rpc_bench server [--port 0] [--port-file PATH] [--lifetime SECONDS] [--threads N]\n"
                "                        [--heartbeat-ms 15000] [--no-metrics] [--tls DIR] [--typed[=callback]]\n"
+               "                        [--interceptors N]\n"
                "       rpc_bench client --port N [--concurrency 16] [--payload 64] [--warmup 1] [--duration 10]\n"
                "                        [--server-pid PID] [--no-deadline] [--host 127.0.0.1] [--no-metrics]\n"
-               "                        [--tls DIR] [--typed[=callback]]\n"
+               "                        [--tls DIR] [--typed[=callback]] [--interceptors N]\n"
                "       rpc_bench conn_scale [--connections 1000] [--heartbeat-ms 1000] [--duration-s 20]\n"
                "                        [--batch 200] [--ready-timeout-s 120] [--port N [--server-pid PID]]\n"
                "                        [--host 127.0.0.1]\n"

@@ -175,16 +175,17 @@ std::vector<std::string> service_names(const pb::FileDescriptor* file) {
 
 /// The C++ names of a service's methods (the struct in Methods and the
 /// virtual functions of the service bases), one per method.
-std::vector<std::string> method_names(const pb::ServiceDescriptor* service, const std::string& service_name) {
-  // The enclosing generated classes and the service's own class; the members
-  // of a method's struct; the parameters the registering lambdas pass; the
-  // base class's registration functions.
+std::vector<std::string> method_names(const pb::ServiceDescriptor* service) {
+  // The enclosing generated classes; the members of a method's struct; the
+  // parameters the registering lambdas pass; the base class's registration
+  // functions. The service's own name is free: a member of a nested class
+  // may share the enclosing class's name (`service Echo { rpc Echo }` gives
+  // `Echo::Service::Echo`, as gRPC's generator does).
   std::set<std::string> taken = {"Methods",
                                  "Stub",
                                  "Service",
                                  "CallbackService",
                                  "service_full_name",
-                                 service_name,
                                  "Request",
                                  "Reply",
                                  "path",
@@ -204,7 +205,7 @@ std::vector<std::string> method_names(const pb::ServiceDescriptor* service, cons
 
 void print_service(pb::io::Printer& printer, const pb::ServiceDescriptor* service, const std::string& name,
                    const std::string& ns) {
-  const std::vector<std::string> methods = method_names(service, name);
+  const std::vector<std::string> methods = method_names(service);
   Vars vars = {{"service", name},
                {"full_name", service->full_name()},
                {"qualified", (ns.empty() ? "::" : "::" + ns + "::") + name}};
