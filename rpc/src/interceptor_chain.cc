@@ -44,10 +44,11 @@ std::string InterceptorChain::dropped_message(std::size_t index) const {
 }
 
 bool InterceptorChain::begin_step(std::size_t index) {
-  common::LockGuard lock(mu_);
-  if (ended_) return false;
-  busy_ += 2;  // the intercept() call, and its next
-  entered_ = index + 1;
+  std::uint32_t s = state_.load(std::memory_order_acquire);
+  do {
+    if (s & kEnded) return false;
+  } while (!state_.compare_exchange_weak(s, s + 2 * kBusy, std::memory_order_acq_rel));  // intercept() and its next
+  entered_.store(index + 1, std::memory_order_release);
   return true;
 }
 
@@ -94,12 +95,7 @@ void InterceptorChain::on_next(std::size_t index, bool proceed, StatusCode code,
     if (!step_.compare_exchange_strong(expected, proceed ? kProceeded : kRejected)) {
       // intercept() returned already: go on where the call runs. Nothing
       // goes on once the call ended (the deadline passed, it was cancelled).
-      bool ended = false;
-      {
-        common::LockGuard lock(mu_);
-        ended = ended_;
-      }
-      if (!ended) {
+      if (!(state_.load(std::memory_order_acquire) & kEnded)) {
         resume_later([self = shared_from_this(), index, proceed, code, message = std::move(message)]() mutable {
           if (proceed) {
             self->next_ = index + 1;
@@ -117,35 +113,40 @@ void InterceptorChain::on_next(std::size_t index, bool proceed, StatusCode code,
 }
 
 void InterceptorChain::idle() noexcept {
-  {
-    common::LockGuard lock(mu_);
-    if (--busy_ > 0 || !ended_ || completed_) return;
-    completed_ = true;
-  }
+  const std::uint32_t s = state_.fetch_sub(kBusy, std::memory_order_acq_rel) - kBusy;
+  if (s >= kBusy || !(s & kEnded) || (s & (kHold | kCompleted))) return;
+  if (state_.fetch_or(kCompleted, std::memory_order_acq_rel) & kCompleted) return;  // claimed by end()
   complete_all(false);
 }
 
 bool InterceptorChain::end() {
-  {
-    common::LockGuard lock(mu_);
-    if (ended_) return false;
-    ended_ = true;
-    if (busy_ > 0) {
-      keep_outcome();
-      return false;
-    }
-    completed_ = true;
+  std::uint32_t s = state_.load(std::memory_order_acquire);
+  do {
+    if (s & kEnded) return false;
+  } while (!state_.compare_exchange_weak(s, s | kEnded | kHold, std::memory_order_acq_rel));
+  if (s < kBusy) {  // nothing at work, and nothing can start now
+    state_.fetch_or(kCompleted, std::memory_order_acq_rel);
+    complete_all(true);
+    return true;
   }
-  complete_all(true);
-  return true;
+  // An interceptor still works: its last step completes the chain, with
+  // the outcome kept here first (kHold keeps it from completing meanwhile).
+  keep_outcome();
+  s = state_.fetch_and(~kHold, std::memory_order_acq_rel) & ~kHold;
+  if (s < kBusy && !(state_.fetch_or(kCompleted, std::memory_order_acq_rel) & kCompleted)) {
+    // It let go while the outcome was being kept: complete where the call
+    // resumes, not inside end()'s caller (which may hold the call's lock).
+    try {
+      resume_later([self = shared_from_this()] { self->complete_all(false); });
+    } catch (const std::exception& e) {
+      logger()->error("{} interceptors: could not complete the chain: {}", side(), e.what());
+    }
+  }
+  return false;
 }
 
 void InterceptorChain::complete_all(bool now) noexcept {
-  std::size_t entered = 0;
-  {
-    common::LockGuard lock(mu_);
-    entered = entered_;
-  }
+  const std::size_t entered = entered_.load(std::memory_order_acquire);
   for (std::size_t i = entered; i-- > 0;) {
     try {
       complete(i);

@@ -8,20 +8,19 @@
 // Threads: run() steps are serialized (each is started by exactly one next:
 // the one before it). `step_` tells a next called inside intercept() (the
 // running thread goes on) from one called after it returned (resumed on the
-// executor). `mu_` guards the books that decide when on_complete may run:
-// never while an intercept() of the chain is on a stack or its next is held,
-// so the call object an interceptor holds is never touched by two threads.
-// No user code runs under `mu_`.
+// executor). `state_` keeps the books that decide when on_complete may run,
+// in one atomic word, so a step takes no lock: never while an intercept() of
+// the chain is on a stack or its next is held, so the call object an
+// interceptor holds is never touched by two threads.
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 
-#include <wheelrpc/common/mutex.h>
-#include <wheelrpc/common/thread_annotations.h>
 #include <wheelrpc/rpc/interceptor_next.h>
 #include <wheelrpc/rpc/status_code.h>
 
@@ -80,11 +79,14 @@ class InterceptorChain : public std::enable_shared_from_this<InterceptorChain> {
   std::atomic<int> step_{kReturned};       // of the interceptor running now
   StatusCode code_ = StatusCode::unknown;  // a rejection from inside intercept(), read after step_
   std::string message_;
-  common::Mutex mu_;
-  int busy_ WHEELRPC_GUARDED_BY(mu_) = 0;             // intercept() calls on a stack + nexts not used
-  std::size_t entered_ WHEELRPC_GUARDED_BY(mu_) = 0;  // interceptors whose intercept() was called
-  bool ended_ WHEELRPC_GUARDED_BY(mu_) = false;
-  bool completed_ WHEELRPC_GUARDED_BY(mu_) = false;
+  // The chain's life in one word, so a step takes no lock: kEnded (the call
+  // ended: nothing more starts), kHold (end() is keeping the outcome: no
+  // completion yet), kCompleted (the on_complete callbacks were claimed,
+  // once), and in units of kBusy the intercept() calls on a stack plus the
+  // nexts not yet used.
+  static constexpr std::uint32_t kEnded = 1, kHold = 2, kCompleted = 4, kBusy = 8;
+  std::atomic<std::uint32_t> state_{0};
+  std::atomic<std::size_t> entered_{0};  // interceptors whose intercept() was called
 };
 
 }  // namespace wheelrpc::rpc::detail
