@@ -28,11 +28,12 @@ fail() {
 
 for server_bin in "${servers[@]}"; do
   name=$(basename "$server_bin")
+  : >"$tmp/$name.out"  # there before the background server opens it
   "$server_bin" --port 0 >"$tmp/$name.out" 2>"$tmp/$name.err" &
   server_pid=$!
   port=""
   for _ in $(seq 1 600); do  # up to 60 s on a loaded machine
-    port=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$tmp/$name.out")
+    port=$(sed -n 's/^listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$tmp/$name.out" || true)
     [ -n "$port" ] && break
     kill -0 "$server_pid" 2>/dev/null || break
     sleep 0.1
