@@ -10,6 +10,7 @@
 
 #include <wheelrpc/rpc/deadline.h>
 
+#include "call_cancel_handler.h"
 #include "call_timeouts.h"
 #include "client_context.h"
 #include "client_core.h"
@@ -25,26 +26,6 @@ using boost::system::error_code;
 using Phase = Call::Phase;
 using CallLock = common::LockGuard<common::SpinLock>;
 using BooksLock = common::UniqueLock<common::Mutex>;
-
-namespace {
-
-// Installed in the handler's cancellation slot.
-struct CancelHandler {
-  explicit CancelHandler(CallPtr c) noexcept : call(std::move(c)) {}
-  void operator()(asio::cancellation_type) {
-    std::shared_ptr<ClientCore> core;
-    {
-      CallPin pin(*call);
-      if (!pin.alive()) return;
-      core = call->core->shared_from_this();
-    }
-    core->driver().cancel(call, asio::error::operation_aborted, "call to '" + call->method + "' cancelled",
-                          Origin::cancel_slot);
-  }
-  CallPtr call;
-};
-
-}  // namespace
 
 CallDriver::CallDriver(ClientContext& ctx, ProviderPool& pool, CallTimeouts& timeouts)
     : ctx_(ctx),
@@ -95,12 +76,12 @@ void CallDriver::start(CallPtr ptr, std::string payload, transport::Attachments 
       complete_closed(c, done);
     } else {
       auto slot = asio::get_associated_cancellation_slot(c.handler);
-      if (slot.is_connected()) slot.template emplace<CancelHandler>(share_with_pinner(c));
+      if (slot.is_connected()) slot.template emplace<CallCancelHandler>(share_with_pinner(c));
       budget_.on_call(c.start);
       // Sent at once, the call's deadline rides in its table entry; else
       // (waiting, failed to send, interceptors at work) it goes on the wheel now.
       if (ctx_.interceptors) [[unlikely]] {
-        intercept_call(c, done);
+        gate_.intercept_call(c, done);
       } else {
         dispatch(c, done);
       }
@@ -289,7 +270,7 @@ bool CallDriver::try_extra_attempt(TimePoint t) {
 bool CallDriver::send_attempt(Call& call, const std::shared_ptr<Subchannel>& sub_ptr, Completion& done,
                               std::shared_ptr<ClientInterception>* cleared) {
   if (ctx_.attempt_interceptors && !cleared) [[unlikely]]
-    return intercept_attempt(call, sub_ptr, done);
+    return gate_.intercept_attempt(call, sub_ptr, done);
   Subchannel& sub = *sub_ptr;
   // A first attempt sent at once is sent at the call's start (one clock
   // reading fewer on the hot path).
@@ -388,7 +369,7 @@ void CallDriver::attempt_failed(Call& call, const Subchannel* provider, Failure 
   if (!call.live.empty()) return;  // a hedge is still running: the call waits for it
   if (call.attempt_interception) [[unlikely]] {
     // A hedge's interceptors are at work: the call waits for them (they send it or reject the call).
-    if (call.phase != Phase::intercepting) wait_for_interceptors(call, done);
+    if (call.phase != Phase::intercepting) gate_.wait(call, done);
     return;
   }
   const auto t = ctx_.now();
@@ -529,94 +510,6 @@ void CallDriver::on_lost(Subchannel& sub, LostAttempts& lost, const std::string&
   }
 }
 
-// ---------------------------------------------------------------- interceptors
-
-bool CallDriver::wait_for_interceptors(Call& call, Completion& done) {
-  bool closed = false;
-  {
-    common::LockGuard books(books_mu_);
-    closed = ctx_.closed.load(std::memory_order_acquire);
-    if (!closed) backoff_.emplace(&call, CallPtr(&call));
-  }
-  if (closed) {
-    complete_closed(call, done);
-    return false;
-  }
-  call.phase = Phase::intercepting;
-  return true;
-}
-
-void CallDriver::intercept_call(Call& call, Completion& done) {
-  if (!wait_for_interceptors(call, done)) return;
-  auto chain =
-      std::make_shared<ClientInterception>(ctx_.interceptors, share_with_pinner(call), ctx_, call.start, nullptr, 0);
-  chain->call().metadata() = std::move(call.attachments);
-  call.interception = chain;
-  done.run_chain = std::move(chain);  // started once the call's lock is released
-}
-
-bool CallDriver::intercept_attempt(Call& call, const std::shared_ptr<Subchannel>& sub, Completion& done) {
-  if (call.attempt_interception) return true;  // one at a time: that one sends the next attempt
-  if (call.live.empty() && !wait_for_interceptors(call, done)) return true;
-  const auto t = ctx_.now();
-  auto chain = std::make_shared<ClientInterception>(ctx_.attempt_interceptors, share_with_pinner(call), ctx_, t, sub,
-                                                    call.attempts + 1);
-  chain->call().metadata() = call.attachments;  // this attempt's own copy
-  call.attempt_interception = chain;
-  call.hedge_at = kNever;  // no hedge while they work (next_hedge runs again once it is sent)
-  if (!call.live.empty()) timeouts_.rearm_aux(call, t);  // the live attempts' own timeouts stay covered
-  // No table entry carries the deadline while they work.
-  if (!timeouts_.cover_deadline(call, t)) {
-    complete(call, errc::unavailable, Response{{}, {}, "cannot schedule the deadline of '" + call.method + "'"},
-             Origin::other, done);
-    return true;
-  }
-  done.run_chain = std::move(chain);
-  return true;
-}
-
-void CallDriver::after_interceptors(const CallPtr& ptr, const std::shared_ptr<ClientInterception>& chain, bool proceed,
-                                    StatusCode code, std::string message) {
-  Call& call = *ptr;
-  Completion done;
-  {
-    CallLock lock(call.mu);
-    if (call.done.load(std::memory_order_relaxed)) return;
-    const bool per_attempt = chain->per_attempt();
-    if (per_attempt) {
-      if (call.attempt_interception != chain) return;  // superseded
-      call.attempt_interception.reset();
-    } else if (call.interception != chain || call.phase != Phase::intercepting) {
-      return;
-    }
-    if (call.phase == Phase::intercepting) {  // else a hedge's: the call goes on with its attempts in flight
-      leave_backoff(call);
-      call.phase = Phase::idle;
-    }
-    if (!proceed) {
-      // Not retried: an application's answer, like a server's error status.
-      if (per_attempt) done.attempt_ends.push_back({chain, make_error_code(code), message, false});
-      complete(call, make_error_code(code), Response{{}, {}, std::move(message)}, Origin::other, done);
-    } else if (!per_attempt) {
-      call.attachments = chain->call().metadata();  // what every attempt sends
-      dispatch(call, done);
-    } else {
-      auto cleared = chain;
-      if (!send_attempt(call, chain->subchannel(), done, &cleared)) {
-        // The provider went away while they worked: the attempt ends there,
-        // and the next pick runs them again.
-        done.attempt_ends.push_back({chain, make_error_code(errc::unavailable), "provider no longer ready", false});
-        if (call.live.empty()) {
-          dispatch(call, done);
-        } else {
-          timeouts_.rearm_aux(call, ctx_.now());
-        }
-      }
-    }
-  }
-  deliver(done, ctx_);
-}
-
 // ---------------------------------------------------------------- completion
 
 bool CallDriver::complete(Call& call, error_code ec, Response response, Origin origin, Completion& done, TimePoint at) {
@@ -669,7 +562,7 @@ void CallDriver::completed_with_error(Call& call, error_code ec, Response& respo
   std::string timeline;
   if (ec == errc::timeout) {
     // Where the time went, told with the error (built only for timeouts).
-    timeline = timeline_of(call, t);
+    timeline = call_timeline(call, t, ctx_.clock == nullptr);
     response.error_message += "; " + timeline;
   }
   if (call.cells) {
@@ -682,24 +575,6 @@ void CallDriver::completed_with_error(Call& call, error_code ec, Response& respo
       ctx_.metrics.record_timeout(call, code, t, std::move(timeline), connecting);
     }
   }
-}
-
-std::string CallDriver::timeline_of(const Call& call, TimePoint t) const {
-  TimelineFacts f;
-  f.start = call.start;
-  f.first_sent = call.first_sent;
-  f.last_sent = call.last_sent;
-  f.reply = call.late_reply;
-  f.deadline = call.plan.deadline;
-  f.fired = call.fired;
-  f.completed = t;
-  // The socket's last write is on the steady clock: comparable only when the
-  // client reads that clock too (not a manual one).
-  const TimePoint sent = f.last_sent != TimePoint{} ? f.last_sent : f.first_sent;
-  if (!ctx_.clock && call.latest && sent != TimePoint{}) {
-    if (const auto wrote = call.latest->last_write(); wrote && *wrote >= sent && *wrote <= t) f.socket_wrote = *wrote;
-  }
-  return timeline_text(f);
 }
 
 void CallDriver::complete_closed(Call& call, Completion& done) {

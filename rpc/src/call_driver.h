@@ -34,6 +34,7 @@
 #include "attempt_policy.h"
 #include "call.h"
 #include "completion.h"
+#include "interceptor_gate.h"
 #include "load_balancer.h"
 #include "retry_budget.h"
 #include "subchannel_listener.h"
@@ -104,12 +105,8 @@ class CallDriver {
   /// The client closes: hands over the calls waiting or in backoff.
   void take_books(std::vector<CallPtr>& calls);
 
-  /// Interceptors (client_interception.h) went on (`proceed`) or rejected
-  /// the call with `code` and `message`: on the thread running the chain,
-  /// or the client's executor. A chain that is no longer the call's (the
-  /// call ended, or the attempt was superseded) changes nothing.
-  void after_interceptors(const CallPtr& call, const std::shared_ptr<ClientInterception>& chain, bool proceed,
-                          StatusCode code, std::string message);
+  /// The interceptor gates (interceptor_gate.h): ClientInterception resumes a call through after().
+  InterceptorGate& gate() noexcept { return gate_; }
 
   /// A reply from `sub` (its strand): completes or retries its call.
   void on_reply(Subchannel& sub, IncomingReply& reply, TimePoint received);
@@ -130,21 +127,9 @@ class CallDriver {
   /// nothing to wait for (unavailable, naming the connect errors or why
   /// there is no provider).
   void fail_unavailable(Call& call, const ProviderSet& set, Completion& done) WHEELRPC_REQUIRES(call.mu);
-  /// Starts the per-call interceptors of a new call (instead of dispatch).
-  void intercept_call(Call& call, Completion& done) WHEELRPC_REQUIRES(call.mu);
-  /// Starts the attempt interceptors for an attempt on `sub`; true (the
-  /// attempt is on its way).
-  bool intercept_attempt(Call& call, const std::shared_ptr<Subchannel>& sub, Completion& done)
-      WHEELRPC_REQUIRES(call.mu);
-  /// The call waits for interceptors with no attempt in flight: phase
-  /// intercepting, in the books (so close() ends it). False, and the call
-  /// completed, when the client closed.
-  bool wait_for_interceptors(Call& call, Completion& done) WHEELRPC_REQUIRES(call.mu);
   /// complete()'s work for a call that failed: the metrics, and for a
   /// timeout its timeline (appended to the message) and /timeouts record.
   void completed_with_error(Call& call, boost::system::error_code ec, Response& response, TimePoint at);
-  /// The timeline of `call`, timed out at `t` (timeline.h).
-  std::string timeline_of(const Call& call, TimePoint t) const;
   std::uint64_t random() noexcept;
 
   ClientContext& ctx_;
@@ -157,6 +142,8 @@ class CallDriver {
   std::vector<CallPtr> waiting_ WHEELRPC_GUARDED_BY(books_mu_);  // calls waiting for a ready provider
   // calls between attempts: in retry backoff, or waiting for interceptors (Phase::intercepting)
   std::unordered_map<Call*, CallPtr> backoff_ WHEELRPC_GUARDED_BY(books_mu_);
+  friend class InterceptorGate;  // uses the books and the attempt path
+  InterceptorGate gate_{*this};
 };
 
 }  // namespace wheelrpc::rpc::detail

@@ -50,8 +50,8 @@ void ClientInterception::resume(bool proceed, StatusCode code, std::string messa
     if (!pin.alive()) return;  // ended meanwhile: its core may be gone
     core = call_->core->shared_from_this();
   }
-  core->driver().after_interceptors(call_, std::static_pointer_cast<ClientInterception>(shared_from_this()), proceed,
-                                    code, std::move(message));
+  core->driver().gate().after(call_, std::static_pointer_cast<ClientInterception>(shared_from_this()), proceed, code,
+                              std::move(message));
 }
 
 void ClientInterception::resume_later(std::function<void()> fn) { boost::asio::post(info_.executor_, std::move(fn)); }

@@ -6,7 +6,7 @@
 // Call::Attempt::interception) until the call or the attempt ends, when it
 // moves into the Completion, whose deliver() ends it: so no cycle outlives
 // the call. A next that goes on (or rejects) hands the call back to
-// CallDriver::after_interceptors, on the thread running the chain, or posted
+// InterceptorGate::after, on the thread running the chain, or posted
 // to the client's executor.
 
 #include <memory>

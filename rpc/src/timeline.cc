@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "call.h"
+#include "subchannel.h"
+
 namespace wheelrpc::rpc::detail {
 
 namespace {
@@ -11,7 +14,6 @@ double ms(timer::Clock::duration d) { return std::chrono::duration<double, std::
 }  // namespace
 
 std::string timeline_text(const TimelineFacts& f) {
-  using TimePoint = TimelineFacts::TimePoint;
   const auto at = [&](TimePoint t) { return ms(t - f.start); };
   std::string out = "timeline: queued 0.0 ms";
   if (f.first_sent == TimePoint{}) {
@@ -35,6 +37,24 @@ std::string timeline_text(const TimelineFacts& f) {
     fmt::format_to(std::back_inserter(out), ", completed {:.1f}", at(f.completed));
   }
   return out;
+}
+
+std::string call_timeline(const Call& call, timer::Clock::time_point t, bool steady_clock) {
+  TimelineFacts f;
+  f.start = call.start;
+  f.first_sent = call.first_sent;
+  f.last_sent = call.last_sent;
+  f.reply = call.late_reply;
+  f.deadline = call.plan.deadline;
+  f.fired = call.fired;
+  f.completed = t;
+  // The socket's last write is on the steady clock: comparable only when the
+  // client reads that clock too (not a manual one).
+  const auto sent = f.last_sent != TimelineFacts::TimePoint{} ? f.last_sent : f.first_sent;
+  if (steady_clock && call.latest && sent != TimelineFacts::TimePoint{}) {
+    if (const auto wrote = call.latest->last_write(); wrote && *wrote >= sent && *wrote <= t) f.socket_wrote = *wrote;
+  }
+  return timeline_text(f);
 }
 
 }  // namespace wheelrpc::rpc::detail

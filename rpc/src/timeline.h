@@ -30,4 +30,10 @@ struct TimelineFacts {
 /// rounding included); a starved worker shows here.
 std::string timeline_text(const TimelineFacts& f);
 
+struct Call;
+/// The timeline of `call`, completed at `t`, from its books. `steady_clock`:
+/// the client reads steady_clock (no ClientOptions::clock), so its socket's
+/// last write is comparable and shown.
+std::string call_timeline(const Call& call, timer::Clock::time_point t, bool steady_clock);
+
 }  // namespace wheelrpc::rpc::detail
