@@ -51,6 +51,7 @@
 namespace wheelrpc::rpc::detail {
 
 class ClientCore;
+class StreamCore;
 class ClientInterception;
 class Subchannel;
 class MethodCells;
@@ -91,6 +92,9 @@ struct Call : common::Recycled<Call> {
 
   // ---- fixed at start (read without the lock)
   ClientCore* core = nullptr;
+  // The stream this call opens (its request is the stream's OPEN; the reply
+  // that answers it, the server's acceptance or refusal); null for a unary call.
+  std::shared_ptr<StreamCore> stream;
   std::string method;
   TimePoint start;
   AttemptPlan plan;

@@ -313,6 +313,13 @@ bool CallDriver::send_attempt(Call& call, const std::shared_ptr<Subchannel>& sub
   const auto result = sub.send(placed, call, budget.wire, body, limit);
   if (metadata) call.attachments.swap(*metadata);
   if (result == Subchannel::SendResult::sent) return true;
+  if (result == Subchannel::SendResult::unsupported) [[unlikely]] {
+    drop_attempt(call, call.live.size() - 1, true, done, make_error_code(StatusCode::unimplemented));
+    complete(call, make_error_code(StatusCode::unimplemented),
+             Response{{}, {}, describe(call, "the server speaks no streams (its HELLO announced none), not sent", &sub)},
+             Origin::other, done);
+    return true;
+  }
 
   drop_attempt(call, call.live.size() - 1, true, done,
                result == Subchannel::SendResult::too_big      ? make_error_code(errc::bad_request)

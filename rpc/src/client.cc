@@ -68,4 +68,13 @@ std::vector<TimeoutRecord> Client::recent_timeouts() const { return core_->recen
 std::vector<ConnectionInfo> Client::connections() const { return core_->connections(); }
 Client::executor_type Client::get_executor() const noexcept { return core_->executor(); }
 
+std::shared_ptr<detail::StreamCore> Client::make_stream(const std::string& method, CallOptions& options) {
+  return core_->make_stream(method, options);
+}
+
+void Client::start_stream(std::shared_ptr<detail::StreamCore> stream, std::string method, CallOptions options,
+                          boost::asio::any_completion_handler<StreamSignature> handler) {
+  core_->start_stream(std::move(stream), std::move(method), std::move(options), std::move(handler));
+}
+
 }  // namespace wheelrpc::rpc

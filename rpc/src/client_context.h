@@ -25,6 +25,7 @@
 
 #include "attempt_policy.h"
 #include "client_metrics.h"
+#include "stream_counters.h"
 
 namespace wheelrpc::rpc::detail {
 
@@ -49,6 +50,8 @@ struct ClientContext {
   /// Sweep timeouts in progress on the timer's worker: close() waits for
   /// them, so none posts into an executor after it returned.
   common::WorkGate sweep_work;
+  /// Its streams' counters (their timer tasks enter `sweep_work` too).
+  StreamCounters streams;
   std::atomic<std::uint64_t> next_event_id{1};
   /// ClientOptions::interceptors and attempt_interceptors, shared with the
   /// chains at work (which may outlive the client); null when empty.

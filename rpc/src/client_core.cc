@@ -3,7 +3,11 @@
 #include <wheelrpc/rpc/deadline.h>
 #include <wheelrpc/transport/errc.h>
 
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+
 #include "new_call.h"
+#include "stream_core.h"
 #include "subchannel.h"
 
 namespace wheelrpc::rpc::detail {
@@ -57,7 +61,8 @@ void ClientCore::on_connect_failed(Subchannel& sub, bool refused) {
 }
 
 void ClientCore::start_call(std::string method, std::string payload, CallOptions options,
-                            asio::any_completion_handler<Client::Signature> handler) {
+                            asio::any_completion_handler<Client::Signature> handler,
+                            std::shared_ptr<StreamCore> stream) {
   // Every call ends counted ok or failed, and is pending meanwhile: stats()
   // derives the number of calls from those (one atomic fewer here).
   ClientMetrics& metrics = ctx_->metrics;
@@ -66,6 +71,7 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
   NewCall made = make_call(*ctx_, cells, method, payload, options);
   if (made.call) {
     made.call->core = this;
+    made.call->stream = std::move(stream);
     driver_.start(std::move(made.call), std::move(payload), std::move(options.attachments), std::move(handler));
     return;
   }
@@ -87,6 +93,50 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
   done.response.error_message = std::move(made.error);
   done.context = current_deadline();
   deliver(done, *ctx_);
+}
+
+std::shared_ptr<StreamCore> ClientCore::make_stream(const std::string& method, CallOptions& options) {
+  fill_defaults(options, ctx_->options.call_defaults);
+  StreamCore::Settings s;
+  s.client = true;
+  s.method = method;
+  s.ex = ctx_->ex;
+  s.timer = &ctx_->timer;
+  s.clock = ctx_->clock;
+  s.owner = ctx_;
+  s.gate = &ctx_->sweep_work;
+  s.counters = &ctx_->streams;
+  s.deadline = *options.stream_timeout;
+  s.message_timeout = *options.message_timeout;
+  s.stall_timeout = *options.stall_timeout;
+  s.first_message_timeout = *options.first_message_timeout;
+  s.window = ctx_->options.stream_window;
+  s.max_message = ctx_->options.max_stream_message;
+  return std::make_shared<StreamCore>(std::move(s));
+}
+
+void ClientCore::start_stream(std::shared_ptr<StreamCore> stream, std::string method, CallOptions options,
+                              asio::any_completion_handler<Client::StreamSignature> handler) {
+  // The OPEN is a call: a provider picked, waited for, retried on a refusal
+  // (nothing has reached the application yet), never hedged. Its deadline is
+  // the opening's bound: `timeout`, or a stream timer that ends sooner.
+  auto bound = *options.timeout;
+  for (auto t : {*options.stream_timeout, *options.first_message_timeout}) {
+    if (t.count() > 0 && t < bound) bound = t;
+  }
+  options.timeout = bound;
+  options.hedge_delay = std::chrono::milliseconds(0);
+  options.attempt_timeout = std::chrono::milliseconds(0);
+  stream->start();
+  auto on_open = [stream, h = std::move(handler)](error_code ec, Response r) mutable {
+    if (ec) stream->fail_open(ec, std::move(r.error_message));
+    ec = stream->open_result(ec);
+    auto ex = asio::get_associated_executor(h, stream->executor());
+    asio::dispatch(ex, [h = std::move(h), ec, s = std::move(stream)]() mutable {
+      std::move(h)(ec, ClientStream(std::make_shared<StreamHandle>(std::move(s))));
+    });
+  };
+  start_call(std::move(method), std::string(), std::move(options), std::move(on_open), std::move(stream));
 }
 
 void ClientCore::connect_all() {
@@ -111,6 +161,7 @@ void ClientCore::close() {
 ClientStats ClientCore::stats() const {
   ClientStats s;
   ctx_->metrics.fill(s);
+  fill(ctx_->streams, s.streams);
   s.failback_pending = failback_->pending();
   s.failback_delivered = failback_->delivered();
   s.failback_retries = failback_->retries();

@@ -69,8 +69,16 @@ class ClientCore final : public SubchannelListener, public std::enable_shared_fr
   void init(std::shared_ptr<ProviderSource> source);
 
   void start_call(std::string method, std::string payload, CallOptions options,
-                  boost::asio::any_completion_handler<Client::Signature> handler);
+                  boost::asio::any_completion_handler<Client::Signature> handler,
+                  std::shared_ptr<StreamCore> stream = nullptr);
   void send_failback(RetryTimerTask::Delivery delivery);
+  /// A stream for `method` with `options` (ClientOptions::call_defaults
+  /// filled in), not started yet.
+  std::shared_ptr<StreamCore> make_stream(const std::string& method, CallOptions& options);
+  /// Opens `stream`: its OPEN goes as a call (a provider picked, retried
+  /// on refusal), and `handler` gets the stream once the server accepted it.
+  void start_stream(std::shared_ptr<StreamCore> stream, std::string method, CallOptions options,
+                    boost::asio::any_completion_handler<Client::StreamSignature> handler);
   void connect_all();
   /// Completes every call not done, closes every channel; once (others wait).
   void close();

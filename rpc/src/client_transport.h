@@ -29,6 +29,8 @@
 
 namespace wheelrpc::rpc::detail {
 
+class StreamCore;
+
 /// A request to send. The payload and attachments are lent to the transport
 /// and given back (a retry or hedge may need them again); `extra_key` /
 /// `extra_value` is one more attachment (the traceparent), lent too.
@@ -41,6 +43,9 @@ struct OutgoingRequest {
   std::string_view extra_value;
   /// The budget the server is given for it (0: none).
   std::chrono::milliseconds budget{0};
+  /// The stream this request opens (the OPEN of docs/protocol.md, "Streams"),
+  /// or null: a unary request.
+  const std::shared_ptr<StreamCore>* stream = nullptr;
 };
 
 /// What a transport tells its owner (the Subchannel), on its strand.
@@ -62,7 +67,8 @@ class ClientTransportEvents {
 
 class ClientTransport {
  public:
-  enum class SendResult : std::uint8_t { sent, too_big, queue_full, closed };
+  /// unsupported: a stream, and the peer speaks none (its handshake said so).
+  enum class SendResult : std::uint8_t { sent, too_big, queue_full, closed, unsupported };
   virtual ~ClientTransport() = default;
 
   /// Starts reading and the protocol's handshake, proposing `heartbeat` and
@@ -81,6 +87,8 @@ class ClientTransport {
   /// The byte stream under it: what the heartbeat, idle and close tasks
   /// watch, and what /connections shows.
   virtual const std::shared_ptr<transport::Channel>& channel() const noexcept = 0;
+  /// Streams open on it now. Any thread.
+  virtual std::size_t open_streams() const = 0;
 };
 
 }  // namespace wheelrpc::rpc::detail

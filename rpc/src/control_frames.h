@@ -19,8 +19,10 @@ inline constexpr const char* kHeartbeatKey = "heartbeat_ms";
 /// side learns the other's limit before it sends anything over it.
 inline constexpr const char* kMaxBodyKey = "max_body";
 
+/// `stream_window`: the credit the sender grants each stream (its
+/// stream_window attachment, which says it speaks streams); 0: none.
 inline transport::Frame make_hello(std::uint64_t id, std::chrono::milliseconds heartbeat, bool request,
-                                   std::uint32_t max_body) {
+                                   std::uint32_t max_body, std::uint32_t stream_window = 0) {
   transport::Frame f;
   f.header.flags = transport::kFlagEvent | (request ? transport::kFlagRequest | transport::kFlagTwoWay : 0);
   f.header.request_id = id;
@@ -28,6 +30,7 @@ inline transport::Frame make_hello(std::uint64_t id, std::chrono::milliseconds h
   f.attachments = {{kVersionKey, std::to_string(transport::kProtocolVersion)},
                    {kHeartbeatKey, std::to_string(heartbeat.count())},
                    {kMaxBodyKey, std::to_string(max_body)}};
+  if (stream_window != 0) f.attachments.emplace_back("stream_window", std::to_string(stream_window));
   return f;
 }
 
@@ -90,6 +93,14 @@ inline std::optional<std::chrono::milliseconds> hello_heartbeat(const transport:
 inline std::uint32_t hello_max_body(const transport::Frame& f) {
   const auto n = hello_number(f, kMaxBodyKey);
   if (!n || *n == 0 || *n > 0xffffffffu) return transport::kDefaultMaxBody;
+  return static_cast<std::uint32_t>(*n);
+}
+
+/// The stream window of a peer's HELLO: 0 if it speaks no streams (or
+/// says something out of range).
+inline std::uint32_t hello_stream_window(const transport::Frame& f) {
+  const auto n = hello_number(f, "stream_window");
+  if (!n || *n < 1024 || *n > (1u << 30)) return 0;
   return static_cast<std::uint32_t>(*n);
 }
 

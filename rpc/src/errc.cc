@@ -26,6 +26,10 @@ class RpcCategory final : public boost::system::error_category {
       case errc::cancelled: return "call cancelled: the client was closed";
       case errc::too_many_pending: return "too many calls pending";
       case errc::resource_exhausted: return "resource exhausted: the server refused the call for lack of capacity";
+      case errc::message_timeout: return "stream message-idle timeout";
+      case errc::write_stall: return "stream write-stall timeout";
+      case errc::first_message_timeout: return "stream first-message timeout";
+      case errc::stream_closed: return "the stream has ended";
     }
     return "unknown wheelrpc.rpc error " + std::to_string(ev);
   }

@@ -7,6 +7,8 @@
 
 #include "client_context.h"
 #include "control_frames.h"
+#include "stream_core.h"
+#include "stream_frames.h"
 
 namespace wheelrpc::rpc::detail {
 using boost::system::error_code;
@@ -48,7 +50,7 @@ std::shared_ptr<NativeClientTransport> NativeClientTransport::create(boost::asio
 
 void NativeClientTransport::start(std::uint64_t hello_id, std::chrono::milliseconds heartbeat, std::uint32_t max_body) {
   channel_->start();
-  channel_->send(make_hello(hello_id, heartbeat, true, max_body));
+  channel_->send(make_hello(hello_id, heartbeat, true, max_body, ctx_->options.stream_window));
 }
 
 ClientTransport::SendResult NativeClientTransport::send_request(OutgoingRequest& r, std::size_t& body,
@@ -64,6 +66,19 @@ ClientTransport::SendResult NativeClientTransport::send_request(OutgoingRequest&
   f.payload = std::move(r.payload);
   f.lent_key = r.extra_key;
   f.lent_value = r.extra_value;
+  if (r.stream) [[unlikely]] {
+    const std::uint32_t window = peer_stream_window_.load(std::memory_order_relaxed);
+    if (window == 0) {
+      r.payload = std::move(f.payload);
+      r.attachments = std::move(f.attachments);
+      return SendResult::unsupported;
+    }
+    f.header.flags |= transport::kFlagStream;
+    f.header.stream_op = static_cast<std::uint8_t>(StreamOp::open);
+    const auto budget = (*r.stream)->remaining_budget().count();
+    f.header.deadline_ms = static_cast<std::uint32_t>(std::clamp<long long>(budget, 0, 0xffffffffLL));
+    opens_->add(r.id, *r.stream);  // before the send: the acceptance finds it
+  }
   // Over our own limit, or the server's (from its HELLO): the server would
   // close the connection on it, failing every call there.
   limit = std::min(ctx_->options.channel.max_body, peer_max_body_.load(std::memory_order_relaxed));
@@ -76,12 +91,16 @@ ClientTransport::SendResult NativeClientTransport::send_request(OutgoingRequest&
   const error_code ec = too_big ? error_code{} : channel_->send(f);
   r.payload = std::move(f.payload);
   r.attachments = std::move(f.attachments);
+  if (r.stream && (too_big || ec)) opens_->take(r.id);
   if (too_big) return SendResult::too_big;
   if (!ec) return SendResult::sent;
   return ec == transport::errc::write_queue_full ? SendResult::queue_full : SendResult::closed;
 }
 
-void NativeClientTransport::cancel_request(std::uint64_t id) { channel_->send(make_cancel(id)); }
+void NativeClientTransport::cancel_request(std::uint64_t id) {
+  opens_->take(id);  // an open abandoned: an acceptance crossing the CANCEL is reset
+  channel_->send(make_cancel(id));
+}
 
 void NativeClientTransport::close(const error_code& ec, const std::string& reason) { channel_->close(ec, reason); }
 
@@ -95,6 +114,7 @@ void NativeClientTransport::on_frame(transport::Channel& ch, transport::Frame& f
     if (frame.attachments.empty()) return;  // a heartbeat reply: it refreshed last-read
     const std::uint32_t max_body = hello_max_body(frame);
     peer_max_body_.store(max_body, std::memory_order_relaxed);
+    peer_stream_window_.store(hello_stream_window(frame), std::memory_order_relaxed);
     events_->on_handshake(hello_heartbeat(frame), max_body);
     return;
   }
@@ -102,9 +122,32 @@ void NativeClientTransport::on_frame(transport::Channel& ch, transport::Frame& f
     ch.close(transport::make_error_code(transport::errc::protocol_error), "the server sent a request");
     return;
   }
+  if (frame.header.is_stream()) [[unlikely]] {
+    if (!on_stream_frame(ch, frame)) return;  // else: the answer to an OPEN, a reply
+  }
   IncomingReply reply{frame.header.request_id, static_cast<Status>(frame.header.status), frame.payload,
                       frame.attachments};
   events_->on_transport_reply(reply, ctx_->receipt_time(ch));
+}
+
+bool NativeClientTransport::on_stream_frame(transport::Channel& ch, transport::Frame& frame) {
+  const std::uint64_t id = frame.header.request_id;
+  if (stream_op(frame) != StreamOp::open) {
+    // A frame crossing the stream's end (a RESET we sent) finds nothing: dropped.
+    if (auto s = streams_->find(id)) s->on_frame(frame);
+    return false;
+  }
+  // The answer to an OPEN: accepted (ok), or refused (the status says why).
+  auto s = opens_->take(id);
+  if (static_cast<Status>(frame.header.status) != Status::ok) return true;
+  if (!s || !s->bind(channel_, streams_, id, peer_stream_window_.load(std::memory_order_relaxed),
+                     peer_max_body_.load(std::memory_order_relaxed), ch.remote()) ||
+      !streams_->add(id, s)) {
+    // Abandoned meanwhile (its call timed out or was cancelled): the server is told.
+    auto reset = make_stream_frame(StreamOp::reset, id, true);
+    ch.send(reset);
+  }
+  return true;
 }
 
 void NativeClientTransport::on_frames_delivered() { events_->on_batch_end(); }
@@ -112,6 +155,8 @@ void NativeClientTransport::on_frames_delivered() { events_->on_batch_end(); }
 void NativeClientTransport::on_close(transport::Channel& ch, const error_code& ec, const std::string& reason) {
   assert(ch.strand().running_in_this_thread());
   (void)ch;
+  opens_->close();  // their calls are lost attempts: the subchannel fails or retries them
+  for (auto& s : streams_->close()) s->on_connection_lost(ec, reason);
   events_->on_transport_closed(ec, reason);
 }
 

@@ -11,6 +11,7 @@
 #include <wheelrpc/transport/tls.h>
 
 #include "client_transport.h"
+#include "stream_table.h"
 
 namespace wheelrpc::rpc::detail {
 
@@ -35,8 +36,12 @@ class NativeClientTransport final : public ClientTransport, public std::enable_s
   void on_frame(transport::Channel& channel, transport::Frame& frame);
   void on_close(transport::Channel& channel, const boost::system::error_code& ec, const std::string& reason);
   void on_frames_delivered();
+  std::size_t open_streams() const override { return streams_->size(); }
 
  private:
+  /// A stream's frame: routed to its stream. True if it is the answer to an
+  /// OPEN (then a reply for its call, too).
+  bool on_stream_frame(transport::Channel& channel, transport::Frame& frame);
   /// The channel's handler: holds the transport weakly (the transport owns
   /// the channel, so a strong hold both ways would keep both alive if the
   /// executor stopped before a close ran), strongly for one read's batch.
@@ -48,6 +53,11 @@ class NativeClientTransport final : public ClientTransport, public std::enable_s
   std::shared_ptr<transport::Channel> channel_;
   /// The server's max_body, from its HELLO (written on the strand, read by senders).
   std::atomic<std::uint32_t> peer_max_body_{transport::kDefaultMaxBody};
+  /// The server's stream window, from its HELLO: 0, it speaks no streams.
+  std::atomic<std::uint32_t> peer_stream_window_{0};
+  /// Streams whose OPEN was sent and not answered yet, and the open ones.
+  const std::shared_ptr<StreamTable> opens_ = std::make_shared<StreamTable>();
+  const std::shared_ptr<StreamTable> streams_ = std::make_shared<StreamTable>();
 };
 
 }  // namespace wheelrpc::rpc::detail

@@ -38,6 +38,10 @@ void fill_defaults(CallOptions& call, const CallOptions& defaults) noexcept {
   call.idempotent.fill_from(defaults.idempotent);
   call.attempt_timeout.fill_from(defaults.attempt_timeout);
   call.hedge_delay.fill_from(defaults.hedge_delay);
+  call.stream_timeout.fill_from(defaults.stream_timeout);
+  call.message_timeout.fill_from(defaults.message_timeout);
+  call.stall_timeout.fill_from(defaults.stall_timeout);
+  call.first_message_timeout.fill_from(defaults.first_message_timeout);
 }
 
 std::optional<std::string> validate(const CallOptions& o) {
@@ -47,6 +51,13 @@ std::optional<std::string> validate(const CallOptions& o) {
   if (o.attempt_timeout->count() < 0 || o.hedge_delay->count() < 0 || o.attempt_timeout > kLongest ||
       o.hedge_delay > kLongest) {
     return fmt::format("CallOptions::attempt_timeout and hedge_delay must be 0 .. {} ms", kLongest.count());
+  }
+  for (const auto* t : {&o.stream_timeout, &o.message_timeout, &o.stall_timeout, &o.first_message_timeout}) {
+    if ((*t)->count() < 0 || **t > kLongest) {
+      return fmt::format("CallOptions' stream timeouts (stream_timeout, message_timeout, stall_timeout, "
+                         "first_message_timeout) must be 0 .. {} ms, got {} ms",
+                         kLongest.count(), (*t)->count());
+    }
   }
   if (o.timeout > kLongest && o.timeout != CallOptions::kNoDeadline) {
     return fmt::format("CallOptions::timeout must be at most {} ms (or kNoDeadline), got {} ms", kLongest.count(),

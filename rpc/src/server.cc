@@ -35,6 +35,9 @@ const ServiceMethod* Server::service_method(std::string_view path) const { retur
 void Server::handle(std::string method, Handler handler, MethodOptions options) {
   core_->handle(std::move(method), std::move(handler), options);
 }
+void Server::handle_stream(std::string method, StreamHandler handler) {
+  core_->handle_stream(std::move(method), std::move(handler));
+}
 error_code Server::listen(const asio::ip::tcp::endpoint& endpoint) {
   std::string message;
   return core_->listen(endpoint, message);

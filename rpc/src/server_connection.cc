@@ -11,6 +11,8 @@
 #include "control_frames.h"
 #include "log.h"
 #include "server_core.h"
+#include "stream_core.h"
+#include "stream_frames.h"
 
 namespace wheelrpc::rpc::detail {
 
@@ -25,6 +27,7 @@ std::int64_t ServerConnContext::request_done(std::size_t cap) {
 ServerConnection::ServerConnection(std::shared_ptr<ServerCore> core)
     : heartbeat_ms_(std::make_shared<std::atomic<std::int64_t>>(0)), context_(new ServerConnContext) {
   context_->core = std::move(core);
+  context_->streams = std::make_shared<StreamTable>();
 }
 
 void ServerConnection::attach(const std::shared_ptr<ServerConnection>& self,
@@ -115,10 +118,19 @@ void ServerConnection::on_frame(transport::Channel& channel, transport::Frame& f
       channel.send(make_heartbeat_reply(frame.header.request_id));
     } else if (is_cancel(frame)) {
       context_->cancels.add(frame.header.request_id);  // its reply will be dropped
+      // An open the client abandoned, accepted meanwhile: that stream is cancelled.
+      if (auto s = context_->streams->find(frame.header.request_id)) {
+        s->end_local(make_error_code(errc::cancelled), "the client abandoned the stream's opening",
+                     StreamEnd::cancelled);
+      }
     }
     return;  // heartbeat replies (event responses) only refresh last-read
   }
   if (!frame.header.is_request()) return;  // the client never sends responses
+  if (frame.header.is_stream()) [[unlikely]] {
+    on_stream_frame(channel, frame);
+    return;
+  }
   // The request may close the channel (a reply over the write queue
   // bound); the channel keeps this handler alive while it delivers the
   // frame all the same (ChannelHandler::on_frame).
@@ -133,6 +145,27 @@ void ServerConnection::on_frame(transport::Channel& channel, transport::Frame& f
   pause_if_full(channel);
 }
 
+void ServerConnection::on_stream_frame(transport::Channel& channel, transport::Frame& frame) {
+  const std::uint64_t id = frame.header.request_id;
+  if (stream_op(frame) == StreamOp::open) {
+    context_->core->on_stream_open(*this, channel, frame, context_);
+    return;
+  }
+  if (auto s = context_->streams->find(id)) {
+    s->on_frame(frame);
+    return;
+  }
+  // No such stream: it ended (a frame crossing its END, harmless), or never
+  // was (the client's mistake). Either way the client is told, and nothing
+  // else on the connection is disturbed; a RESET needs no answer.
+  if (stream_op(frame) == StreamOp::reset) return;
+  context_->core->count_unknown_stream_frame();
+  auto end = make_stream_frame(StreamOp::end, id, false);
+  end.header.status = static_cast<std::uint8_t>(Status::bad_request);
+  end.payload = fmt::format("no stream {} is open on this connection (a {} frame)", id, frame.header.stream_op);
+  channel.send(end);
+}
+
 void ServerConnection::on_hello(transport::Channel& channel, const transport::Frame& frame) {
   hello_done_ = true;
   hello_timeout_.cancel();
@@ -140,7 +173,10 @@ void ServerConnection::on_hello(transport::Channel& channel, const transport::Fr
   const auto agreed = core.liveness().agree(hello_heartbeat(frame));
   heartbeat_ms_->store(agreed.count(), std::memory_order_relaxed);
   context_->peer_max_body.store(hello_max_body(frame), std::memory_order_relaxed);
-  channel.send(make_hello(frame.header.request_id, agreed, false, core.options().channel.max_body));
+  context_->peer_stream_window.store(hello_stream_window(frame), std::memory_order_relaxed);
+  const auto& streams = core.options().streams;
+  channel.send(make_hello(frame.header.request_id, agreed, false, core.options().channel.max_body,
+                          streams.max_per_connection == 0 ? 0 : streams.window));
 }
 
 void ServerConnection::pause_if_full(transport::Channel& channel) {
@@ -165,6 +201,7 @@ void ServerConnection::on_close(transport::Channel& channel, const boost::system
     context_->core->note_bad_input(first_frame_not_hello_ ? BadInput::no_hello : BadInput::hello_timeout, channel,
                                    reason);
   }
+  for (auto& s : context_->streams->close()) s->on_connection_lost(ec, reason);
   context_->core->on_connection_closed(channel.id());
 }
 

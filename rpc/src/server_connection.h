@@ -18,6 +18,7 @@
 #include <wheelrpc/transport/channel.h>
 
 #include "server_transport.h"
+#include "stream_table.h"
 
 namespace wheelrpc::rpc::detail {
 
@@ -77,6 +78,9 @@ struct ServerConnContext {
   CancelSet cancels;
   std::atomic<std::int64_t> in_flight{0};                                // its requests not yet answered
   std::atomic<std::uint32_t> peer_max_body{transport::kDefaultMaxBody};  // the client's, from its HELLO
+  std::atomic<std::uint32_t> peer_stream_window{0};  // the client's, from its HELLO (0: it speaks no streams)
+  /// Its open streams (null for the in-process calls' context).
+  std::shared_ptr<StreamTable> streams;
 
   /// One of its requests was answered (its reply queued, or dropped): one
   /// fewer in flight; back below `cap` (ServerOptions::limits.
@@ -123,6 +127,8 @@ class ServerConnection final : public transport::ChannelHandler, public ServerTr
   const ConnContextPtr& context() const { return context_; }
 
  private:
+  /// A stream's frame: an OPEN goes to the server; the others to their stream.
+  void on_stream_frame(transport::Channel& channel, transport::Frame& frame);
   /// Answers the HELLO: agrees on the heartbeat and learns the client's max_body.
   void on_hello(transport::Channel& channel, const transport::Frame& frame);
   /// At the connection's limit of requests in flight: reads nothing more

@@ -1,5 +1,7 @@
 #include "server_core.h"
 
+#include "stream_core.h"
+
 #include <algorithm>
 #include <cassert>
 #include <exception>
@@ -456,6 +458,15 @@ void ServerCore::stop(bool flush) {
   for (auto& [id, c] : channels) {
     auto ch = c.channel.lock();
     if (!ch) continue;
+    // Streams still open end with a clear status before their connection closes.
+    if (c.context && c.context->streams) {
+      for (auto& s : c.context->streams->all()) {
+        s->end_local(make_error_code(errc::unavailable),
+                     flush ? "the server shut down: the stream was still open after the shutdown's grace"
+                           : "the server stopped",
+                     StreamEnd::shutdown);
+      }
+    }
     if (flush) {  // a graceful shutdown: the last replies reach their callers
       ch->close_after_flush(transport::make_error_code(transport::errc::closed), "server shut down", kFlushLimit);
     } else {
@@ -496,6 +507,7 @@ bool ServerCore::drained() const {
   if (local_context_->in_flight.load() > 0) return false;
   for (const auto& [id, c] : channels_) {
     if (c.context && c.context->in_flight.load() > 0) return false;
+    if (c.context && c.context->streams && c.context->streams->size() > 0) return false;
   }
   return true;
 }
@@ -515,6 +527,9 @@ ServerStats ServerCore::stats() const {
   s.late_replies = late_replies_.load(std::memory_order_relaxed);
   s.cancelled = cancelled_.load(std::memory_order_relaxed);
   s.oversize_replies = oversize_replies_.load(std::memory_order_relaxed);
+  fill(streams_, s.streams);
+  s.streams_refused = streams_refused_.load(std::memory_order_relaxed);
+  s.unknown_stream_frames = unknown_stream_frames_.load(std::memory_order_relaxed);
   s.read_pauses = read_pauses_.load(std::memory_order_relaxed);
   s.memory_returns = memory_return_ ? memory_return_->returns() : 0;
   s.protocol_errors = bad_input_.total();
@@ -552,6 +567,7 @@ std::vector<ConnectionInfo> ServerCore::connections() const {
                  : info.heartbeat.count() == 0 ? ConnectionInfo::State::connecting  // no HELLO yet
                                                : ConnectionInfo::State::ready;
     info.in_flight = static_cast<std::uint64_t>(std::max<std::int64_t>(0, c.context->in_flight.load()));
+    info.streams = c.context->streams ? c.context->streams->size() : 0;
     out.push_back(std::move(info));
   }
   return out;

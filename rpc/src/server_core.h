@@ -71,6 +71,7 @@
 #include "server_connection.h"
 #include "server_liveness.h"
 #include "server_shutdown.h"
+#include "stream_counters.h"
 
 namespace wheelrpc::rpc::detail {
 
@@ -83,6 +84,15 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   void handle(std::string method, Server::Handler handler, MethodOptions options) {
     admission_.add_method(std::move(method), std::move(handler), options);
   }
+  /// Registers a stream method (Server::handle_stream). Before listening.
+  void handle_stream(std::string method, StreamHandler handler) {
+    stream_handlers_[std::move(method)] = std::move(handler);
+  }
+  /// A client's OPEN (its connection's strand): admitted and accepted, the
+  /// handler started; or refused with a status.
+  void on_stream_open(ServerConnection& conn, transport::Channel& channel, transport::Frame& frame,
+                      const ConnContextPtr& context);
+  void count_unknown_stream_frame() { unknown_stream_frames_.fetch_add(1, std::memory_order_relaxed); }
   /// Registers every method of `service` (Server::add_service). Before listening.
   void add_service(const Service& service);
   /// The typed method under `path`, or nullptr. Any thread.
@@ -233,6 +243,12 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   // Typed methods by wire path (Server::add_service), for the gateway.
   std::unordered_map<std::string, const ServiceMethod*> service_methods_ WHEELRPC_GUARDED_BY(mu_);
 
+  // Streams (stream_core.h): handlers by method (fixed once listening), counters.
+  std::unordered_map<std::string, StreamHandler> stream_handlers_;
+  StreamCounters streams_;
+  std::atomic<std::uint64_t> streams_refused_{0}, unknown_stream_frames_{0};
+  /// A stream ended: a graceful shutdown may be done.
+  static void on_stream_end(const void* core);
   common::WorkGate timer_work_;                  // deadline, HELLO-timeout, grace and drain callbacks in progress
   std::shared_ptr<MemoryReturn> memory_return_;  // gives back what closed connections freed (null: off)
 

@@ -55,6 +55,10 @@ StatusCode status_code_of(const boost::system::error_code& ec) noexcept {
       case errc::cancelled: return StatusCode::cancelled;
       case errc::too_many_pending: return StatusCode::resource_exhausted;
       case errc::resource_exhausted: return StatusCode::resource_exhausted;
+      case errc::message_timeout: return StatusCode::deadline_exceeded;
+      case errc::write_stall: return StatusCode::deadline_exceeded;
+      case errc::first_message_timeout: return StatusCode::deadline_exceeded;
+      case errc::stream_closed: return StatusCode::failed_precondition;
     }
     return StatusCode::unknown;
   }

@@ -240,6 +240,7 @@ bool Subchannel::place(Call& call, CallPtr& spare, bool sweep, TimePoint deadlin
 Subchannel::SendResult Subchannel::send(const Placed& placed, Call& call, std::chrono::milliseconds wire,
                                         std::size_t& body, std::uint32_t& limit) {
   OutgoingRequest request{placed.id, call.method, call.payload, call.attachments, {}, {}, wire};
+  if (call.stream) request.stream = &call.stream;
   if (call.send_trace) {
     request.extra_key = kTraceparentKey;
     request.extra_value = std::string_view(call.traceparent.data(), call.traceparent.size());
@@ -432,7 +433,10 @@ ConnectionInfo Subchannel::info(TimePoint t) const {
   std::shared_ptr<transport::Channel> ch;
   {
     Lock lock(mu_);
-    if (transport_) ch = transport_->channel();
+    if (transport_) {
+      ch = transport_->channel();
+      info.streams = transport_->open_streams();
+    }
     switch (state_) {
       case State::idle:
         info.state =

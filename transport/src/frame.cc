@@ -15,7 +15,7 @@ namespace {
 
 // Flag bits this version knows. The rest are reserved: sent as 0 and masked off
 // on receipt, so a later version can give them a meaning old peers ignore.
-constexpr std::uint8_t kKnownFlags = kFlagRequest | kFlagTwoWay | kFlagEvent;
+constexpr std::uint8_t kKnownFlags = kFlagRequest | kFlagTwoWay | kFlagEvent | kFlagStream;
 constexpr std::size_t kMaxAttachments = std::numeric_limits<std::uint16_t>::max();
 constexpr std::size_t kMaxBodySize = std::numeric_limits<std::uint32_t>::max();
 // method_len (u8) + attachment_count (u16): the least a non-empty body holds.
@@ -151,8 +151,8 @@ void encode_frame(const Frame& f, std::string& out) {
   p = put_u8(p, f.header.version);
   p = put_u8(p, static_cast<std::uint8_t>(f.header.flags & kKnownFlags));
   p = put_u8(p, f.header.status);
-  p = put_u8(p, 0);  // 3 reserved bytes
-  p = put_u16(p, 0);
+  p = put_u8(p, f.header.stream_op);
+  p = put_u16(p, 0);  // 2 reserved bytes
   p = put_u64(p, f.header.request_id);
   p = put_u32(p, f.header.deadline_ms);
   p = put_u32(p, static_cast<std::uint32_t>(body));
@@ -263,6 +263,7 @@ FrameDecoder::Result FrameDecoder::decode(const std::uint8_t* data, std::size_t 
   out.header.version = data[2];
   out.header.flags = static_cast<std::uint8_t>(data[3] & kKnownFlags);
   out.header.status = data[4];
+  out.header.stream_op = data[5];
   out.header.request_id = get_u64(data + 8);
   out.header.deadline_ms = get_u32(data + 16);
   out.header.body_len = body_len;

@@ -18,6 +18,7 @@
 #include <boost/system/error_code.hpp>
 
 #include <wheelrpc/rpc/call_error.h>
+#include <wheelrpc/rpc/client_stream.h>
 #include <wheelrpc/rpc/detail/throwing_handler.h>
 #include <wheelrpc/rpc/errc.h>
 #include <wheelrpc/rpc/introspection.h>
@@ -64,6 +65,7 @@ struct ClientStats {
   std::uint64_t providers_added = 0;     ///< providers that joined the set (the first ones included)
   std::uint64_t providers_removed = 0;   ///< providers that left the set
   std::uint64_t empty_sets_ignored = 0;  ///< empty sets not applied (ClientOptions::empty_protection)
+  StreamStats streams;                   ///< streams opened, open, messages, ends by cause
 };
 
 /// One provider (server) of a client, as `Client::providers()` reports it.
@@ -192,6 +194,30 @@ class Client {
     }
   }
 
+  /// Completion signature of async_open_stream.
+  using StreamSignature = void(boost::system::error_code, ClientStream);
+  /// Opens a stream to `method` (docs/streams.md): a provider is picked as
+  /// for a call (load balancing, wait_for_ready, the registry, empty
+  /// protection) and the stream stays on it. Opening is bounded by
+  /// options.timeout (or stream_timeout / first_message_timeout when
+  /// sooner); a refusal before anything was delivered (the provider
+  /// overloaded, shutting down, its connection lost) is retried on another
+  /// provider as a call is, up to options.retries; never hedged. Completes
+  /// once the server accepted it, with the stream; or with the error and a
+  /// ClientStream whose error_message() says why (use_awaitable and
+  /// use_future throw CallError): StatusCode::unimplemented for a server
+  /// without streams, errc::method_not_found, errc::resource_exhausted at
+  /// its stream limit, errc::timeout, errc::first_message_timeout, ...
+  template <class Token>
+  auto async_open_stream(std::string method, CallOptions options, Token&& token) {
+    auto stream = make_stream(method, options);
+    return detail::initiate_stream_op<StreamSignature>(
+        stream, std::forward<Token>(token),
+        [this, stream, m = std::move(method),
+         o = std::move(options)](boost::asio::any_completion_handler<StreamSignature> h) mutable {
+          start_stream(std::move(stream), std::move(m), std::move(o), std::move(h));
+        });
+  }
   /// Blocking convenience: waits for the call and returns the response; throws
   /// CallError on failure. Called from a thread that runs the client's
   /// executor it would wait for itself (the reply and the deadline both need
@@ -248,6 +274,9 @@ class Client {
  private:
   void start_call(std::string method, std::string payload, CallOptions options,
                   boost::asio::any_completion_handler<Signature> handler);
+  std::shared_ptr<detail::StreamCore> make_stream(const std::string& method, CallOptions& options);
+  void start_stream(std::shared_ptr<detail::StreamCore> stream, std::string method, CallOptions options,
+                    boost::asio::any_completion_handler<StreamSignature> handler);
 
   std::shared_ptr<detail::ClientCore> core_;
 };

@@ -20,6 +20,10 @@ enum class errc {
   too_many_pending,    ///< the client's limit on calls in flight was reached
   resource_exhausted,  ///< the server refused the call unprocessed for lack of capacity (a method at its
                        ///< concurrency limit, Server::handle's MethodOptions): retried on another provider
+  message_timeout,        ///< a stream received no message for its message-idle timeout
+  write_stall,            ///< a stream's write waited for the peer's credit for its write-stall timeout
+  first_message_timeout,  ///< a stream had no response headers or no first message within its timeout
+  stream_closed,          ///< a write on a stream that already ended (or after writes_done)
 };
 
 /// The category whose name is "wheelrpc.rpc". Thread-safe.

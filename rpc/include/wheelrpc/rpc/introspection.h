@@ -134,6 +134,7 @@ struct ConnectionInfo {
   std::uint64_t reconnect_attempts = 0;           ///< client: connect attempts to this provider so far
   std::chrono::milliseconds next_attempt_in{-1};  ///< client in backoff: until the next connect attempt; -1 otherwise
   std::uint64_t in_flight = 0;                    ///< calls (client: attempts) waiting for a reply on it
+  std::uint64_t streams = 0;                      ///< streams open on it
 };
 std::string_view connection_state_name(ConnectionInfo::State state) noexcept;
 

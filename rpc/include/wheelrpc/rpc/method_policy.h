@@ -19,6 +19,10 @@ struct MethodPolicy {
   std::optional<std::chrono::milliseconds> attempt_timeout{};  ///< attempt_timeout_ms
   std::optional<std::chrono::milliseconds> hedge_delay{};      ///< hedge_delay_ms
   std::optional<bool> wait_for_ready{};                        ///< wait_for_ready
+  std::optional<std::chrono::milliseconds> stream_timeout{};         ///< stream_timeout_ms
+  std::optional<std::chrono::milliseconds> message_timeout{};        ///< message_timeout_ms
+  std::optional<std::chrono::milliseconds> stall_timeout{};          ///< stall_timeout_ms
+  std::optional<std::chrono::milliseconds> first_message_timeout{};  ///< first_message_timeout_ms
 };
 
 /// Fills every policy Setting of `call` that the call did not give from
@@ -31,6 +35,10 @@ inline void fill_policy(CallOptions& call, const MethodPolicy& policy) noexcept 
   if (policy.attempt_timeout) call.attempt_timeout.fill_from(*policy.attempt_timeout);
   if (policy.hedge_delay) call.hedge_delay.fill_from(*policy.hedge_delay);
   if (policy.wait_for_ready) call.wait_for_ready.fill_from(*policy.wait_for_ready);
+  if (policy.stream_timeout) call.stream_timeout.fill_from(*policy.stream_timeout);
+  if (policy.message_timeout) call.message_timeout.fill_from(*policy.message_timeout);
+  if (policy.stall_timeout) call.stall_timeout.fill_from(*policy.stall_timeout);
+  if (policy.first_message_timeout) call.first_message_timeout.fill_from(*policy.first_message_timeout);
 }
 
 }  // namespace wheelrpc::rpc

@@ -119,6 +119,29 @@ struct CallOptions {
   /// and is not sent.
   bool inherit_deadline = true;
 
+  /// Streams (Client::async_open_stream; docs/streams.md). Each is a timer
+  /// on the shared wheel; 0 (the default of all four) = off. Opening a
+  /// stream (until the server accepts it: connect, wait for ready, retries,
+  /// admission) is bounded by `timeout` above, or by either of the first two
+  /// below when sooner; once open, only these apply.
+  /// - stream_timeout: the whole stream's budget from its start, propagated
+  ///   to the server as a unary deadline is (errc::timeout);
+  /// - message_timeout: no message received for this long (errc::
+  ///   message_timeout); not reset by connection heartbeats, off once the
+  ///   server ended its side;
+  /// - stall_timeout: a write has waited this long for the server's credit
+  ///   (it stopped reading, or is frozen with full buffers: errc::write_stall);
+  /// - first_message_timeout: no response headers, or no first message, this
+  ///   long after the start (errc::first_message_timeout).
+  Setting<std::chrono::milliseconds> stream_timeout =
+      Setting<std::chrono::milliseconds>::by_default(std::chrono::milliseconds(0));
+  Setting<std::chrono::milliseconds> message_timeout =
+      Setting<std::chrono::milliseconds>::by_default(std::chrono::milliseconds(0));
+  Setting<std::chrono::milliseconds> stall_timeout =
+      Setting<std::chrono::milliseconds>::by_default(std::chrono::milliseconds(0));
+  Setting<std::chrono::milliseconds> first_message_timeout =
+      Setting<std::chrono::milliseconds>::by_default(std::chrono::milliseconds(0));
+
   /// Typed calls (whose completion carries the reply message, not a
   /// Response): when set, the reply's metadata (the attachments the handler
   /// replied with) and, on failure, the call's full error message are stored
@@ -263,6 +286,13 @@ struct ClientOptions {
   /// The files are checked by the constructor. docs/security.md, "TLS".
   transport::TlsOptions tls;
 
+  /// Streams this client opens: the credit window it grants each (bytes the
+  /// server may send ahead of what the application read; default 64 KiB,
+  /// 1 KiB .. 1 GiB) and the largest message it takes on one (default
+  /// 4 MiB; a larger one ends that stream with errc::resource_exhausted).
+  std::uint32_t stream_window = 64 * 1024;
+  std::uint32_t max_stream_message = 4u << 20;
+
   /// Interceptors run once per call, in this order, before load balancing,
   /// retries and hedging; their on_complete in the reverse order
   /// (ClientInterceptor, docs/interceptors.md). Not null. Default none: the
@@ -310,6 +340,27 @@ struct ServerLimits {
   std::size_t max_requests_per_connection = 1024;
 };
 
+/// A server's limits on streams (docs/streams.md, "Limits").
+struct ServerStreamOptions {
+  /// Streams open at once on one connection; one beyond it is refused at
+  /// its start with Status::overloaded (errc::resource_exhausted, which the
+  /// client retries on another provider). Default 1024; 0 = no streams.
+  std::size_t max_per_connection = 1024;
+  /// The credit window granted to each stream: bytes the client may send
+  /// ahead of what the handler read. Default 64 KiB; 1 KiB .. 1 GiB.
+  std::uint32_t window = 64 * 1024;
+  /// Largest message taken on a stream; a larger one ends that stream with
+  /// RESOURCE_EXHAUSTED, the connection stays. Default 4 MiB.
+  std::uint32_t max_message = 4u << 20;
+  /// Server-side message-idle timeout: a stream whose client sends no
+  /// message for this long (and has not half-closed) is ended with
+  /// DEADLINE_EXCEEDED, freeing what it holds. Default 0 = off.
+  std::chrono::milliseconds message_timeout{0};
+  /// Server-side write-stall timeout: a handler's write that waited this
+  /// long for the client's credit ends the stream. Default 0 = off.
+  std::chrono::milliseconds stall_timeout{0};
+};
+
 /// How a server sheds the work it cannot finish in time; docs/security.md,
 /// "Overload".
 struct OverloadOptions {
@@ -351,6 +402,9 @@ struct ServerOptions {
 
   /// Deadline admission, the queue's controlled delay, the concurrency limit.
   OverloadOptions overload;
+
+  /// Streams (docs/streams.md).
+  ServerStreamOptions streams;
 
   /// Socket-level limits (largest body accepted, write queue bound, buffers).
   transport::ChannelOptions channel;

@@ -21,6 +21,7 @@
 #include <wheelrpc/rpc/introspection.h>
 #include <wheelrpc/rpc/options.h>
 #include <wheelrpc/rpc/response.h>
+#include <wheelrpc/rpc/server_stream.h>
 #include <wheelrpc/rpc/status_code.h>
 #include <wheelrpc/timer/timer.h>
 #include <wheelrpc/transport/frame.h>
@@ -129,6 +130,10 @@ struct ServerStats {
   std::uint64_t in_flight = 0;         ///< requests not yet answered on the open connections (now)
   std::uint64_t refused_shutting_down = 0;  ///< requests refused by a graceful shutdown
   std::uint64_t refused_offline = 0;        ///< requests refused while offline (set_online(false))
+  StreamStats streams;                      ///< streams opened, open, messages, ends by cause
+  std::uint64_t streams_refused = 0;        ///< streams refused at their start (offline, shutting down, no such
+                                            ///< method, a limit)
+  std::uint64_t unknown_stream_frames = 0;  ///< stream frames for no open stream (answered with an END)
   std::uint64_t refused_overloaded = 0;     ///< requests refused at their method's max_concurrency
                                             ///< or the server's (ServerOptions::overload.max_concurrency)
   std::uint64_t refused_connections = 0;    ///< connections closed at once over ServerOptions::limits.max_connections
@@ -182,6 +187,14 @@ class Server {
   /// Registers `handler` for `method` (replacing an earlier one), with its
   /// limits (MethodOptions::max_concurrency).
   void handle(std::string method, Handler handler, MethodOptions options = {});
+
+  /// Registers `handler` for the streams a client opens to `method`
+  /// (docs/streams.md), replacing an earlier one. At a stream's start the
+  /// server applies what it applies to a request (offline, shutting down,
+  /// ServerOptions::overload.max_concurrency counting open streams too) and
+  /// ServerOptions::streams.max_per_connection; a stream refused there never
+  /// reaches the handler (the client may retry it elsewhere). Before listen().
+  void handle_stream(std::string method, StreamHandler handler);
 
   /// Registers every method of a typed service (a class derived from a
   /// generated `Greeter::Service` or `Greeter::CallbackService`), each under

@@ -27,12 +27,17 @@ enum FrameFlag : std::uint8_t {
   kFlagRequest = 0x01,  ///< a request (else a response)
   kFlagTwoWay = 0x02,   ///< the request expects a response
   kFlagEvent = 0x04,    ///< a protocol event (HELLO, heartbeat), not an application call
+  kFlagStream = 0x08,   ///< a frame of a stream; `stream_op` says which (docs/protocol.md, "Streams")
 };
 
 struct FrameHeader {
   std::uint8_t version = kProtocolVersion;
   std::uint8_t flags = 0;
   std::uint8_t status = 0;  ///< responses: 0 = success; the values belong to the layer above (rpc::Status)
+  /// Stream frames (kFlagStream): what the frame does to its stream; the
+  /// values belong to the layer above. 0 otherwise (sent as 0, and a peer
+  /// without streams ignores the byte).
+  std::uint8_t stream_op = 0;
   std::uint64_t request_id = 0;
   std::uint32_t deadline_ms = 0;  ///< remaining budget of the caller; 0 = none
   std::uint32_t body_len = 0;     ///< filled in by encode_frame
@@ -40,6 +45,7 @@ struct FrameHeader {
   bool is_request() const noexcept { return flags & kFlagRequest; }
   bool is_two_way() const noexcept { return flags & kFlagTwoWay; }
   bool is_event() const noexcept { return flags & kFlagEvent; }
+  bool is_stream() const noexcept { return flags & kFlagStream; }
 };
 
 /// Key/value pairs carried with a call (trace ids, auth tokens...), in order.

@@ -1,0 +1,758 @@
+#include "stream_core.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+
+#include <fmt/format.h>
+
+#include <wheelrpc/rpc/errc.h>
+#include <wheelrpc/rpc/status_code.h>
+#include <wheelrpc/transport/errc.h>
+
+#include "log.h"
+#include "stream_table.h"
+
+#include <wheelrpc/rpc/server_stream.h>
+
+namespace wheelrpc::rpc {
+
+std::string_view to_string(StreamTimer timer) noexcept {
+  switch (timer) {
+    case StreamTimer::deadline: return "deadline";
+    case StreamTimer::message_idle: return "message-idle";
+    case StreamTimer::write_stall: return "write-stall";
+    case StreamTimer::first_message: return "first-message";
+  }
+  return "?";
+}
+
+namespace detail {
+using boost::system::error_code;
+namespace asio = boost::asio;
+
+const char* to_label(StreamEnd e) noexcept {
+  static constexpr const char* kLabels[kStreamEndKinds] = {
+      "ok",       "error",           "cancelled", "deadline", "message_idle", "write_stall", "first_message",
+      "connection_lost", "refused", "protocol", "shutdown"};
+  const auto i = static_cast<std::size_t>(e);
+  return i < kStreamEndKinds ? kLabels[i] : "?";
+}
+
+/// Handlers to run once the lock is released, each dispatched to its
+/// associated executor (the stream's by default): inline when already there.
+struct StreamCore::Pending {
+  struct Read {
+    StreamReadHandler h;
+    error_code ec;
+    std::optional<std::string> message;
+  };
+  struct Done {
+    StreamDoneHandler h;
+    error_code ec;
+  };
+  std::vector<Read> reads;
+  std::vector<Done> dones;
+  void read(StreamReadHandler& h, error_code ec, std::optional<std::string> m) {
+    if (h) reads.push_back({std::move(h), ec, std::move(m)});
+  }
+  void done(StreamDoneHandler& h, error_code ec) {
+    if (h) dones.push_back({std::move(h), ec});
+  }
+};
+
+namespace {
+
+std::chrono::milliseconds ms_between(StreamCore::TimePoint from, StreamCore::TimePoint to) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from);
+}
+
+template <class Handler, class... Args>
+void complete(const asio::any_io_executor& fallback, Handler h, Args... args) {
+  auto ex = asio::get_associated_executor(h, fallback);
+  asio::dispatch(ex, [h = std::move(h), ... a = std::move(args)]() mutable {
+    auto slot = asio::get_associated_cancellation_slot(h);
+    if (slot.is_connected()) slot.clear();
+    std::move(h)(std::move(a)...);
+  });
+}
+
+std::size_t index(StreamTimer t) { return static_cast<std::size_t>(t); }
+
+}  // namespace
+
+template <class Handler>
+void StreamCore::watch_cancellation(Handler& h) {
+  auto slot = asio::get_associated_cancellation_slot(h);
+  if (!slot.is_connected()) return;
+  slot.assign([weak = weak_from_this()](asio::cancellation_type) {
+    if (auto self = weak.lock()) {
+      self->end_local(asio::error::operation_aborted, "cancelled through the completion token's cancellation slot",
+                      StreamEnd::cancelled);
+    }
+  });
+}
+
+namespace {
+
+}  // namespace
+
+StreamCore::StreamCore(Settings s) : s_(std::move(s)), start_(now()) {
+  last_message_ = start_;
+  if (s_.counters) {
+    s_.counters->opened.fetch_add(1, std::memory_order_relaxed);
+    s_.counters->open.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+StreamCore::~StreamCore() {
+  // Every stream ends before it goes (the transport's table, the handle, or
+  // the failed open end it); one that never started counts as refused.
+  common::LockGuard lock(mu_);
+  if (!ended_ && s_.counters) {
+    s_.counters->open.fetch_sub(1, std::memory_order_relaxed);
+    s_.counters->ends[static_cast<std::size_t>(StreamEnd::refused)].fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+std::chrono::milliseconds StreamCore::remaining_budget() const {
+  if (s_.deadline.count() <= 0) return std::chrono::milliseconds(0);
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(start_ + s_.deadline - now());
+  return std::max(left, std::chrono::milliseconds(1));
+}
+
+void StreamCore::start() {
+  Pending p;
+  {
+    common::LockGuard lock(mu_);
+    if (s_.deadline.count() > 0) {
+      deadline_at_ = start_ + s_.deadline;
+      arm(StreamTimer::deadline, start_ + s_.deadline);
+    }
+    if (s_.first_message_timeout.count() > 0) arm(StreamTimer::first_message, start_ + s_.first_message_timeout);
+  }
+  run(p);
+}
+
+void StreamCore::set_request(transport::Attachments metadata, std::optional<TimePoint> deadline) {
+  metadata_ = std::move(metadata);
+  if (deadline) {
+    common::LockGuard lock(mu_);
+    deadline_at_ = deadline;
+    arm(StreamTimer::deadline, *deadline);
+  }
+}
+
+bool StreamCore::bind(const std::shared_ptr<transport::Channel>& channel, std::weak_ptr<StreamTable> table,
+                      std::uint64_t id, std::uint32_t peer_window, std::uint32_t peer_max_body,
+                      std::string peer) {
+  common::LockGuard lock(mu_);
+  if (ended_) return false;
+  channel_ = channel;
+  table_ = std::move(table);
+  id_.store(id, std::memory_order_relaxed);
+  peer_window_ = peer_window;
+  peer_max_body_ = peer_max_body;
+  if (s_.message_timeout.count() > 0) {  // counted from when messages can flow
+    last_message_ = now();
+    arm(StreamTimer::message_idle, last_message_ + s_.message_timeout);
+  }
+  send_credit_ = peer_window;
+  peer_ = std::move(peer);
+  bound_ = true;
+  return true;
+}
+
+void StreamCore::fail_open(const error_code& ec, std::string message) {
+  Pending p;
+  {
+    common::LockGuard lock(mu_);
+    if (ended_) return;
+    // The open's own deadline, when a stream timer bounded it, is that timer's.
+    error_code e = ec;
+    if (ec == errc::timeout && s_.first_message_timeout.count() > 0 &&
+        (s_.deadline.count() == 0 || s_.first_message_timeout <= s_.deadline)) {
+      e = make_error_code(errc::first_message_timeout);
+      fired_ = StreamTimer::first_message;
+      fired_elapsed_ = ms_between(start_, now());
+      message = fmt::format("stream '{}': first-message timeout after {} ms: no response headers (timer {} ms): {}",
+                            s_.method, fired_elapsed_.count(), s_.first_message_timeout.count(), message);
+    }
+    end_locked(e, std::move(message), fired_ ? StreamEnd::first_message : StreamEnd::refused, Wire::none, p);
+  }
+  run(p);
+}
+
+boost::system::error_code StreamCore::open_result(const error_code& ec) const {
+  common::LockGuard lock(mu_);
+  if (bound_) return {};
+  if (ended_) return end_ec_ ? end_ec_ : make_error_code(errc::stream_closed);
+  return ec;
+}
+
+void fill(const StreamCounters& c, StreamStats& out) noexcept {
+  auto get = [&](StreamEnd e) { return c.ends[static_cast<std::size_t>(e)].load(std::memory_order_relaxed); };
+  out.opened = c.opened.load(std::memory_order_relaxed);
+  out.open = static_cast<std::uint64_t>(std::max<std::int64_t>(c.open.load(std::memory_order_relaxed), 0));
+  out.messages_in = c.messages_in.load(std::memory_order_relaxed);
+  out.messages_out = c.messages_out.load(std::memory_order_relaxed);
+  out.ends.ok = get(StreamEnd::ok);
+  out.ends.error = get(StreamEnd::error);
+  out.ends.cancelled = get(StreamEnd::cancelled);
+  out.ends.deadline = get(StreamEnd::deadline);
+  out.ends.message_idle = get(StreamEnd::message_idle);
+  out.ends.write_stall = get(StreamEnd::write_stall);
+  out.ends.first_message = get(StreamEnd::first_message);
+  out.ends.connection_lost = get(StreamEnd::connection_lost);
+  out.ends.refused = get(StreamEnd::refused);
+  out.ends.protocol = get(StreamEnd::protocol);
+  out.ends.shutdown = get(StreamEnd::shutdown);
+}
+
+// ---- frames -----------------------------------------------------------------
+
+void StreamCore::on_frame(transport::Frame& f) {
+  Pending p;
+  {
+    common::LockGuard lock(mu_);
+    if (ended_) return;
+    switch (stream_op(f)) {
+      case StreamOp::message: on_message(f, p); break;
+      case StreamOp::credit: on_credit(f.header.deadline_ms, p); break;
+      case StreamOp::half_close:
+        if (s_.client) break;  // not the server's to send: ignored
+        if (peer_done_) {
+          end_locked(make_error_code(StatusCode::internal), describe("the client half-closed twice"),
+                     StreamEnd::protocol, Wire::end, p);
+          break;
+        }
+        peer_done_ = true;
+        if (read_ && inbox_head_ == inbox_.size()) p.read(read_, {}, std::nullopt);
+        break;
+      case StreamOp::end:
+        if (s_.client) on_end_frame(f, p);
+        break;
+      case StreamOp::reset:
+        if (!s_.client) {
+          end_locked(make_error_code(errc::cancelled), describe("the client cancelled the stream"),
+                     StreamEnd::cancelled, Wire::none, p);
+        }
+        break;
+      default:
+        end_locked(make_error_code(StatusCode::internal),
+                   describe(fmt::format("unknown stream frame op {}", f.header.stream_op)), StreamEnd::protocol,
+                   s_.client ? Wire::reset : Wire::end, p);
+        break;
+    }
+  }
+  run(p);
+}
+
+void StreamCore::on_message(transport::Frame& f, Pending& p) {
+  const Wire wire = s_.client ? Wire::reset : Wire::end;
+  if (peer_done_) {
+    end_locked(make_error_code(StatusCode::internal), describe("a message after the peer's half-close"),
+               StreamEnd::protocol, wire, p);
+    return;
+  }
+  const std::size_t size = f.payload.size();
+  if (size > s_.max_message) {
+    end_locked(make_error_code(errc::resource_exhausted),
+               describe(fmt::format("a message of {} bytes exceeds the limit of {} bytes", size, s_.max_message)),
+               StreamEnd::protocol, wire, p);
+    return;
+  }
+  const std::uint64_t cost = message_cost(size);
+  // A peer may send a message larger than the whole window only alone.
+  if (recv_outstanding_ + cost > s_.window && recv_outstanding_ != 0) {
+    end_locked(make_error_code(errc::resource_exhausted),
+               describe(fmt::format("the peer sent {} bytes past its credit window of {} bytes",
+                                    recv_outstanding_ + cost - s_.window, s_.window)),
+               StreamEnd::protocol, wire, p);
+    return;
+  }
+  recv_outstanding_ += cost;
+  ++received_;
+  bytes_received_ += size;
+  last_message_ = now();
+  if (s_.counters) s_.counters->messages_in.fetch_add(1, std::memory_order_relaxed);
+  if (received_ == 1 && armed_[index(StreamTimer::first_message)]) {
+    timeouts_[index(StreamTimer::first_message)].cancel();
+    armed_[index(StreamTimer::first_message)] = false;
+  }
+  if (read_) {
+    consumed(cost);
+    p.read(read_, {}, std::move(f.payload));
+    f.payload.clear();
+    return;
+  }
+  if (inbox_head_ == inbox_.size()) {
+    inbox_.clear();
+    inbox_head_ = 0;
+  }
+  inbox_.push_back(std::move(f.payload));
+  f.payload.clear();
+}
+
+void StreamCore::on_credit(std::uint64_t n, Pending& p) {
+  if (n == 0 || static_cast<std::uint64_t>(std::max<std::int64_t>(send_credit_, 0)) + n > kMaxCredit) {
+    end_locked(make_error_code(StatusCode::internal),
+               describe(fmt::format("a credit of {} bytes overflows the window (holding {})", n, send_credit_)),
+               StreamEnd::protocol, s_.client ? Wire::reset : Wire::end, p);
+    return;
+  }
+  send_credit_ += static_cast<std::int64_t>(n);
+  try_send_write(p);
+}
+
+void StreamCore::on_end_frame(transport::Frame& f, Pending& p) {
+  const auto status = static_cast<Status>(f.header.status);
+  trailers_ = std::move(f.attachments);
+  peer_done_ = true;
+  if (status == Status::ok) {
+    end_locked({}, {}, StreamEnd::ok, Wire::none, p);
+    return;
+  }
+  const error_code ec = status_error(status);
+  std::string message = f.payload.empty() ? ec.message() : std::move(f.payload);
+  end_locked(ec, describe(fmt::format("the server ended it: {}", message)), StreamEnd::error, Wire::none, p);
+}
+
+void StreamCore::on_connection_lost(const error_code& ec, const std::string& reason) {
+  Pending p;
+  {
+    common::LockGuard lock(mu_);
+    if (ended_) return;
+    end_locked(make_error_code(errc::connection_lost),
+               describe(fmt::format("the connection was lost: {}", reason.empty() ? ec.message() : reason)),
+               StreamEnd::connection_lost, Wire::none, p);
+  }
+  run(p);
+}
+
+// ---- the user ---------------------------------------------------------------
+
+void StreamCore::read(StreamReadHandler h) {
+  Pending p;
+  {
+    common::LockGuard lock(mu_);
+    if (read_) {
+      p.read(h, make_error_code(errc::bad_request), std::nullopt);  // one read at a time
+    } else if (inbox_head_ < inbox_.size()) {
+      std::string m = std::move(inbox_[inbox_head_++]);
+      if (!ended_) consumed(message_cost(m.size()));
+      p.read(h, {}, std::move(m));
+    } else if (ended_ && (end_ec_ || !peer_done_)) {
+      p.read(h, end_ec_ ? end_ec_ : make_error_code(errc::stream_closed), std::nullopt);
+    } else if (peer_done_) {
+      p.read(h, {}, std::nullopt);
+    } else {
+      watch_cancellation(h);
+      read_ = std::move(h);
+    }
+  }
+  run(p);
+}
+
+void StreamCore::write(std::string message, StreamDoneHandler h) {
+  Pending p;
+  {
+    common::LockGuard lock(mu_);
+    if (ended_ || writes_done_ || finished_) {
+      p.done(h, ended_ && end_ec_ ? end_ec_ : make_error_code(errc::stream_closed));
+    } else if (write_) {
+      p.done(h, make_error_code(errc::bad_request));  // one write at a time
+    } else if (message_cost(message.size()) - transport::kHeaderSize > peer_max_body_) {
+      p.done(h, make_error_code(errc::bad_request));  // the peer would close the connection on it
+    } else {
+      write_msg_ = std::move(message);
+      watch_cancellation(h);
+      write_ = std::move(h);
+      stall_since_ = now();
+      try_send_write(p);
+      if (write_ && s_.stall_timeout.count() > 0 && !armed_[index(StreamTimer::write_stall)]) {
+        arm(StreamTimer::write_stall, stall_since_ + s_.stall_timeout);
+      }
+    }
+  }
+  run(p);
+}
+
+bool StreamCore::can_send(std::uint64_t cost) const {
+  return static_cast<std::int64_t>(cost) <= send_credit_ || send_credit_ == static_cast<std::int64_t>(peer_window_);
+}
+
+void StreamCore::try_send_write(Pending& p) {
+  if (!write_ || !bound_ || !can_send(message_cost(write_msg_.size()))) return;
+  send_message(write_msg_, p);
+  if (ended_) return;  // the send failed and ended it
+  p.done(write_, {});
+  write_msg_ = std::string();
+  if (half_close_after_write_) {
+    half_close_after_write_ = false;
+    auto f = make_stream_frame(StreamOp::half_close, id(), true);
+    send(f);
+    p.done(writes_done_h_, {});
+  }
+}
+
+void StreamCore::send_message(std::string& payload, Pending& p) {
+  const std::uint64_t cost = message_cost(payload.size());
+  auto f = make_stream_frame(StreamOp::message, id(), s_.client);
+  f.payload = std::move(payload);
+  const error_code ec = channel_->send(f);
+  payload = std::move(f.payload);
+  if (ec == transport::errc::write_queue_full) {
+    end_locked(make_error_code(errc::resource_exhausted),
+               describe("the connection's write queue is full (ChannelOptions::max_write_queue_bytes)"),
+               StreamEnd::protocol, s_.client ? Wire::reset : Wire::end, p);
+    return;
+  }
+  // A closed channel: its close ends the stream (on_connection_lost).
+  send_credit_ -= static_cast<std::int64_t>(cost);
+  ++sent_;
+  bytes_sent_ += payload.size();
+  if (s_.counters) s_.counters->messages_out.fetch_add(1, std::memory_order_relaxed);
+}
+
+void StreamCore::consumed(std::uint64_t cost) {
+  recv_consumed_ += cost;
+  if (recv_consumed_ < s_.window / 2 || !bound_ || ended_ || peer_done_) return;
+  auto f = make_stream_frame(StreamOp::credit, id(), s_.client);
+  f.header.deadline_ms = static_cast<std::uint32_t>(recv_consumed_);
+  recv_outstanding_ -= std::min(recv_outstanding_, recv_consumed_);
+  recv_consumed_ = 0;
+  send(f);
+}
+
+void StreamCore::send(transport::Frame& f) {
+  if (channel_) channel_->send(f);
+}
+
+void StreamCore::writes_done(StreamDoneHandler h) {
+  Pending p;
+  {
+    common::LockGuard lock(mu_);
+    if (!s_.client || ended_ || writes_done_) {
+      p.done(h, ended_ && end_ec_ ? end_ec_ : make_error_code(errc::stream_closed));
+    } else {
+      writes_done_ = true;
+      if (write_) {  // after the write that waits for credit
+        half_close_after_write_ = true;
+        writes_done_h_ = std::move(h);
+      } else {
+        auto f = make_stream_frame(StreamOp::half_close, id(), true);
+        send(f);
+        p.done(h, {});
+      }
+    }
+  }
+  run(p);
+}
+
+void StreamCore::wait_end(StreamDoneHandler h) {
+  Pending p;
+  {
+    common::LockGuard lock(mu_);
+    if (ended_) {
+      p.done(h, end_ec_);
+    } else {
+      watch_cancellation(h);
+      end_waiters_.push_back(std::move(h));
+    }
+  }
+  run(p);
+}
+
+void StreamCore::end_local(error_code ec, std::string message, StreamEnd cause) {
+  Pending p;
+  {
+    common::LockGuard lock(mu_);
+    if (ended_) return;
+    end_locked(ec, describe(message), cause, s_.client ? Wire::reset : Wire::end, p);
+  }
+  run(p);
+}
+
+void StreamCore::finish(const error_code& ec, std::string message) {
+  Pending p;
+  {
+    common::LockGuard lock(mu_);
+    if (ended_ || s_.client) return;
+    finished_ = true;
+    end_locked(ec, std::move(message), ec ? StreamEnd::error : StreamEnd::ok, Wire::end, p);
+  }
+  run(p);
+}
+
+void StreamCore::add_trailer(std::string key, std::string value) {
+  common::LockGuard lock(mu_);
+  if (!ended_ && !s_.client) trailers_.emplace_back(std::move(key), std::move(value));
+}
+
+void StreamCore::handle_dropped() {
+  Pending p;
+  {
+    common::LockGuard lock(mu_);
+    handle_gone_ = true;
+    if (ended_) return;
+    if (s_.client) {
+      end_locked(asio::error::operation_aborted, describe("every ClientStream handle was dropped"),
+                 StreamEnd::cancelled, Wire::reset, p);
+    } else {
+      end_locked(make_error_code(errc::server_error), "the handler dropped the stream without finishing it",
+                 StreamEnd::error, Wire::end, p);
+    }
+  }
+  run(p);
+}
+
+bool StreamCore::cancelled() const {
+  common::LockGuard lock(mu_);
+  return ended_ && !finished_;
+}
+
+std::string StreamCore::error_message() const {
+  common::LockGuard lock(mu_);
+  return end_ec_ ? end_message_ : std::string();
+}
+
+StreamInfo StreamCore::info() const {
+  common::LockGuard lock(mu_);
+  StreamInfo i;
+  i.method = s_.method;
+  i.peer = peer_;
+  i.id = id();
+  i.messages_sent = sent_;
+  i.messages_received = received_;
+  i.bytes_sent = bytes_sent_;
+  i.bytes_received = bytes_received_;
+  i.ended = ended_;
+  i.timer = fired_;
+  i.timer_elapsed = fired_elapsed_;
+  return i;
+}
+
+// ---- the end ----------------------------------------------------------------
+
+std::string StreamCore::describe(std::string_view what) const {
+  return fmt::format("stream '{}'{}{}: {} ({} messages sent, {} received)", s_.method,
+                     s_.client ? " to " : " from ", peer_.empty() ? "(not connected)" : peer_, what, sent_,
+                     received_);
+}
+
+void StreamCore::end_locked(error_code ec, std::string message, StreamEnd cause, Wire wire, Pending& p) {
+  if (ended_) return;
+  ended_ = true;
+  end_ec_ = ec;
+  end_message_ = std::move(message);
+  if (bound_ && channel_) {
+    if (wire == Wire::reset) {
+      auto f = make_stream_frame(StreamOp::reset, id(), true);
+      channel_->send(f);
+    } else if (wire == Wire::end) {
+      auto f = make_stream_frame(StreamOp::end, id(), false);
+      f.header.status = static_cast<std::uint8_t>(ec ? error_status(ec) : Status::ok);
+      if (ec) f.payload = end_message_;
+      f.attachments = std::move(trailers_);
+      channel_->send(f);
+    }
+  }
+  for (std::size_t i = 0; i < timeouts_.size(); ++i) {
+    if (armed_[i]) timeouts_[i].cancel();
+    armed_[i] = false;
+  }
+  if (ec) {  // what was received and not read is dropped with the error
+    inbox_.clear();
+    inbox_head_ = 0;
+  }
+  const error_code write_ec = ec ? ec : make_error_code(errc::stream_closed);
+  p.done(write_, write_ec);
+  write_msg_ = std::string();
+  p.done(writes_done_h_, write_ec);
+  if (read_) p.read(read_, ec ? ec : (peer_done_ ? error_code{} : make_error_code(errc::stream_closed)), std::nullopt);
+  for (auto& h : end_waiters_) p.done(h, ec);
+  end_waiters_.clear();
+  if (auto t = table_.lock()) t->remove(id(), this);
+  channel_.reset();
+  if (s_.counters) {
+    s_.counters->open.fetch_sub(1, std::memory_order_relaxed);
+    s_.counters->ends[static_cast<std::size_t>(cause)].fetch_add(1, std::memory_order_relaxed);
+  }
+  if (ec && cause != StreamEnd::ok && cause != StreamEnd::cancelled) {
+    logger()->debug("{}", end_message_);
+  }
+  if (s_.on_end) s_.on_end(s_.owner.get());
+}
+
+void StreamCore::run(Pending& p) {
+  for (auto& r : p.reads) complete(s_.ex, std::move(r.h), r.ec, std::move(r.message));
+  for (auto& d : p.dones) complete(s_.ex, std::move(d.h), d.ec);
+}
+
+// ---- timers -----------------------------------------------------------------
+
+void StreamCore::arm(StreamTimer which, TimePoint at) {
+  if (!s_.timer) return;
+  const auto i = index(which);
+  std::error_code tec;
+  const auto delay = std::max<std::chrono::nanoseconds>(at - now(), std::chrono::nanoseconds(0));
+  // The worker only posts: the stream, held weakly, runs the check on its executor.
+  timeouts_[i] = s_.timer->new_timeout(
+      [weak = weak_from_this(), which, clock = s_.clock, gate = s_.gate, ex = s_.ex]() {
+        auto self = weak.lock();
+        if (!self) return;
+        common::WorkGate::Scope in(*gate);
+        if (!in) return;
+        const TimePoint fired = clock ? clock->now() : timer::fast_steady_now();
+        asio::post(ex, [self = std::move(self), which, fired] { self->on_timer(which, fired); });
+      },
+      delay, tec);
+  armed_[i] = !tec;
+  if (tec) logger()->warn("stream '{}': its {} timer could not be armed: {}", s_.method, to_string(which), tec.message());
+}
+
+void StreamCore::on_timer(StreamTimer which, TimePoint fired) {
+  Pending p;
+  {
+    common::LockGuard lock(mu_);
+    if (ended_) return;
+    armed_[index(which)] = false;
+    switch (which) {
+      case StreamTimer::deadline: expire(which, start_, fired, p); break;
+      case StreamTimer::first_message:
+        if (received_ == 0 && !peer_done_) expire(which, start_, fired, p);
+        break;
+      case StreamTimer::message_idle: {
+        if (peer_done_) break;  // nothing more will come
+        const TimePoint due = last_message_ + s_.message_timeout;
+        if (fired >= due) {
+          expire(which, last_message_, fired, p);
+        } else {
+          arm(which, due);
+        }
+        break;
+      }
+      case StreamTimer::write_stall: {
+        if (!write_) break;  // re-armed by the next write that waits
+        const TimePoint due = stall_since_ + s_.stall_timeout;
+        if (fired >= due) {
+          expire(which, stall_since_, fired, p);
+        } else {
+          arm(which, due);
+        }
+        break;
+      }
+    }
+  }
+  run(p);
+}
+
+void StreamCore::expire(StreamTimer which, TimePoint since, TimePoint fired, Pending& p) {
+  fired_ = which;
+  fired_elapsed_ = ms_between(since, fired);
+  std::chrono::milliseconds setting{0};
+  error_code ec;
+  StreamEnd cause{};
+  std::string what;
+  switch (which) {
+    case StreamTimer::deadline:
+      setting = deadline_at_ ? std::chrono::duration_cast<std::chrono::milliseconds>(*deadline_at_ - start_)
+                             : s_.deadline;
+      ec = s_.client ? make_error_code(errc::timeout) : make_error_code(errc::server_timeout);
+      cause = StreamEnd::deadline;
+      what = "the stream's deadline passed";
+      break;
+    case StreamTimer::message_idle:
+      setting = s_.message_timeout;
+      ec = make_error_code(errc::message_timeout);
+      cause = StreamEnd::message_idle;
+      what = received_ == 0 ? "no message received" : "no message received since the last one";
+      break;
+    case StreamTimer::write_stall:
+      setting = s_.stall_timeout;
+      ec = make_error_code(errc::write_stall);
+      cause = StreamEnd::write_stall;
+      what = fmt::format("a write of {} bytes waited for the peer's credit (it reads nothing)", write_msg_.size());
+      break;
+    case StreamTimer::first_message:
+      setting = s_.first_message_timeout;
+      ec = make_error_code(errc::first_message_timeout);
+      cause = StreamEnd::first_message;
+      what = "no first message";
+      break;
+  }
+  end_locked(ec,
+             describe(fmt::format("{} timeout after {} ms: {} (timer {} ms)", to_string(which), fired_elapsed_.count(),
+                                  what, setting.count())),
+             cause, s_.client ? Wire::reset : Wire::end, p);
+}
+
+// ---- the public entry points (stream_ops.h) -------------------------------
+
+StreamHandle::~StreamHandle() {
+  if (core_) core_->handle_dropped();
+}
+
+namespace {
+template <class Handler, class... Args>
+void fail_unbound(Handler h, Args... args) {
+  complete(asio::any_io_executor(asio::system_executor()), std::move(h), args...);
+}
+}  // namespace
+
+void stream_read(const std::shared_ptr<StreamCore>& core, StreamReadHandler handler) {
+  if (!core) return fail_unbound(std::move(handler), make_error_code(errc::stream_closed), std::optional<std::string>());
+  core->read(std::move(handler));
+}
+void stream_write(const std::shared_ptr<StreamCore>& core, std::string message, StreamDoneHandler handler) {
+  if (!core) return fail_unbound(std::move(handler), make_error_code(errc::stream_closed));
+  core->write(std::move(message), std::move(handler));
+}
+void stream_writes_done(const std::shared_ptr<StreamCore>& core, StreamDoneHandler handler) {
+  if (!core) return fail_unbound(std::move(handler), make_error_code(errc::stream_closed));
+  core->writes_done(std::move(handler));
+}
+void stream_finish(const std::shared_ptr<StreamCore>& core, StreamDoneHandler handler) {
+  if (!core) return fail_unbound(std::move(handler), make_error_code(errc::stream_closed));
+  core->wait_end(std::move(handler));
+}
+void stream_cancel(StreamCore& core) {
+  core.end_local(asio::error::operation_aborted, "cancelled by the application", StreamEnd::cancelled);
+}
+std::string stream_error_message(const StreamCore& core) { return core.error_message(); }
+StreamInfo stream_info(const StreamCore& core) { return core.info(); }
+boost::asio::any_io_executor stream_executor(const StreamCore& core) { return core.executor(); }
+
+}  // namespace detail
+
+// ---- ServerStream's out-of-line members -----------------------------------
+
+void ServerStream::finish(boost::system::error_code ec, std::string message) {
+  if (handle_) handle_->core().finish(ec, std::move(message));
+}
+void ServerStream::add_trailer(std::string key, std::string value) {
+  if (handle_) handle_->core().add_trailer(std::move(key), std::move(value));
+}
+bool ServerStream::cancelled() const { return handle_ && handle_->core().cancelled(); }
+const std::string& ServerStream::method() const {
+  static const std::string none;
+  return handle_ ? handle_->core().method() : none;
+}
+const transport::Attachments& ServerStream::metadata() const {
+  static const transport::Attachments none;
+  return handle_ ? handle_->core().metadata() : none;
+}
+std::optional<std::string_view> ServerStream::find_metadata(std::string_view key) const {
+  for (const auto& [k, v] : metadata()) {
+    if (k == key) return std::string_view(v);
+  }
+  return std::nullopt;
+}
+std::optional<std::chrono::steady_clock::time_point> ServerStream::deadline() const {
+  return handle_ ? handle_->core().deadline() : std::nullopt;
+}
+}  // namespace wheelrpc::rpc

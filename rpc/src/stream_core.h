@@ -1,0 +1,196 @@
+#pragma once
+// One stream, either end (docs/streams.md): its messages both ways with
+// credit-based flow control, its four timers on the shared wheel, and its
+// exactly-once end. The transport that carries it (NativeClientTransport,
+// ServerConnection) routes the stream's frames here on its strand; the
+// user's ClientStream / ServerStream call in from any thread.
+//
+// Threads and locks: the state is guarded by `mu_`, taken by the user's
+// calls, the transport's frames and the posted timer work; frames are
+// queued on the channel with it held (so a stream's frames keep their
+// order), and a channel never calls into a stream with a lock of its own
+// held. No completion handler runs under it: each is dispatched to its
+// associated executor (default: `Settings::ex`) after the lock is released.
+// The timer's worker only posts to `Settings::ex`; the task holds the
+// stream weakly and enters the owner's WorkGate first.
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <wheelrpc/common/mutex.h>
+#include <wheelrpc/common/thread_annotations.h>
+#include <wheelrpc/common/work_gate.h>
+#include <wheelrpc/rpc/detail/stream_ops.h>
+#include <wheelrpc/rpc/status.h>
+#include <wheelrpc/rpc/stream_info.h>
+#include <wheelrpc/timer/clock.h>
+#include <wheelrpc/timer/timer.h>
+#include <wheelrpc/transport/channel.h>
+
+#include "stream_counters.h"
+#include "stream_frames.h"
+
+namespace wheelrpc::rpc::detail {
+
+class StreamTable;
+
+class StreamCore : public std::enable_shared_from_this<StreamCore> {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+  struct Settings {
+    bool client = true;
+    std::string method;
+    boost::asio::any_io_executor ex;  // completions' default executor; where timer work is posted
+    timer::Timer* timer = nullptr;
+    const timer::Clock* clock = nullptr;      // null: the steady clock
+    std::shared_ptr<const void> owner;        // keeps `gate` and `counters` alive
+    common::WorkGate* gate = nullptr;         // the owner's; timer tasks enter it
+    StreamCounters* counters = nullptr;       // may be null
+    std::chrono::milliseconds deadline{0};    // 0: none (server: the client's, from the OPEN)
+    std::chrono::milliseconds message_timeout{0}, stall_timeout{0}, first_message_timeout{0};
+    std::uint32_t window = 64 * 1024;          // what we grant the peer
+    std::uint32_t max_message = 4u << 20;      // largest message we take
+    /// Told once the stream ended (with `owner.get()`), after its counters; may be null.
+    void (*on_end)(const void* owner) = nullptr;
+  };
+
+  explicit StreamCore(Settings s);
+  ~StreamCore();
+  StreamCore(const StreamCore&) = delete;
+  StreamCore& operator=(const StreamCore&) = delete;
+
+  bool is_client() const noexcept { return s_.client; }
+  const std::string& method() const noexcept { return s_.method; }
+  const boost::asio::any_io_executor& executor() const noexcept { return s_.ex; }
+  TimePoint now() const noexcept { return s_.clock ? s_.clock->now() : timer::fast_steady_now(); }
+  /// The stream's remaining budget (0: none), for the OPEN frame.
+  std::chrono::milliseconds remaining_budget() const;
+
+  // ---- set-up
+  /// Starts its timers (the start is when it was made). Once.
+  void start();
+  /// The connection carries it from now on, as `id`; `peer_window`: the
+  /// credit the peer granted (its HELLO). The connection's strand. False
+  /// (nothing bound) if it ended meanwhile: the caller resets it on the wire.
+  bool bind(const std::shared_ptr<transport::Channel>& channel, std::weak_ptr<StreamTable> table, std::uint64_t id,
+            std::uint32_t peer_window, std::uint32_t peer_max_body, std::string peer);
+  /// Server: the client's metadata and deadline, from its OPEN.
+  void set_request(transport::Attachments metadata, std::optional<TimePoint> deadline);
+  /// Client: its opening failed (refused, unreachable, timed out).
+  void fail_open(const boost::system::error_code& ec, std::string message);
+  /// Client: what its opener is told, given the open call's outcome: that
+  /// error; or, accepted, none (what came after is the stream's to tell); or
+  /// the error of a timer that ended it while it opened.
+  boost::system::error_code open_result(const boost::system::error_code& ec) const;
+
+  // ---- from the transport (its strand)
+  void on_frame(transport::Frame& frame);
+  void on_connection_lost(const boost::system::error_code& ec, const std::string& reason);
+
+  // ---- the user (any thread but the timer's worker)
+  void read(StreamReadHandler h);
+  void write(std::string message, StreamDoneHandler h);
+  void writes_done(StreamDoneHandler h);
+  void wait_end(StreamDoneHandler h);
+  /// Ends it from this side: the client cancels (RESET), the server answers
+  /// `ec` (END). `cause` for the counters. A no-op once ended.
+  void end_local(boost::system::error_code ec, std::string message, StreamEnd cause);
+  /// Server: the handler's finish (success when `ec` is empty).
+  void finish(const boost::system::error_code& ec, std::string message);
+  void add_trailer(std::string key, std::string value);
+  /// The user's last handle went: cancel (client) or server_error (server).
+  void handle_dropped();
+
+  bool cancelled() const;
+  const transport::Attachments& metadata() const noexcept { return metadata_; }
+  std::optional<TimePoint> deadline() const noexcept { return deadline_at_; }
+  std::string error_message() const;
+  StreamInfo info() const;
+  std::uint64_t id() const noexcept { return id_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Pending;  // handlers to run once the lock is released
+  void on_message(transport::Frame& f, Pending& p) WHEELRPC_REQUIRES(mu_);
+  void on_credit(std::uint64_t n, Pending& p) WHEELRPC_REQUIRES(mu_);
+  void on_end_frame(transport::Frame& f, Pending& p) WHEELRPC_REQUIRES(mu_);
+  /// Sends the waiting write if the credit allows it.
+  void try_send_write(Pending& p) WHEELRPC_REQUIRES(mu_);
+  bool can_send(std::uint64_t cost) const WHEELRPC_REQUIRES(mu_);
+  void send_message(std::string& payload, Pending& p) WHEELRPC_REQUIRES(mu_);
+  /// A message the application took: credit back to the peer past half the window.
+  void consumed(std::uint64_t cost) WHEELRPC_REQUIRES(mu_);
+  void send(transport::Frame& f) WHEELRPC_REQUIRES(mu_);
+  /// The exactly-once end: completes what waits, stops the timers, leaves
+  /// the table. `wire`: what to tell the peer (a RESET or an END; none).
+  enum class Wire : std::uint8_t { none, reset, end };
+  void end_locked(boost::system::error_code ec, std::string message, StreamEnd cause, Wire wire, Pending& p)
+      WHEELRPC_REQUIRES(mu_);
+  std::string describe(std::string_view what) const WHEELRPC_REQUIRES(mu_);
+  void arm(StreamTimer which, TimePoint at) WHEELRPC_REQUIRES(mu_);
+  void on_timer(StreamTimer which, TimePoint fired);
+  void expire(StreamTimer which, TimePoint since, TimePoint fired, Pending& p) WHEELRPC_REQUIRES(mu_);
+  void run(Pending& p);
+  /// Cancelling the handler's operation through its slot cancels the stream.
+  template <class Handler>
+  void watch_cancellation(Handler& h);
+
+  const Settings s_;
+  const TimePoint start_;
+  std::atomic<std::uint64_t> id_{0};
+  transport::Attachments metadata_;  // server: the client's; set before the handler runs
+  std::optional<TimePoint> deadline_at_;
+
+  mutable common::Mutex mu_;
+  std::shared_ptr<transport::Channel> channel_ WHEELRPC_GUARDED_BY(mu_);
+  std::weak_ptr<StreamTable> table_ WHEELRPC_GUARDED_BY(mu_);
+  std::string peer_ WHEELRPC_GUARDED_BY(mu_);
+  bool bound_ WHEELRPC_GUARDED_BY(mu_) = false;
+  bool ended_ WHEELRPC_GUARDED_BY(mu_) = false;
+  bool finished_ WHEELRPC_GUARDED_BY(mu_) = false;   // server: ended by finish()
+  bool peer_done_ WHEELRPC_GUARDED_BY(mu_) = false;  // client: END read; server: HALF_CLOSE read
+  bool writes_done_ WHEELRPC_GUARDED_BY(mu_) = false;
+  bool handle_gone_ WHEELRPC_GUARDED_BY(mu_) = false;
+  boost::system::error_code end_ec_ WHEELRPC_GUARDED_BY(mu_);
+  std::string end_message_ WHEELRPC_GUARDED_BY(mu_);
+  transport::Attachments trailers_ WHEELRPC_GUARDED_BY(mu_);  // server: to send; client: received
+  // Messages received and not yet read (bounded by the window we grant).
+  // A vector read from `inbox_head_` (no deque: libstdc++'s allocates 576
+  // bytes up front, more than the rest of an idle stream).
+  std::vector<std::string> inbox_ WHEELRPC_GUARDED_BY(mu_);
+  std::size_t inbox_head_ WHEELRPC_GUARDED_BY(mu_) = 0;
+  StreamReadHandler read_ WHEELRPC_GUARDED_BY(mu_);
+  std::string write_msg_ WHEELRPC_GUARDED_BY(mu_);
+  StreamDoneHandler write_ WHEELRPC_GUARDED_BY(mu_);  // a write waiting for credit
+  bool half_close_after_write_ WHEELRPC_GUARDED_BY(mu_) = false;
+  StreamDoneHandler writes_done_h_ WHEELRPC_GUARDED_BY(mu_);
+  std::vector<StreamDoneHandler> end_waiters_ WHEELRPC_GUARDED_BY(mu_);
+  // Flow control (bytes): what we may send; what the peer sent past the last
+  // credit we gave; what the application read and we have not credited yet.
+  std::int64_t send_credit_ WHEELRPC_GUARDED_BY(mu_) = 0;
+  std::uint32_t peer_window_ WHEELRPC_GUARDED_BY(mu_) = 0;
+  std::uint32_t peer_max_body_ WHEELRPC_GUARDED_BY(mu_) = transport::kDefaultMaxBody;
+  std::uint64_t recv_outstanding_ WHEELRPC_GUARDED_BY(mu_) = 0;
+  std::uint64_t recv_consumed_ WHEELRPC_GUARDED_BY(mu_) = 0;
+  // Figures.
+  std::uint64_t sent_ WHEELRPC_GUARDED_BY(mu_) = 0, received_ WHEELRPC_GUARDED_BY(mu_) = 0;
+  std::uint64_t bytes_sent_ WHEELRPC_GUARDED_BY(mu_) = 0, bytes_received_ WHEELRPC_GUARDED_BY(mu_) = 0;
+  TimePoint last_message_ WHEELRPC_GUARDED_BY(mu_);
+  TimePoint stall_since_ WHEELRPC_GUARDED_BY(mu_);  // a write waits for credit since (when write_)
+  std::optional<StreamTimer> fired_ WHEELRPC_GUARDED_BY(mu_);
+  std::chrono::milliseconds fired_elapsed_ WHEELRPC_GUARDED_BY(mu_){0};
+  // The timers: one Timeout each, armed lazily (the idle and stall ones
+  // re-arm themselves for what is left when they find the watched time moved).
+  std::array<timer::Timeout, 4> timeouts_ WHEELRPC_GUARDED_BY(mu_);
+  std::array<bool, 4> armed_ WHEELRPC_GUARDED_BY(mu_){};
+};
+
+}  // namespace wheelrpc::rpc::detail
