@@ -351,7 +351,7 @@ void StreamCore::read(StreamReadHandler h) {
       p.read(h, {}, std::nullopt);
     } else {
       watch_cancellation(h);
-      read_ = std::move(h);
+      read_.swap(h);  // not operator=: Boost 1.81's any_completion_handler move assignment recurses
     }
   }
   run(p);
@@ -370,7 +370,7 @@ void StreamCore::write(std::string message, StreamDoneHandler h) {
     } else {
       write_msg_ = std::move(message);
       watch_cancellation(h);
-      write_ = std::move(h);
+      write_.swap(h);
       stall_since_ = now();
       try_send_write(p);
       if (write_ && s_.stall_timeout.count() > 0 && !armed_[index(StreamTimer::write_stall)]) {
@@ -442,7 +442,7 @@ void StreamCore::writes_done(StreamDoneHandler h) {
       writes_done_ = true;
       if (write_) {  // after the write that waits for credit
         half_close_after_write_ = true;
-        writes_done_h_ = std::move(h);
+        writes_done_h_.swap(h);
       } else {
         auto f = make_stream_frame(StreamOp::half_close, id(), true);
         send(f);
