@@ -62,6 +62,12 @@ boost::system::error_code status_error(Status status) noexcept {
   return make_error_code(errc::server_error);
 }
 
+namespace {
+Status code_status(StatusCode c) noexcept {
+  return static_cast<Status>(static_cast<int>(Status::first_code) + static_cast<int>(c));
+}
+}  // namespace
+
 Status error_status(errc e) noexcept {
   switch (e) {
     case errc::server_timeout: return Status::server_timeout;
@@ -70,6 +76,11 @@ Status error_status(errc e) noexcept {
     case errc::too_many_pending: return Status::overloaded;
     case errc::resource_exhausted: return Status::overloaded;
     case errc::unavailable: return Status::shutting_down;
+    // A stream's timers and misuse: their gRPC codes (the message names which).
+    case errc::message_timeout:
+    case errc::write_stall:
+    case errc::first_message_timeout: return code_status(StatusCode::deadline_exceeded);
+    case errc::stream_closed: return code_status(StatusCode::failed_precondition);
     default: return Status::server_error;
   }
 }
