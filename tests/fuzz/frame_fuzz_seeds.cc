@@ -81,6 +81,45 @@ Frame heartbeat_response() {
   return f;
 }
 
+/// A stream's frames (docs/protocol.md, "Streams"): stream_op 1 open, 2
+/// message, 3 half-close, 4 credit, 5 end, 6 reset.
+Frame stream_frame(std::uint8_t op, bool from_client) {
+  Frame f;
+  f.header.flags = static_cast<std::uint8_t>(kFlagStream | (from_client ? kFlagRequest : 0));
+  f.header.stream_op = op;
+  f.header.request_id = 7;
+  return f;
+}
+
+Frame stream_open() {
+  Frame f = stream_frame(1, true);
+  f.header.flags |= kFlagTwoWay;
+  f.header.deadline_ms = 60000;
+  f.method = "/echo.Echo/Chat";
+  f.attachments = {{"auth", "token"}};
+  return f;
+}
+
+Frame stream_message(bool from_client) {
+  Frame f = stream_frame(2, from_client);
+  f.payload = "chunk";
+  return f;
+}
+
+Frame stream_credit() {
+  Frame f = stream_frame(4, false);
+  f.header.deadline_ms = 32768;
+  return f;
+}
+
+Frame stream_end() {
+  Frame f = stream_frame(5, false);
+  f.header.status = 16 + 7;  // permission denied
+  f.attachments = {{"count", "3"}};
+  f.payload = "not for you";
+  return f;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -99,6 +138,9 @@ int main(int argc, char** argv) {
       {"heartbeat", {heartbeat()}},
       {"heartbeat_response", {heartbeat_response()}},
       {"pipelined", {hello(), request(), heartbeat(), one_way(), response()}},
+      {"stream_open", {stream_open()}},
+      {"stream_client", {stream_open(), stream_message(true), stream_frame(3, true), stream_frame(6, true)}},
+      {"stream_server", {stream_frame(1, false), stream_message(false), stream_credit(), stream_end()}},
   };
   for (const auto& [name, frames] : seeds) {
     std::string bytes;
