@@ -450,6 +450,7 @@ void ServerCore::stop(bool flush) {
     // must not be destroyed after its io_context.
     acceptor = std::move(acceptor_);
   }
+  const bool draining = shutdown_.draining();
   // Outside the lock: cancel() waits for a run in progress, whose provider takes it.
   for (auto& t : tasks) {
     if (t) t->cancel();
@@ -462,8 +463,9 @@ void ServerCore::stop(bool flush) {
     if (c.context && c.context->streams) {
       for (auto& s : c.context->streams->all()) {
         s->end_local(make_error_code(errc::unavailable),
-                     flush ? "the server shut down: the stream was still open after the shutdown's grace"
-                           : "the server stopped",
+                     draining ? "the server shut down: the stream was still open when the shutdown's grace "
+                                "(its drain timeout) ran out"
+                              : "the server stopped",
                      StreamEnd::shutdown);
       }
     }

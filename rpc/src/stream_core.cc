@@ -181,7 +181,8 @@ void StreamCore::fail_open(const error_code& ec, std::string message) {
       message = fmt::format("stream '{}': first-message timeout after {} ms: no response headers (timer {} ms): {}",
                             s_.method, fired_elapsed_.count(), s_.first_message_timeout.count(), message);
     }
-    end_locked(e, std::move(message), fired_ ? StreamEnd::first_message : StreamEnd::refused, Wire::none, p);
+    end_locked(e, std::move(message), fired_ ? StreamEnd::first_message : StreamEnd::refused, Wire::none, p,
+               /*raw=*/true);
   }
   run(p);
 }
@@ -225,7 +226,7 @@ void StreamCore::on_frame(transport::Frame& f) {
       case StreamOp::half_close:
         if (s_.client) break;  // not the server's to send: ignored
         if (peer_done_) {
-          end_locked(make_error_code(StatusCode::internal), describe("the client half-closed twice"),
+          end_locked(make_error_code(StatusCode::internal), "the client half-closed twice",
                      StreamEnd::protocol, Wire::end, p);
           break;
         }
@@ -237,13 +238,13 @@ void StreamCore::on_frame(transport::Frame& f) {
         break;
       case StreamOp::reset:
         if (!s_.client) {
-          end_locked(make_error_code(errc::cancelled), describe("the client cancelled the stream"),
+          end_locked(make_error_code(errc::cancelled), "the client cancelled the stream",
                      StreamEnd::cancelled, Wire::none, p);
         }
         break;
       default:
         end_locked(make_error_code(StatusCode::internal),
-                   describe(fmt::format("unknown stream frame op {}", f.header.stream_op)), StreamEnd::protocol,
+                   fmt::format("unknown stream frame op {}", f.header.stream_op), StreamEnd::protocol,
                    s_.client ? Wire::reset : Wire::end, p);
         break;
     }
@@ -254,14 +255,14 @@ void StreamCore::on_frame(transport::Frame& f) {
 void StreamCore::on_message(transport::Frame& f, Pending& p) {
   const Wire wire = s_.client ? Wire::reset : Wire::end;
   if (peer_done_) {
-    end_locked(make_error_code(StatusCode::internal), describe("a message after the peer's half-close"),
+    end_locked(make_error_code(StatusCode::internal), "a message after the peer's half-close",
                StreamEnd::protocol, wire, p);
     return;
   }
   const std::size_t size = f.payload.size();
   if (size > s_.max_message) {
     end_locked(make_error_code(errc::resource_exhausted),
-               describe(fmt::format("a message of {} bytes exceeds the limit of {} bytes", size, s_.max_message)),
+               fmt::format("a message of {} bytes exceeds the limit of {} bytes", size, s_.max_message),
                StreamEnd::protocol, wire, p);
     return;
   }
@@ -269,8 +270,8 @@ void StreamCore::on_message(transport::Frame& f, Pending& p) {
   // A peer may send a message larger than the whole window only alone.
   if (recv_outstanding_ + cost > s_.window && recv_outstanding_ != 0) {
     end_locked(make_error_code(errc::resource_exhausted),
-               describe(fmt::format("the peer sent {} bytes past its credit window of {} bytes",
-                                    recv_outstanding_ + cost - s_.window, s_.window)),
+               fmt::format("the peer sent {} bytes past its credit window of {} bytes",
+                           recv_outstanding_ + cost - s_.window, s_.window),
                StreamEnd::protocol, wire, p);
     return;
   }
@@ -300,7 +301,7 @@ void StreamCore::on_message(transport::Frame& f, Pending& p) {
 void StreamCore::on_credit(std::uint64_t n, Pending& p) {
   if (n == 0 || static_cast<std::uint64_t>(std::max<std::int64_t>(send_credit_, 0)) + n > kMaxCredit) {
     end_locked(make_error_code(StatusCode::internal),
-               describe(fmt::format("a credit of {} bytes overflows the window (holding {})", n, send_credit_)),
+               fmt::format("a credit of {} bytes overflows the window (holding {})", n, send_credit_),
                StreamEnd::protocol, s_.client ? Wire::reset : Wire::end, p);
     return;
   }
@@ -318,7 +319,7 @@ void StreamCore::on_end_frame(transport::Frame& f, Pending& p) {
   }
   const error_code ec = status_error(status);
   std::string message = f.payload.empty() ? ec.message() : std::move(f.payload);
-  end_locked(ec, describe(fmt::format("the server ended it: {}", message)), StreamEnd::error, Wire::none, p);
+  end_locked(ec, fmt::format("the server ended it: {}", message), StreamEnd::error, Wire::none, p);
 }
 
 void StreamCore::on_connection_lost(const error_code& ec, const std::string& reason) {
@@ -327,7 +328,7 @@ void StreamCore::on_connection_lost(const error_code& ec, const std::string& rea
     common::LockGuard lock(mu_);
     if (ended_) return;
     end_locked(make_error_code(errc::connection_lost),
-               describe(fmt::format("the connection was lost: {}", reason.empty() ? ec.message() : reason)),
+               fmt::format("the connection was lost: {}", reason.empty() ? ec.message() : reason),
                StreamEnd::connection_lost, Wire::none, p);
   }
   run(p);
@@ -407,7 +408,7 @@ void StreamCore::send_message(std::string& payload, Pending& p) {
   payload = std::move(f.payload);
   if (ec == transport::errc::write_queue_full) {
     end_locked(make_error_code(errc::resource_exhausted),
-               describe("the connection's write queue is full (ChannelOptions::max_write_queue_bytes)"),
+               "the connection's write queue is full (ChannelOptions::max_write_queue_bytes)",
                StreamEnd::protocol, s_.client ? Wire::reset : Wire::end, p);
     return;
   }
@@ -472,7 +473,7 @@ void StreamCore::end_local(error_code ec, std::string message, StreamEnd cause) 
   {
     common::LockGuard lock(mu_);
     if (ended_) return;
-    end_locked(ec, describe(message), cause, s_.client ? Wire::reset : Wire::end, p);
+    end_locked(ec, std::move(message), cause, s_.client ? Wire::reset : Wire::end, p);
   }
   run(p);
 }
@@ -483,7 +484,7 @@ void StreamCore::finish(const error_code& ec, std::string message) {
     common::LockGuard lock(mu_);
     if (ended_ || s_.client) return;
     finished_ = true;
-    end_locked(ec, std::move(message), ec ? StreamEnd::error : StreamEnd::ok, Wire::end, p);
+    end_locked(ec, std::move(message), ec ? StreamEnd::error : StreamEnd::ok, Wire::end, p, /*raw=*/true);
   }
   run(p);
 }
@@ -500,7 +501,7 @@ void StreamCore::handle_dropped() {
     handle_gone_ = true;
     if (ended_) return;
     if (s_.client) {
-      end_locked(asio::error::operation_aborted, describe("every ClientStream handle was dropped"),
+      end_locked(asio::error::operation_aborted, "every ClientStream handle was dropped",
                  StreamEnd::cancelled, Wire::reset, p);
     } else {
       end_locked(make_error_code(errc::server_error), "the handler dropped the stream without finishing it",
@@ -544,11 +545,11 @@ std::string StreamCore::describe(std::string_view what) const {
                      received_);
 }
 
-void StreamCore::end_locked(error_code ec, std::string message, StreamEnd cause, Wire wire, Pending& p) {
+void StreamCore::end_locked(error_code ec, std::string message, StreamEnd cause, Wire wire, Pending& p, bool raw) {
   if (ended_) return;
   ended_ = true;
   end_ec_ = ec;
-  end_message_ = std::move(message);
+  end_message_ = raw || message.empty() ? message : describe(message);
   if (bound_ && channel_) {
     if (wire == Wire::reset) {
       auto f = make_stream_frame(StreamOp::reset, id(), true);
@@ -556,7 +557,7 @@ void StreamCore::end_locked(error_code ec, std::string message, StreamEnd cause,
     } else if (wire == Wire::end) {
       auto f = make_stream_frame(StreamOp::end, id(), false);
       f.header.status = static_cast<std::uint8_t>(ec ? error_status(ec) : Status::ok);
-      if (ec) f.payload = end_message_;
+      if (ec) f.payload = std::move(message);  // what happened; the client says where
       f.attachments = std::move(trailers_);
       channel_->send(f);
     }
@@ -686,8 +687,8 @@ void StreamCore::expire(StreamTimer which, TimePoint since, TimePoint fired, Pen
       break;
   }
   end_locked(ec,
-             describe(fmt::format("{} timeout after {} ms: {} (timer {} ms)", to_string(which), fired_elapsed_.count(),
-                                  what, setting.count())),
+             fmt::format("{} timeout after {} ms: {} (timer {} ms)", to_string(which), fired_elapsed_.count(), what,
+                         setting.count()),
              cause, s_.client ? Wire::reset : Wire::end, p);
 }
 

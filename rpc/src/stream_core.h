@@ -131,9 +131,12 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   void send(transport::Frame& f) WHEELRPC_REQUIRES(mu_);
   /// The exactly-once end: completes what waits, stops the timers, leaves
   /// the table. `wire`: what to tell the peer (a RESET or an END; none).
+  /// `message` says what happened; its full text (error_message()) adds the
+  /// method, the peer and the messages each way, unless `raw` (the message
+  /// is complete: the handler's, or a failed open's).
   enum class Wire : std::uint8_t { none, reset, end };
-  void end_locked(boost::system::error_code ec, std::string message, StreamEnd cause, Wire wire, Pending& p)
-      WHEELRPC_REQUIRES(mu_);
+  void end_locked(boost::system::error_code ec, std::string message, StreamEnd cause, Wire wire, Pending& p,
+                  bool raw = false) WHEELRPC_REQUIRES(mu_);
   std::string describe(std::string_view what) const WHEELRPC_REQUIRES(mu_);
   void arm(StreamTimer which, TimePoint at) WHEELRPC_REQUIRES(mu_);
   void on_timer(StreamTimer which, TimePoint fired);

@@ -9,9 +9,16 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <functional>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -44,6 +51,10 @@ template <class F>
 auto spawn(asio::any_io_executor ex, F f) {
   return asio::co_spawn(ex, std::move(f), asio::use_future);
 }
+
+std::atomic<int> silent_cancelled{0};
+std::mutex deaf_mu;
+std::vector<ServerStream> deaf_streams;  // held open, never read
 
 /// The streaming methods the tests call.
 void register_stream_methods(wheelrpc::rpc::Server& server) {
@@ -83,6 +94,24 @@ void register_stream_methods(wheelrpc::rpc::Server& server) {
         asio::detached);
   });
   server.handle_stream("fail", [](ServerStream s) { s.finish(StatusCode::permission_denied, "not for you"); });
+  server.handle_stream("deaf", [](ServerStream s) {
+    std::lock_guard lock(deaf_mu);
+    deaf_streams.push_back(std::move(s));
+  });
+  // Reads until the stream ends, never writes; notes whether it saw the stream cancelled.
+  server.handle_stream("silent", [](ServerStream s) {
+    asio::co_spawn(
+        s.get_executor(),
+        [s]() mutable -> awaitable<void> {
+          for (;;) {
+            auto [ec, m] = co_await s.async_read(asio::as_tuple(use_awaitable));
+            if (ec || !m) break;
+          }
+          if (s.cancelled()) silent_cancelled.fetch_add(1);
+          s.finish();
+        },
+        asio::detached);
+  });
 }
 
 struct StreamFixture : RpcFixture {
@@ -194,4 +223,171 @@ TEST(Stream, UseAwaitableThrowsCallErrorWithTheMessage) {
   EXPECT_NE(f.get().find("not for you"), std::string::npos);
 }
 
+/// Opens a stream and waits for it (bounded).
+ClientStream open(wheelrpc::rpc::Client& client, const std::string& method, CallOptions o = {}) {
+  auto f = client.async_open_stream(method, std::move(o), asio::use_future);
+  if (f.wait_for(20s) != std::future_status::ready) throw std::runtime_error("open: no completion in 20 s");
+  return f.get();
+}
+
+/// The error a stream's end completes with (none on success).
+error_code end_of(ClientStream& s) {
+  auto p = std::make_shared<std::promise<error_code>>();
+  auto f = p->get_future();
+  s.async_finish([p](error_code ec) { p->set_value(ec); });
+  if (f.wait_for(20s) != std::future_status::ready) return make_error_code(errc::server_error);
+  return f.get();
+}
+
+/// An open's outcome, whatever it is.
+std::future<std::pair<error_code, ClientStream>> try_open(wheelrpc::rpc::Client& client, const std::string& method,
+                                                          CallOptions o = {}) {
+  auto p = std::make_shared<std::promise<std::pair<error_code, ClientStream>>>();
+  auto f = p->get_future();
+  client.async_open_stream(method, std::move(o), [p](error_code ec, ClientStream s) {
+    p->set_value({ec, std::move(s)});
+  });
+  return f;
+}
+
+/// A read's outcome.
+std::future<std::pair<error_code, std::optional<std::string>>> try_read(ClientStream& s) {
+  auto p = std::make_shared<std::promise<std::pair<error_code, std::optional<std::string>>>>();
+  auto f = p->get_future();
+  s.async_read([p](error_code ec, std::optional<std::string> m) { p->set_value({ec, std::move(m)}); });
+  return f;
+}
+
+TEST(Stream, ExplicitCancelEndsBothSides) {
+  silent_cancelled = 0;
+  StreamFixture fx;
+  auto s = open(*fx.client, "silent");
+  auto read = try_read(s);
+  s.cancel();
+  ASSERT_EQ(read.wait_for(20s), std::future_status::ready);
+  EXPECT_EQ(read.get().first, asio::error::operation_aborted);
+  EXPECT_EQ(end_of(s), asio::error::operation_aborted);
+  EXPECT_TRUE(wheelrpc::test::wait_until([&] { return silent_cancelled.load() == 1; }, 20s));
+  EXPECT_EQ(fx.client->stats().streams.ends.cancelled, 1u);
+}
+
+TEST(Stream, TheTokensCancellationSlotCancelsTheStream) {
+  silent_cancelled = 0;
+  StreamFixture fx;
+  auto s = open(*fx.client, "silent");
+  asio::cancellation_signal signal;
+  std::promise<error_code> got;
+  s.async_read(asio::bind_cancellation_slot(signal.slot(), [&](error_code ec, std::optional<std::string>) {
+    got.set_value(ec);
+  }));
+  // Emitted on the stream's executor, as a coroutine's cancellation would be.
+  asio::post(fx.ex(), [&] { signal.emit(asio::cancellation_type::terminal); });
+  auto f = got.get_future();
+  ASSERT_EQ(f.wait_for(20s), std::future_status::ready);
+  EXPECT_EQ(f.get(), asio::error::operation_aborted);
+  EXPECT_TRUE(wheelrpc::test::wait_until([&] { return silent_cancelled.load() == 1; }, 20s));
+}
+
+TEST(Stream, DroppingEveryHandleCancelsTheStream) {
+  silent_cancelled = 0;
+  StreamFixture fx;
+  { auto s = open(*fx.client, "silent"); }
+  EXPECT_TRUE(wheelrpc::test::wait_until([&] { return silent_cancelled.load() == 1; }, 20s));
+  EXPECT_TRUE(wheelrpc::test::wait_until([&] { return fx.server.stats().streams.open == 0; }, 20s));
+}
+
+TEST(Stream, AServerWithoutStreamsAnswersUnimplemented) {
+  wheelrpc::rpc::ServerOptions so;
+  so.streams.max_per_connection = 0;  // announces no stream window in its HELLO, as a server before streams
+  StreamFixture fx(so);
+  auto f = try_open(*fx.client, "chat");
+  ASSERT_EQ(f.wait_for(20s), std::future_status::ready);
+  auto [ec, s] = f.get();
+  EXPECT_EQ(ec, StatusCode::unimplemented);
+  EXPECT_NE(s.error_message().find("speaks no streams"), std::string::npos) << s.error_message();
+}
+
+TEST(Stream, ThePerConnectionLimitRefusesTheNextStream) {
+  wheelrpc::rpc::ServerOptions so;
+  so.streams.max_per_connection = 2;
+  StreamFixture fx(so);
+  auto a = open(*fx.client, "silent");
+  auto b = open(*fx.client, "silent");
+  CallOptions o;
+  o.retries = 0;
+  auto f = try_open(*fx.client, "silent", o);
+  ASSERT_EQ(f.wait_for(20s), std::future_status::ready);
+  auto [ec, s] = f.get();
+  EXPECT_EQ(ec, errc::resource_exhausted);
+  EXPECT_NE(s.error_message().find("max_per_connection"), std::string::npos) << s.error_message();
+  EXPECT_EQ(fx.server.stats().streams_refused, 1u);
+  a.cancel();
+  EXPECT_TRUE(wheelrpc::test::wait_until([&] { return fx.server.stats().streams.open == 1; }, 20s));
+  auto c = open(*fx.client, "silent");  // room again
+  EXPECT_TRUE(c.valid());
+}
+
+TEST(Stream, AnOfflineServerRefusesNewStreams) {
+  StreamFixture fx;
+  auto open_before = open(*fx.client, "silent");
+  fx.server.set_online(false);
+  CallOptions o;
+  o.retries = 0;
+  auto f = try_open(*fx.client, "silent", o);
+  ASSERT_EQ(f.wait_for(20s), std::future_status::ready);
+  auto [ec, s] = f.get();
+  EXPECT_EQ(ec, errc::unavailable);
+  EXPECT_NE(s.error_message().find("offline"), std::string::npos) << s.error_message();
+  EXPECT_FALSE(open_before.info().ended) << "offline ends no stream already open";
+}
+
+TEST(Stream, AGracefulShutdownLetsStreamsRunThenEndsThem) {
+  StreamFixture fx;
+  auto chat = open(*fx.client, "chat");
+  auto silent = open(*fx.client, "silent");
+  auto done_p = std::make_shared<std::promise<error_code>>();
+  auto done = done_p->get_future();
+  fx.server.async_shutdown(300ms, [done_p](error_code ec) { done_p->set_value(ec); });
+  // Within the grace, an open stream goes on.
+  auto w = chat.async_write("during the grace", asio::use_future);
+  ASSERT_EQ(w.wait_for(20s), std::future_status::ready);
+  auto r = chat.async_read(asio::use_future);
+  ASSERT_EQ(r.wait_for(20s), std::future_status::ready);
+  EXPECT_EQ(r.get().value_or(""), "during the grace");
+  // Past it, the streams still open end with UNAVAILABLE and a clear message.
+  EXPECT_EQ(end_of(silent), errc::unavailable);
+  EXPECT_NE(silent.error_message().find("grace"), std::string::npos) << silent.error_message();
+  ASSERT_EQ(done.wait_for(20s), std::future_status::ready);
+  EXPECT_EQ(done.get(), errc::timeout) << "the drain ended before the streams did";
+  EXPECT_GE(fx.server.stats().streams.ends.shutdown, 2u);
+}
+
+TEST(Stream, ASlowReaderBoundsWhatTheWriterSends) {
+  wheelrpc::rpc::ServerOptions so;
+  so.streams.window = 16 * 1024;
+  StreamFixture fx(so);
+  CallOptions o;
+  o.stall_timeout = 300ms;  // ends the wait for credit that never comes
+  auto s = open(*fx.client, "deaf", o);  // never reads: never grants more credit
+  const auto sent_before = fx.client->connections().at(0).bytes_out;
+  std::atomic<int> written{0};
+  std::promise<error_code> stalled;
+  // Writes 4 KiB messages back to back: only what the window allows completes.
+  std::function<void()> next = [&] {
+    s.async_write(std::string(4096, 'x'), [&](error_code ec) {
+      if (ec) return stalled.set_value(ec);
+      written.fetch_add(1);
+      next();
+    });
+  };
+  asio::post(fx.ex(), next);
+  auto f = stalled.get_future();
+  ASSERT_EQ(f.wait_for(20s), std::future_status::ready);
+  EXPECT_EQ(f.get(), errc::write_stall);
+  // 3 x (4096 + 27) fit in 16 KiB, the fourth does not: it waited, unsent.
+  EXPECT_EQ(written.load(), 3);
+  EXPECT_LE(fx.client->connections().at(0).bytes_out - sent_before, 16u * 1024 + 64);
+  std::lock_guard lock(deaf_mu);
+  deaf_streams.clear();
+}
 }  // namespace
