@@ -46,6 +46,54 @@ void latency_family(TextExposition& out, std::string_view name, std::string_view
   for (const auto& m : methods) out.histogram({{"method", m.method}}, to_snapshot(m.latency));
 }
 
+/// Adds `b` to `a`.
+void add(rpc::StreamStats& a, const rpc::StreamStats& b) {
+  a.opened += b.opened;
+  a.open += b.open;
+  a.messages_in += b.messages_in;
+  a.messages_out += b.messages_out;
+  a.ends.ok += b.ends.ok;
+  a.ends.error += b.ends.error;
+  a.ends.cancelled += b.ends.cancelled;
+  a.ends.deadline += b.ends.deadline;
+  a.ends.message_idle += b.ends.message_idle;
+  a.ends.write_stall += b.ends.write_stall;
+  a.ends.first_message += b.ends.first_message;
+  a.ends.connection_lost += b.ends.connection_lost;
+  a.ends.refused += b.ends.refused;
+  a.ends.protocol += b.ends.protocol;
+  a.ends.shutdown += b.ends.shutdown;
+}
+
+/// The streams of one side ("server", "client"): open, opened, messages, ends by cause.
+void stream_families(TextExposition& out, std::string_view side, const rpc::StreamStats& s) {
+  const std::string prefix = "wheelrpc_" + std::string(side) + "_streams";
+  out.begin(prefix + "_open", MetricType::gauge, "Streams open now.");
+  out.sample({}, static_cast<double>(s.open));
+  out.begin(prefix + "_opened_total", MetricType::counter, "Streams started (a client's: opens attempted).");
+  out.sample({}, static_cast<double>(s.opened));
+  out.begin(prefix + "_messages_total", MetricType::counter, "Stream messages, by direction.");
+  out.sample({{"direction", "in"}}, static_cast<double>(s.messages_in));
+  out.sample({{"direction", "out"}}, static_cast<double>(s.messages_out));
+  out.begin(prefix + "_ended_total", MetricType::counter,
+            "Streams ended, by cause (each once): ok, error, cancelled, deadline, message_idle, write_stall, "
+            "first_message, connection_lost, refused, protocol, shutdown.");
+  const std::pair<const char*, std::uint64_t> ends[] = {
+      {"ok", s.ends.ok},
+      {"error", s.ends.error},
+      {"cancelled", s.ends.cancelled},
+      {"deadline", s.ends.deadline},
+      {"message_idle", s.ends.message_idle},
+      {"write_stall", s.ends.write_stall},
+      {"first_message", s.ends.first_message},
+      {"connection_lost", s.ends.connection_lost},
+      {"refused", s.ends.refused},
+      {"protocol", s.ends.protocol},
+      {"shutdown", s.ends.shutdown},
+  };
+  for (const auto& [cause, n] : ends) out.sample({{"cause", cause}}, static_cast<double>(n));
+}
+
 }  // namespace
 
 std::string AdminCore::metrics_text() const {
@@ -72,6 +120,7 @@ std::string AdminCore::metrics_text() const {
     out.sample({}, static_cast<double>(stats.concurrency_limit));
     out.begin("wheelrpc_server_connections", MetricType::gauge, "Connections the server has open.");
     out.sample({}, static_cast<double>(stats.connections));
+    stream_families(out, "server", stats.streams);
   }
 
   rpc::ClientStats sum;  // the clients' counters, summed
@@ -102,6 +151,7 @@ std::string AdminCore::metrics_text() const {
       sum.late_replies += s.late_replies;
       sum.heartbeats_sent += s.heartbeats_sent;
       sum.idle_closes += s.idle_closes;
+      add(sum.streams, s.streams);
     }
     handled_family(out, "wheelrpc_client_handled_total", "Calls the clients completed, by method and outcome code.",
                    methods);
@@ -130,6 +180,7 @@ std::string AdminCore::metrics_text() const {
     out.begin("wheelrpc_reconnect_attempts_total", MetricType::counter,
               "Connect attempts to each provider (the first one included).");
     for (const auto& [peer, row] : providers) out.sample({{"provider", peer}}, static_cast<double>(row[3]));
+    stream_families(out, "client", sum.streams);
   }
 
   // Channel tasks, by side (each side present only when shown).

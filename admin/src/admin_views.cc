@@ -201,6 +201,7 @@ json::object AdminCore::connections_json() const {
     r["reconnect_attempts"] = c.server_side ? json::value(nullptr) : json::value(c.reconnect_attempts);
     r["next_attempt_in_ms"] = ms_or_null(c.next_attempt_in);
     r["in_flight"] = c.in_flight;
+    r["streams"] = c.streams;
     rows.push_back(std::move(r));
   };
   if (server_) {
@@ -240,6 +241,7 @@ json::object AdminCore::timeouts_json() const {
     r["attempts"] = t.attempts;
     r["trace_id"] = text_or_null(t.trace_id);
     r["timeline"] = text_or_null(t.timeline);
+    r["stream_timer"] = text_or_null(t.stream_timer);
     rows.push_back(std::move(r));
   }
   json::object o;

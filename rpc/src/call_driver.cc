@@ -315,9 +315,10 @@ bool CallDriver::send_attempt(Call& call, const std::shared_ptr<Subchannel>& sub
   if (result == Subchannel::SendResult::sent) return true;
   if (result == Subchannel::SendResult::unsupported) [[unlikely]] {
     drop_attempt(call, call.live.size() - 1, true, done, make_error_code(StatusCode::unimplemented));
-    complete(call, make_error_code(StatusCode::unimplemented),
-             Response{{}, {}, describe(call, "the server speaks no streams (its HELLO announced none), not sent", &sub)},
-             Origin::other, done);
+    complete(
+        call, make_error_code(StatusCode::unimplemented),
+        Response{{}, {}, describe(call, "the server speaks no streams (its HELLO announced none), not sent", &sub)},
+        Origin::other, done);
     return true;
   }
 

@@ -106,6 +106,7 @@ std::shared_ptr<StreamCore> ClientCore::make_stream(const std::string& method, C
   s.owner = ctx_;
   s.gate = &ctx_->sweep_work;
   s.counters = &ctx_->streams;
+  s.timeout_log = &ctx_->metrics.timeout_log;
   s.deadline = *options.stream_timeout;
   s.message_timeout = *options.message_timeout;
   s.stall_timeout = *options.stall_timeout;

@@ -35,6 +35,10 @@ CallCode call_code(const boost::system::error_code& ec) noexcept {
     if (v >= static_cast<int>(errc::timeout) && v <= static_cast<int>(errc::resource_exhausted)) {
       return static_cast<CallCode>(v);  // errc values 1..10 are CallCode's 1..10, in order
     }
+    // A stream's timers are timeouts too (TimeoutRecord::stream_timer says which).
+    if (ec == errc::message_timeout || ec == errc::write_stall || ec == errc::first_message_timeout) {
+      return CallCode::timeout;
+    }
   }
   if (ec == boost::asio::error::operation_aborted) return CallCode::aborted;
   return CallCode::other;
@@ -51,6 +55,7 @@ std::string_view timeout_phase_name(TimeoutPhase phase) noexcept {
     case TimeoutPhase::server: return "server timed out";
     case TimeoutPhase::in_handler: return "in the handler";
     case TimeoutPhase::queued: return "queued for the handler";
+    case TimeoutPhase::streaming: return "streaming";
   }
   return "unknown";
 }

@@ -140,8 +140,9 @@ bool NativeClientTransport::on_stream_frame(transport::Channel& ch, transport::F
   // The answer to an OPEN: accepted (ok), or refused (the status says why).
   auto s = opens_->take(id);
   if (static_cast<Status>(frame.header.status) != Status::ok) return true;
-  if (!s || !s->bind(channel_, streams_, id, peer_stream_window_.load(std::memory_order_relaxed),
-                     peer_max_body_.load(std::memory_order_relaxed), ch.remote()) ||
+  if (!s ||
+      !s->bind(channel_, streams_, id, peer_stream_window_.load(std::memory_order_relaxed),
+               peer_max_body_.load(std::memory_order_relaxed), ch.remote()) ||
       !streams_->add(id, s)) {
     // Abandoned meanwhile (its call timed out or was cancelled): the server is told.
     auto reset = make_stream_frame(StreamOp::reset, id, true);

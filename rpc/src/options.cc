@@ -54,9 +54,10 @@ std::optional<std::string> validate(const CallOptions& o) {
   }
   for (const auto* t : {&o.stream_timeout, &o.message_timeout, &o.stall_timeout, &o.first_message_timeout}) {
     if ((*t)->count() < 0 || **t > kLongest) {
-      return fmt::format("CallOptions' stream timeouts (stream_timeout, message_timeout, stall_timeout, "
-                         "first_message_timeout) must be 0 .. {} ms, got {} ms",
-                         kLongest.count(), (*t)->count());
+      return fmt::format(
+          "CallOptions' stream timeouts (stream_timeout, message_timeout, stall_timeout, "
+          "first_message_timeout) must be 0 .. {} ms, got {} ms",
+          kLongest.count(), (*t)->count());
     }
   }
   if (o.timeout > kLongest && o.timeout != CallOptions::kNoDeadline) {
@@ -81,6 +82,11 @@ void validate(const ClientOptions& o) {
                     o.idle_timeout.count(), o.heartbeat.count()));
   }
   if (o.connect_timeout.count() <= 0) throw std::invalid_argument("ClientOptions::connect_timeout must be > 0");
+  if (o.stream_window < 1024 || o.stream_window > (1u << 30)) {
+    throw std::invalid_argument(
+        fmt::format("ClientOptions::stream_window must be 1024 .. 1073741824 bytes, got {}", o.stream_window));
+  }
+  if (o.max_stream_message == 0) throw std::invalid_argument("ClientOptions::max_stream_message must be > 0");
   for (const auto* list : {&o.interceptors, &o.attempt_interceptors}) {
     for (const auto& i : *list) {
       if (!i) throw std::invalid_argument("ClientOptions::interceptors and attempt_interceptors must not hold null");
@@ -146,6 +152,14 @@ void validate(const ServerOptions& options) {
   const ServerOptions o = detail::resolved(options);
   for (const auto& i : o.interceptors) {
     if (!i) throw std::invalid_argument("ServerOptions::interceptors must not hold null");
+  }
+  if (o.streams.window < 1024 || o.streams.window > (1u << 30)) {
+    throw std::invalid_argument(
+        fmt::format("ServerOptions::streams.window must be 1024 .. 1073741824 bytes, got {}", o.streams.window));
+  }
+  if (o.streams.max_message == 0) throw std::invalid_argument("ServerOptions::streams.max_message must be > 0");
+  if (o.streams.message_timeout.count() < 0 || o.streams.stall_timeout.count() < 0) {
+    throw std::invalid_argument("ServerOptions::streams.message_timeout and stall_timeout must be >= 0");
   }
   if (o.keepalive.heartbeat.count() <= 0) {
     throw std::invalid_argument("ServerOptions::keepalive.heartbeat must be > 0");

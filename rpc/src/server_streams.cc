@@ -65,6 +65,7 @@ void ServerCore::on_stream_open(ServerConnection& conn, transport::Channel& chan
   s.owner = shared_from_this();
   s.gate = &timer_work_;
   s.counters = &streams_;
+  s.timeout_log = &timeout_log_;
   s.message_timeout = options_.streams.message_timeout;
   s.stall_timeout = options_.streams.stall_timeout;
   s.window = options_.streams.window;

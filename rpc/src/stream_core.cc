@@ -14,6 +14,7 @@
 #include <wheelrpc/transport/errc.h>
 
 #include "log.h"
+#include "method_metrics.h"
 #include "stream_table.h"
 
 #include <wheelrpc/rpc/server_stream.h>
@@ -36,8 +37,8 @@ namespace asio = boost::asio;
 
 const char* to_label(StreamEnd e) noexcept {
   static constexpr const char* kLabels[kStreamEndKinds] = {
-      "ok",       "error",           "cancelled", "deadline", "message_idle", "write_stall", "first_message",
-      "connection_lost", "refused", "protocol", "shutdown"};
+      "ok",      "error",    "cancelled", "deadline", "message_idle", "write_stall", "first_message", "connection_lost",
+      "refused", "protocol", "shutdown"};
   const auto i = static_cast<std::size_t>(e);
   return i < kStreamEndKinds ? kLabels[i] : "?";
 }
@@ -96,9 +97,7 @@ void StreamCore::watch_cancellation(Handler& h) {
   });
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 StreamCore::StreamCore(Settings s) : s_(std::move(s)), start_(now()) {
   last_message_ = start_;
@@ -147,8 +146,7 @@ void StreamCore::set_request(transport::Attachments metadata, std::optional<Time
 }
 
 bool StreamCore::bind(const std::shared_ptr<transport::Channel>& channel, std::weak_ptr<StreamTable> table,
-                      std::uint64_t id, std::uint32_t peer_window, std::uint32_t peer_max_body,
-                      std::string peer) {
+                      std::uint64_t id, std::uint32_t peer_window, std::uint32_t peer_max_body, std::string peer) {
   common::LockGuard lock(mu_);
   if (ended_) return false;
   channel_ = channel;
@@ -226,8 +224,8 @@ void StreamCore::on_frame(transport::Frame& f) {
       case StreamOp::half_close:
         if (s_.client) break;  // not the server's to send: ignored
         if (peer_done_) {
-          end_locked(make_error_code(StatusCode::internal), "the client half-closed twice",
-                     StreamEnd::protocol, Wire::end, p);
+          end_locked(make_error_code(StatusCode::internal), "the client half-closed twice", StreamEnd::protocol,
+                     Wire::end, p);
           break;
         }
         peer_done_ = true;
@@ -238,14 +236,13 @@ void StreamCore::on_frame(transport::Frame& f) {
         break;
       case StreamOp::reset:
         if (!s_.client) {
-          end_locked(make_error_code(errc::cancelled), "the client cancelled the stream",
-                     StreamEnd::cancelled, Wire::none, p);
+          end_locked(make_error_code(errc::cancelled), "the client cancelled the stream", StreamEnd::cancelled,
+                     Wire::none, p);
         }
         break;
       default:
-        end_locked(make_error_code(StatusCode::internal),
-                   fmt::format("unknown stream frame op {}", f.header.stream_op), StreamEnd::protocol,
-                   s_.client ? Wire::reset : Wire::end, p);
+        end_locked(make_error_code(StatusCode::internal), fmt::format("unknown stream frame op {}", f.header.stream_op),
+                   StreamEnd::protocol, s_.client ? Wire::reset : Wire::end, p);
         break;
     }
   }
@@ -255,8 +252,8 @@ void StreamCore::on_frame(transport::Frame& f) {
 void StreamCore::on_message(transport::Frame& f, Pending& p) {
   const Wire wire = s_.client ? Wire::reset : Wire::end;
   if (peer_done_) {
-    end_locked(make_error_code(StatusCode::internal), "a message after the peer's half-close",
-               StreamEnd::protocol, wire, p);
+    end_locked(make_error_code(StatusCode::internal), "a message after the peer's half-close", StreamEnd::protocol,
+               wire, p);
     return;
   }
   const std::size_t size = f.payload.size();
@@ -408,8 +405,8 @@ void StreamCore::send_message(std::string& payload, Pending& p) {
   payload = std::move(f.payload);
   if (ec == transport::errc::write_queue_full) {
     end_locked(make_error_code(errc::resource_exhausted),
-               "the connection's write queue is full (ChannelOptions::max_write_queue_bytes)",
-               StreamEnd::protocol, s_.client ? Wire::reset : Wire::end, p);
+               "the connection's write queue is full (ChannelOptions::max_write_queue_bytes)", StreamEnd::protocol,
+               s_.client ? Wire::reset : Wire::end, p);
     return;
   }
   // A closed channel: its close ends the stream (on_connection_lost).
@@ -501,8 +498,8 @@ void StreamCore::handle_dropped() {
     handle_gone_ = true;
     if (ended_) return;
     if (s_.client) {
-      end_locked(asio::error::operation_aborted, "every ClientStream handle was dropped",
-                 StreamEnd::cancelled, Wire::reset, p);
+      end_locked(asio::error::operation_aborted, "every ClientStream handle was dropped", StreamEnd::cancelled,
+                 Wire::reset, p);
     } else {
       end_locked(make_error_code(errc::server_error), "the handler dropped the stream without finishing it",
                  StreamEnd::error, Wire::end, p);
@@ -540,9 +537,8 @@ StreamInfo StreamCore::info() const {
 // ---- the end ----------------------------------------------------------------
 
 std::string StreamCore::describe(std::string_view what) const {
-  return fmt::format("stream '{}'{}{}: {} ({} messages sent, {} received)", s_.method,
-                     s_.client ? " to " : " from ", peer_.empty() ? "(not connected)" : peer_, what, sent_,
-                     received_);
+  return fmt::format("stream '{}'{}{}: {} ({} messages sent, {} received)", s_.method, s_.client ? " to " : " from ",
+                     peer_.empty() ? "(not connected)" : peer_, what, sent_, received_);
 }
 
 void StreamCore::end_locked(error_code ec, std::string message, StreamEnd cause, Wire wire, Pending& p, bool raw) {
@@ -613,7 +609,8 @@ void StreamCore::arm(StreamTimer which, TimePoint at) {
       },
       delay, tec);
   armed_[i] = !tec;
-  if (tec) logger()->warn("stream '{}': its {} timer could not be armed: {}", s_.method, to_string(which), tec.message());
+  if (tec)
+    logger()->warn("stream '{}': its {} timer could not be armed: {}", s_.method, to_string(which), tec.message());
 }
 
 void StreamCore::on_timer(StreamTimer which, TimePoint fired) {
@@ -661,8 +658,8 @@ void StreamCore::expire(StreamTimer which, TimePoint since, TimePoint fired, Pen
   std::string what;
   switch (which) {
     case StreamTimer::deadline:
-      setting = deadline_at_ ? std::chrono::duration_cast<std::chrono::milliseconds>(*deadline_at_ - start_)
-                             : s_.deadline;
+      setting =
+          deadline_at_ ? std::chrono::duration_cast<std::chrono::milliseconds>(*deadline_at_ - start_) : s_.deadline;
       ec = s_.client ? make_error_code(errc::timeout) : make_error_code(errc::server_timeout);
       cause = StreamEnd::deadline;
       what = "the stream's deadline passed";
@@ -690,6 +687,20 @@ void StreamCore::expire(StreamTimer which, TimePoint since, TimePoint fired, Pen
              fmt::format("{} timeout after {} ms: {} (timer {} ms)", to_string(which), fired_elapsed_.count(), what,
                          setting.count()),
              cause, s_.client ? Wire::reset : Wire::end, p);
+  if (s_.timeout_log) {
+    TimeoutRecord r;
+    r.time = std::chrono::system_clock::now();
+    r.server_side = !s_.client;
+    r.method = s_.method;
+    r.provider = peer_;
+    r.phase = TimeoutPhase::streaming;
+    r.code = call_code(ec);
+    r.budget = setting;
+    r.elapsed = fired_elapsed_;
+    r.attempts = 1;
+    r.stream_timer = std::string(to_string(which));
+    s_.timeout_log->add(std::move(r));
+  }
 }
 
 // ---- the public entry points (stream_ops.h) -------------------------------
@@ -706,7 +717,8 @@ void fail_unbound(Handler h, Args... args) {
 }  // namespace
 
 void stream_read(const std::shared_ptr<StreamCore>& core, StreamReadHandler handler) {
-  if (!core) return fail_unbound(std::move(handler), make_error_code(errc::stream_closed), std::optional<std::string>());
+  if (!core)
+    return fail_unbound(std::move(handler), make_error_code(errc::stream_closed), std::optional<std::string>());
   core->read(std::move(handler));
 }
 void stream_write(const std::shared_ptr<StreamCore>& core, std::string message, StreamDoneHandler handler) {

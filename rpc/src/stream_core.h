@@ -42,6 +42,7 @@
 namespace wheelrpc::rpc::detail {
 
 class StreamTable;
+class TimeoutLog;
 
 class StreamCore : public std::enable_shared_from_this<StreamCore> {
  public:
@@ -51,14 +52,15 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
     std::string method;
     boost::asio::any_io_executor ex;  // completions' default executor; where timer work is posted
     timer::Timer* timer = nullptr;
-    const timer::Clock* clock = nullptr;      // null: the steady clock
-    std::shared_ptr<const void> owner;        // keeps `gate` and `counters` alive
-    common::WorkGate* gate = nullptr;         // the owner's; timer tasks enter it
-    StreamCounters* counters = nullptr;       // may be null
-    std::chrono::milliseconds deadline{0};    // 0: none (server: the client's, from the OPEN)
+    const timer::Clock* clock = nullptr;    // null: the steady clock
+    std::shared_ptr<const void> owner;      // keeps `gate` and `counters` alive
+    common::WorkGate* gate = nullptr;       // the owner's; timer tasks enter it
+    StreamCounters* counters = nullptr;     // may be null
+    TimeoutLog* timeout_log = nullptr;      // where its timers' expiries are recorded; may be null
+    std::chrono::milliseconds deadline{0};  // 0: none (server: the client's, from the OPEN)
     std::chrono::milliseconds message_timeout{0}, stall_timeout{0}, first_message_timeout{0};
-    std::uint32_t window = 64 * 1024;          // what we grant the peer
-    std::uint32_t max_message = 4u << 20;      // largest message we take
+    std::uint32_t window = 64 * 1024;      // what we grant the peer
+    std::uint32_t max_message = 4u << 20;  // largest message we take
     /// Told once the stream ended (with `owner.get()`), after its counters; may be null.
     void (*on_end)(const void* owner) = nullptr;
   };

@@ -277,9 +277,8 @@ TEST(Stream, TheTokensCancellationSlotCancelsTheStream) {
   auto s = open(*fx.client, "silent");
   asio::cancellation_signal signal;
   std::promise<error_code> got;
-  s.async_read(asio::bind_cancellation_slot(signal.slot(), [&](error_code ec, std::optional<std::string>) {
-    got.set_value(ec);
-  }));
+  s.async_read(asio::bind_cancellation_slot(signal.slot(),
+                                            [&](error_code ec, std::optional<std::string>) { got.set_value(ec); }));
   // Emitted on the stream's executor, as a coroutine's cancellation would be.
   asio::post(fx.ex(), [&] { signal.emit(asio::cancellation_type::terminal); });
   auto f = got.get_future();
@@ -367,7 +366,7 @@ TEST(Stream, ASlowReaderBoundsWhatTheWriterSends) {
   so.streams.window = 16 * 1024;
   StreamFixture fx(so);
   CallOptions o;
-  o.stall_timeout = 300ms;  // ends the wait for credit that never comes
+  o.stall_timeout = 300ms;               // ends the wait for credit that never comes
   auto s = open(*fx.client, "deaf", o);  // never reads: never grants more credit
   const auto sent_before = fx.client->connections().at(0).bytes_out;
   std::atomic<int> written{0};

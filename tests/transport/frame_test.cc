@@ -266,15 +266,31 @@ TEST(FrameRoundTrip, ReservedFlagBitsAreNotSentAndIgnoredOnReceipt) {
   Frame f = request_frame();
   f.header.flags = 0xff;
   std::string wire = encode(f);
-  EXPECT_EQ(static_cast<std::uint8_t>(wire[3]), 0x07);
-  wire[3] = static_cast<char>(0xf9);     // reserved bits set + request
-  wire[5] = wire[6] = wire[7] = '\x5a';  // reserved bytes
+  EXPECT_EQ(static_cast<std::uint8_t>(wire[3]), 0x0f);  // request, two-way, event, stream
+  wire[3] = static_cast<char>(0xf1);                    // reserved bits set + request
+  wire[6] = wire[7] = '\x5a';                           // reserved bytes
   FrameDecoder dec;
   Frame out;
   std::size_t consumed = 0;
   ASSERT_EQ(dec.decode(bytes_of(wire), wire.size(), out, consumed), Result::frame) << dec.error_message();
   EXPECT_EQ(out.header.flags, kFlagRequest);
+  EXPECT_EQ(out.header.stream_op, 0);
   EXPECT_EQ(out.method, "echo");
+}
+
+TEST(FrameRoundTrip, AStreamFramesOpTravelsInByteFive) {
+  Frame f = request_frame();
+  f.header.flags = kFlagStream | kFlagRequest;
+  f.header.stream_op = 2;
+  std::string wire = encode(f);
+  EXPECT_EQ(static_cast<std::uint8_t>(wire[3]), 0x09);
+  EXPECT_EQ(static_cast<std::uint8_t>(wire[5]), 2);
+  FrameDecoder dec;
+  Frame out;
+  std::size_t consumed = 0;
+  ASSERT_EQ(dec.decode(bytes_of(wire), wire.size(), out, consumed), Result::frame) << dec.error_message();
+  EXPECT_TRUE(out.header.is_stream());
+  EXPECT_EQ(out.header.stream_op, 2);
 }
 
 TEST(FrameRoundTrip, DecodingReusesTheFrameAndClearsStaleFields) {

@@ -8,18 +8,18 @@
 namespace wheelrpc::rpc {
 
 enum class errc {
-  timeout = 1,         ///< the call's deadline passed before a reply (the message says in which phase)
-  server_timeout,      ///< the server saw the deadline pass before its handler replied
-  connection_lost,     ///< the connection carrying the call closed before the reply
-  unavailable,         ///< no server could be reached (or one is shutting down)
-  method_not_found,    ///< the server has no handler for the method
-  bad_request,         ///< the request was refused as invalid: by the server (malformed), or by the
-                       ///< client before sending anything (invalid CallOptions, a body over the limit)
-  server_error,        ///< the handler failed (threw, or never replied)
-  cancelled,           ///< the client was closed while the call was pending
-  too_many_pending,    ///< the client's limit on calls in flight was reached
-  resource_exhausted,  ///< the server refused the call unprocessed for lack of capacity (a method at its
-                       ///< concurrency limit, Server::handle's MethodOptions): retried on another provider
+  timeout = 1,            ///< the call's deadline passed before a reply (the message says in which phase)
+  server_timeout,         ///< the server saw the deadline pass before its handler replied
+  connection_lost,        ///< the connection carrying the call closed before the reply
+  unavailable,            ///< no server could be reached (or one is shutting down)
+  method_not_found,       ///< the server has no handler for the method
+  bad_request,            ///< the request was refused as invalid: by the server (malformed), or by the
+                          ///< client before sending anything (invalid CallOptions, a body over the limit)
+  server_error,           ///< the handler failed (threw, or never replied)
+  cancelled,              ///< the client was closed while the call was pending
+  too_many_pending,       ///< the client's limit on calls in flight was reached
+  resource_exhausted,     ///< the server refused the call unprocessed for lack of capacity (a method at its
+                          ///< concurrency limit, Server::handle's MethodOptions): retried on another provider
   message_timeout,        ///< a stream received no message for its message-idle timeout
   write_stall,            ///< a stream's write waited for the peer's credit for its write-stall timeout
   first_message_timeout,  ///< a stream had no response headers or no first message within its timeout

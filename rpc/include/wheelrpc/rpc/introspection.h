@@ -95,6 +95,7 @@ enum class TimeoutPhase : std::uint8_t {
   server,           ///< client: the server answered server_timeout
   in_handler,       ///< server: the handler did not reply in time
   queued,           ///< server: still waiting for ServerOptions::handler_executor (shed: never run)
+  streaming,        ///< either side: an open stream's timer fired (TimeoutRecord::stream_timer says which)
 };
 std::string_view timeout_phase_name(TimeoutPhase phase) noexcept;
 
@@ -115,6 +116,11 @@ struct TimeoutRecord {
   /// queued 0.0 ms, sent 0.0, socket wrote 0.1, timer fired 50.3 (0.3
   /// late)"; docs/timeouts.md); "" on the server.
   std::string timeline;
+  /// A stream's timeout (phase streaming): the timer that fired, "deadline",
+  /// "message-idle", "write-stall" or "first-message"; "" for a call. Its
+  /// budget is the timer's setting, its elapsed how long what the timer
+  /// watches had lasted when it fired.
+  std::string stream_timer;
 };
 
 /// One connection, as gRPC's channelz shows a socket.

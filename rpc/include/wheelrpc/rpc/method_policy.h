@@ -13,12 +13,12 @@ namespace wheelrpc::rpc {
 /// out of the option is std::nullopt. Generated as a constexpr value of
 /// the method's traits (`Greeter::Methods::SayHello::policy`).
 struct MethodPolicy {
-  std::optional<std::chrono::milliseconds> timeout{};          ///< timeout_ms
-  std::optional<bool> idempotent{};                            ///< idempotent
-  std::optional<int> retries{};                                ///< retries
-  std::optional<std::chrono::milliseconds> attempt_timeout{};  ///< attempt_timeout_ms
-  std::optional<std::chrono::milliseconds> hedge_delay{};      ///< hedge_delay_ms
-  std::optional<bool> wait_for_ready{};                        ///< wait_for_ready
+  std::optional<std::chrono::milliseconds> timeout{};                ///< timeout_ms
+  std::optional<bool> idempotent{};                                  ///< idempotent
+  std::optional<int> retries{};                                      ///< retries
+  std::optional<std::chrono::milliseconds> attempt_timeout{};        ///< attempt_timeout_ms
+  std::optional<std::chrono::milliseconds> hedge_delay{};            ///< hedge_delay_ms
+  std::optional<bool> wait_for_ready{};                              ///< wait_for_ready
   std::optional<std::chrono::milliseconds> stream_timeout{};         ///< stream_timeout_ms
   std::optional<std::chrono::milliseconds> message_timeout{};        ///< message_timeout_ms
   std::optional<std::chrono::milliseconds> stall_timeout{};          ///< stall_timeout_ms

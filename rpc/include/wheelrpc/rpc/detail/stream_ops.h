@@ -110,8 +110,8 @@ struct boost::asio::associator<Associator, wheelrpc::rpc::detail::StreamThrowing
     return Associator<Handler, DefaultCandidate>::get(h.handler);
   }
   static auto get(const wheelrpc::rpc::detail::StreamThrowingHandler<Handler, Signature>& h,
-                  const DefaultCandidate& c) noexcept -> decltype(Associator<Handler, DefaultCandidate>::get(h.handler,
-                                                                                                           c)) {
+                  const DefaultCandidate& c) noexcept
+      -> decltype(Associator<Handler, DefaultCandidate>::get(h.handler, c)) {
     return Associator<Handler, DefaultCandidate>::get(h.handler, c);
   }
 };
