@@ -15,6 +15,7 @@
 #include <mutex>
 #include <string>
 
+#include <boost/asio/use_future.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
@@ -192,6 +193,55 @@ TEST(AdminServer, MetricsPassPromtoolAndCountWhatTheClientSaw) {
   EXPECT_GE(m.at("wheelrpc_timer_scheduled_total"), 1);
   EXPECT_TRUE(m.count("wheelrpc_connections{side=\"client\",state=\"ready\"}"));
   EXPECT_TRUE(m.count("wheelrpc_timer_lateness_seconds_count"));
+}
+
+TEST(AdminServer, StreamsShowInMetricsConnectionsAndTimeouts) {
+  AdminFixture fx;
+  // The server never writes on "quiet" and holds the stream open.
+  std::mutex held_mu;
+  std::vector<wheelrpc::rpc::ServerStream> held;
+  fx.server.handle_stream("quiet", [&](wheelrpc::rpc::ServerStream s) {
+    std::lock_guard lock(held_mu);
+    held.push_back(std::move(s));
+  });
+  auto open = [&](CallOptions o) {
+    auto f = fx.client->async_open_stream("quiet", std::move(o), asio::use_future);
+    EXPECT_EQ(f.wait_for(20s), std::future_status::ready);
+    return f.get();
+  };
+  auto kept = open({});
+  CallOptions idle;
+  idle.message_timeout = 50ms;
+  auto timed = open(idle);
+  std::promise<error_code> ended;
+  timed.async_finish([&](error_code ec) { ended.set_value(ec); });
+  auto f = ended.get_future();
+  ASSERT_EQ(f.wait_for(20s), std::future_status::ready);
+  EXPECT_EQ(f.get(), errc::message_timeout);
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return fx.server.stats().streams.open == 1; }, 20s));
+
+  const auto m = samples(fx.get("/metrics").body);
+  EXPECT_EQ(m.at("wheelrpc_server_streams_open"), 1);
+  EXPECT_EQ(m.at("wheelrpc_server_streams_opened_total"), 2);
+  EXPECT_EQ(m.at("wheelrpc_client_streams_open"), 1);
+  EXPECT_EQ(m.at("wheelrpc_client_streams_ended_total{cause=\"message_idle\"}"), 1);
+  EXPECT_EQ(m.at("wheelrpc_server_streams_ended_total{cause=\"cancelled\"}"), 1);
+  EXPECT_EQ(m.at("wheelrpc_client_streams_messages_total{direction=\"in\"}"), 0);
+
+  auto conns = json::parse(fx.get("/connections.json").body).at("connections").as_array();
+  int with_stream = 0;
+  for (const auto& c : conns) with_stream += c.at("streams").as_int64() == 1 ? 1 : 0;
+  EXPECT_EQ(with_stream, 2) << "the stream on the client's connection and on the server's";
+
+  const auto timeouts = json::parse(fx.get("/timeouts.json").body).at("timeouts").as_array();
+  ASSERT_FALSE(timeouts.empty());
+  const auto& t = timeouts.at(0).as_object();
+  EXPECT_EQ(t.at("phase").as_string(), "streaming");
+  EXPECT_EQ(t.at("stream_timer").as_string(), "message-idle");
+  EXPECT_EQ(t.at("method").as_string(), "quiet");
+  kept.cancel();
+  std::lock_guard lock(held_mu);
+  held.clear();
 }
 
 TEST(AdminServer, HealthReadyAndQosOverHttp) {
