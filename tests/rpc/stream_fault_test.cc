@@ -223,6 +223,48 @@ TEST(StreamFaults, AResetMidStreamEndsItAtOnceWithAConnectionError) {
   EXPECT_EQ(fx.client->stats().streams.ends.connection_lost, 1u);
 }
 
+/// A refused opening (nothing reached the application) goes to another
+/// provider, and the stream stays pinned to the one that accepted it.
+TEST(StreamFaults, ARefusedOpeningIsRetriedOnAnotherProvider) {
+  wheelrpc::timer::HashedWheelTimer timer;
+  IoThreads io(2);
+  StreamMethods ma, mb;
+  Server a(io.io.get_executor(), timer), b(io.io.get_executor(), timer);
+  ma.add(a);
+  mb.add(b);
+  ASSERT_FALSE(a.listen(wheelrpc::test::loopback0()));
+  ASSERT_FALSE(b.listen(wheelrpc::test::loopback0()));
+  a.set_online(false);  // refuses new streams with shutting_down: the client tries elsewhere
+  Client client(io.io.get_executor(), timer, {a.local_endpoint(), b.local_endpoint()});
+  client.connect();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        int ready = 0;
+        for (const auto& p : client.providers()) ready += p.ready ? 1 : 0;
+        return ready == 2;
+      },
+      20s));
+  const std::string b_peer = "127.0.0.1:" + std::to_string(b.local_endpoint().port());
+  for (int i = 0; i < 4; ++i) {
+    auto f = client.async_open_stream("chat", {}, asio::use_future);
+    ASSERT_EQ(f.wait_for(20s), std::future_status::ready);
+    auto s = f.get();
+    EXPECT_EQ(s.info().peer, b_peer);
+    s.async_write("x", asio::use_future).get();
+    EXPECT_EQ(s.async_read(asio::use_future).get().value_or(""), "x");
+  }
+  EXPECT_GE(a.stats().streams_refused, 1u) << "round robin never tried the offline provider";
+  EXPECT_EQ(a.stats().streams.opened, 0u);
+  EXPECT_EQ(b.stats().streams.opened, 4u);
+  EXPECT_GE(client.stats().retries, 1u);
+  client.close();
+  ma.release();
+  mb.release();
+  a.stop();
+  b.stop();
+  io.stop();
+}
+
 /// Providers killed and restarted on their ports while streams run: each
 /// stream ends exactly once, none is left open.
 TEST(StreamFaults, ExactlyOnceEndsUnderProviderChurn) {
