@@ -6,6 +6,7 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/container/small_vector.hpp>
 
 #include <fmt/format.h>
 
@@ -55,8 +56,9 @@ struct StreamCore::Pending {
     StreamDoneHandler h;
     error_code ec;
   };
-  std::vector<Read> reads;
-  std::vector<Done> dones;
+  // Rarely more than one of each (the end completes them all): no allocation.
+  boost::container::small_vector<Read, 1> reads;
+  boost::container::small_vector<Done, 2> dones;
   void read(StreamReadHandler& h, error_code ec, std::optional<std::string> m) {
     if (h) reads.push_back({std::move(h), ec, std::move(m)});
   }
