@@ -27,6 +27,7 @@
 #include <boost/system/error_code.hpp>
 
 #include <wheelrpc/common/mutex.h>
+#include <wheelrpc/common/spin_lock.h>
 #include <wheelrpc/common/thread_annotations.h>
 #include <wheelrpc/common/work_gate.h>
 #include <wheelrpc/rpc/detail/stream_ops.h>
@@ -154,7 +155,7 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   transport::Attachments metadata_;  // server: the client's; set before the handler runs
   std::optional<TimePoint> deadline_at_;
 
-  mutable common::Mutex mu_;
+  mutable common::SpinLock mu_;  // short sections: a frame queued at most
   std::shared_ptr<transport::Channel> channel_ WHEELRPC_GUARDED_BY(mu_);
   std::weak_ptr<StreamTable> table_ WHEELRPC_GUARDED_BY(mu_);
   std::string peer_ WHEELRPC_GUARDED_BY(mu_);
