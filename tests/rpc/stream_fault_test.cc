@@ -169,6 +169,43 @@ TEST(StreamFaults, ABlackholeMidStreamEndsItByTheMessageIdleTimeout) {
   EXPECT_EQ(info.messages_received, 1u);
 }
 
+TEST(StreamFaults, HeartbeatsAloneDoNotKeepAnIdleStreamOpen) {
+  wheelrpc::timer::HashedWheelTimer timer;
+  IoThreads io(2);
+  StreamMethods methods;
+  ServerOptions so;
+  so.keepalive.heartbeat = 20ms;
+  so.keepalive.send_heartbeats = true;
+  Server server(io.io.get_executor(), timer, so);
+  methods.add(server);
+  ASSERT_FALSE(server.listen(wheelrpc::test::loopback0()));
+  ClientOptions co;
+  co.heartbeat = 20ms;
+  Client client(io.io.get_executor(), timer, {server.local_endpoint()}, co);
+  CallOptions o;
+  o.message_timeout = 400ms;
+  auto f = client.async_open_stream("deaf", o, asio::use_future);
+  ASSERT_EQ(f.wait_for(20s), std::future_status::ready);
+  auto s = f.get();
+  EndWatch end;
+  end.watch(s);
+  ASSERT_TRUE(end.wait_one());
+  {
+    std::lock_guard lock(end.mu);
+    EXPECT_EQ(end.ends.at(0), errc::message_timeout) << s.error_message();
+  }
+  // The connection was alive all along: heartbeats went both ways, and it is still up.
+  EXPECT_GE(client.stats().heartbeats_sent + server.stats().heartbeats_sent, 3u);
+  EXPECT_EQ(client.stats().idle_closes, 0u);
+  EXPECT_GE(s.info().timer_elapsed, 400ms);
+  auto out = wheelrpc::test::call_and_wait(client, "echo", "alive", {}, std::chrono::seconds(20));
+  EXPECT_EQ(out.ec, errc::method_not_found) << "the connection should answer (no echo registered here)";
+  client.close();
+  methods.release();
+  server.stop();
+  io.stop();
+}
+
 TEST(StreamFaults, AFrozenReaderEndsTheWriterByTheWriteStallTimeoutWhileOthersGoOn) {
   ProxyFixture fx;
   // Another client, on its own connection straight to the server.
