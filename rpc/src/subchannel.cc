@@ -341,7 +341,9 @@ bool Subchannel::retire(std::shared_ptr<ClientTransport>& close_now) {
     wanted_.store(false, std::memory_order_release);  // no reconnect from now on (heartbeats while it drains)
     if (transport_) {
       keep = true;  // it drains: closed when its last attempt ends, or after the grace
-      if (active_.load() == 0) close_now = transport_;
+      // Open streams drain too: they are pinned to it, so it stays until the
+      // grace ends them (or its last attempt ends after they did).
+      if (active_.load() == 0 && transport_->open_streams() == 0) close_now = transport_;
     } else if (state_ == State::connecting) {
       keep = true;  // on_connected drops the socket and forgets it
     }
@@ -401,6 +403,7 @@ void Subchannel::close_drained() {
   {
     Lock lock(mu_);
     if (closed_ || !retired_.load(std::memory_order_relaxed) || active_.load() != 0) return;
+    if (transport_ && transport_->open_streams() != 0) return;  // its streams run on until the grace
     transport = transport_;
   }
   if (transport)

@@ -23,6 +23,7 @@
 #include <boost/asio/use_future.hpp>
 
 #include <wheelrpc/fault/fault_proxy.h>
+#include <wheelrpc/rpc/provider_source.h>
 #include <wheelrpc/rpc/status_code.h>
 
 #include "support/rpc_fixture.h"
@@ -294,6 +295,68 @@ TEST(StreamFaults, ARefusedOpeningIsRetriedOnAnotherProvider) {
   EXPECT_EQ(a.stats().streams.opened, 0u);
   EXPECT_EQ(b.stats().streams.opened, 4u);
   EXPECT_GE(client.stats().retries, 1u);
+  client.close();
+  ma.release();
+  mb.release();
+  a.stop();
+  b.stop();
+  io.stop();
+}
+
+/// A provider source the test drives by hand.
+class HandSource : public wheelrpc::rpc::ProviderSource {
+ public:
+  void start(Listener listener) override {
+    std::lock_guard lock(mu_);
+    listener_ = std::move(listener);
+  }
+  void stop() override {}
+  std::string describe() const override { return "test source"; }
+  void report(std::vector<asio::ip::tcp::endpoint> eps) {
+    std::lock_guard lock(mu_);
+    listener_({}, std::move(eps), "");
+  }
+
+ private:
+  std::mutex mu_;
+  Listener listener_;
+};
+
+/// A provider that leaves the set keeps its open streams (they are pinned to
+/// it) until ClientOptions::removal_grace; new streams go to the others.
+TEST(StreamFaults, AStreamOnAProviderThatLeftTheSetRunsOnUntilTheRemovalGrace) {
+  wheelrpc::timer::HashedWheelTimer timer;
+  IoThreads io(2);
+  StreamMethods ma, mb;
+  Server a(io.io.get_executor(), timer), b(io.io.get_executor(), timer);
+  ma.add(a);
+  mb.add(b);
+  ASSERT_FALSE(a.listen(wheelrpc::test::loopback0()));
+  ASSERT_FALSE(b.listen(wheelrpc::test::loopback0()));
+  auto source = std::make_shared<HandSource>();
+  ClientOptions co;
+  co.removal_grace = 500ms;
+  Client client(io.io.get_executor(), timer, source, co);
+  source->report({a.local_endpoint()});
+  auto f = client.async_open_stream("chat", {}, asio::use_future);
+  ASSERT_EQ(f.wait_for(20s), std::future_status::ready);
+  auto s = f.get();
+  EndWatch end;
+  end.watch(s);
+  const auto left = std::chrono::steady_clock::now();
+  source->report({b.local_endpoint()});  // a leaves the set
+  ASSERT_TRUE(wait_until([&] { return client.stats().providers_removed == 1; }, 20s));
+  s.async_write("still", asio::use_future).get();
+  EXPECT_EQ(s.async_read(asio::use_future).get().value_or(""), "still");
+  ASSERT_TRUE(end.wait_one());
+  {
+    std::lock_guard lock(end.mu);
+    EXPECT_EQ(end.ends.at(0), errc::connection_lost) << s.error_message();
+    EXPECT_GE(end.at - left, 400ms) << "closed before the removal grace";
+  }
+  auto g = client.async_open_stream("chat", {}, asio::use_future);
+  ASSERT_EQ(g.wait_for(20s), std::future_status::ready);
+  EXPECT_EQ(g.get().info().peer, "127.0.0.1:" + std::to_string(b.local_endpoint().port()));
   client.close();
   ma.release();
   mb.release();
