@@ -93,6 +93,18 @@ void register_stream_methods(wheelrpc::rpc::Server& server) {
         },
         asio::detached);
   });
+  // Writes 4 KiB messages as fast as the client's credit allows, until cancelled.
+  server.handle_stream("flood", [](ServerStream s) {
+    asio::co_spawn(
+        s.get_executor(),
+        [s]() mutable -> awaitable<void> {
+          for (;;) {
+            auto [ec] = co_await s.async_write(std::string(4096, 'f'), asio::as_tuple(use_awaitable));
+            if (ec) break;
+          }
+        },
+        asio::detached);
+  });
   server.handle_stream("fail", [](ServerStream s) { s.finish(StatusCode::permission_denied, "not for you"); });
   server.handle_stream("deaf", [](ServerStream s) {
     std::lock_guard lock(deaf_mu);
@@ -359,6 +371,36 @@ TEST(Stream, AGracefulShutdownLetsStreamsRunThenEndsThem) {
   ASSERT_EQ(done.wait_for(20s), std::future_status::ready);
   EXPECT_EQ(done.get(), errc::timeout) << "the drain ended before the streams did";
   EXPECT_GE(fx.server.stats().streams.ends.shutdown, 2u);
+}
+
+TEST(Stream, ABusyStreamDoesNotStarveTheCallsOfItsConnection) {
+  StreamFixture fx;
+  auto s = open(*fx.client, "flood");
+  std::atomic<long> read{0};
+  std::promise<void> chain_done;  // the last read's handler ran
+  std::function<void()> next = [&] {
+    s.async_read([&](error_code ec, std::optional<std::string> m) {
+      if (ec || !m) return chain_done.set_value();
+      read.fetch_add(1);
+      next();
+    });
+  };
+  asio::post(fx.ex(), next);
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return read.load() > 100; }, 20s));
+  // Calls on the same connection, while the stream keeps it busy.
+  CallOptions o;
+  o.timeout = 10s;
+  o.retries = 0;
+  for (int i = 0; i < 200; ++i) {
+    auto out = wheelrpc::test::call_and_wait(*fx.client, "echo", "call " + std::to_string(i), o);
+    ASSERT_FALSE(out.ec) << out.response.error_message;
+    ASSERT_EQ(out.response.payload, "call " + std::to_string(i));
+  }
+  const long during = read.load();
+  EXPECT_GT(during, 100);
+  EXPECT_EQ(fx.client->connections().size(), 1u) << "the calls and the stream share one connection";
+  s.cancel();
+  EXPECT_EQ(chain_done.get_future().wait_for(20s), std::future_status::ready);
 }
 
 TEST(Stream, ASlowReaderBoundsWhatTheWriterSends) {
