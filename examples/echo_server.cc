@@ -1,9 +1,15 @@
-// An RPC server with two methods, for trying wheelrpc from a shell (see
-// echo_client and scripts/echo_demo.sh):
+// An RPC server with two methods and three streaming methods, for trying
+// wheelrpc from a shell (see echo_client and scripts/echo_demo.sh):
 //
 //   echo   replies with the request's payload;
 //   sleep  payload = decimal milliseconds; replies "slept" after that long,
 //          without blocking a thread (one boost::asio::steady_timer per call).
+//   count  server streaming: the client's one message is "COUNT INTERVAL_MS";
+//          the server sends "0", "1", ... "COUNT-1", INTERVAL_MS apart (a
+//          steady_timer per wait), then ends the stream with success;
+//   sum    client streaming: adds up the decimal integers it receives and,
+//          once the client half-closes, answers with the sum;
+//   chat   bidirectional: echoes each message; ends once the client half-closes.
 //
 //   echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H] [--idle-timeout-ms I]
 //               [--drain-timeout-ms D] [--max-connections N] [--hello-timeout-ms T]
@@ -41,6 +47,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -56,7 +63,11 @@
 #include <malloc.h>
 #endif
 
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -271,7 +282,78 @@ class SleepTimers {
   std::unordered_set<std::shared_ptr<asio::steady_timer>> timers_;
 };
 
+/// The streaming methods (see the top of the file). Each is a coroutine on
+/// the stream's executor; a stream that ends early (cancelled, timed out,
+/// its connection lost) ends it at its next read or write.
+constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
+
+void register_stream_methods(rpc::Server& server) {
+  server.handle_stream("count", [](rpc::ServerStream s) {
+    asio::co_spawn(
+        s.get_executor(),
+        [s]() mutable -> asio::awaitable<void> {
+          auto [ec, request] = co_await s.async_read(tuple);
+          if (ec) co_return;
+          unsigned long long count = 0, interval_ms = 0;
+          if (!request || std::sscanf(request->c_str(), "%llu %llu", &count, &interval_ms) != 2 ||
+              interval_ms > 86'400'000) {
+            s.finish(rpc::StatusCode::invalid_argument, "count: the request must be \"COUNT INTERVAL_MS\"");
+            co_return;
+          }
+          asio::steady_timer wait(co_await asio::this_coro::executor);
+          for (unsigned long long i = 0; i < count; ++i) {
+            if (i > 0 && interval_ms > 0) {
+              wait.expires_after(std::chrono::milliseconds(interval_ms));
+              co_await wait.async_wait(tuple);
+              if (s.cancelled()) co_return;
+            }
+            auto [wec] = co_await s.async_write(std::to_string(i), tuple);
+            if (wec) co_return;
+          }
+          s.finish();
+        },
+        asio::detached);
+  });
+  server.handle_stream("sum", [](rpc::ServerStream s) {
+    asio::co_spawn(
+        s.get_executor(),
+        [s]() mutable -> asio::awaitable<void> {
+          long long sum = 0;
+          for (;;) {
+            auto [ec, m] = co_await s.async_read(tuple);
+            if (ec) co_return;
+            if (!m) break;
+            const auto n = parse_int(*m, std::numeric_limits<long long>::min() / 2, std::numeric_limits<long long>::max() / 2);
+            if (!n) {
+              s.finish(rpc::StatusCode::invalid_argument, "sum: '" + m->substr(0, 32) + "' is not a decimal integer");
+              co_return;
+            }
+            sum += *n;
+          }
+          auto [wec] = co_await s.async_write(std::to_string(sum), tuple);
+          if (!wec) s.finish();
+        },
+        asio::detached);
+  });
+  server.handle_stream("chat", [](rpc::ServerStream s) {
+    asio::co_spawn(
+        s.get_executor(),
+        [s]() mutable -> asio::awaitable<void> {
+          for (;;) {
+            auto [ec, m] = co_await s.async_read(tuple);
+            if (ec) co_return;
+            if (!m) break;
+            auto [wec] = co_await s.async_write(std::move(*m), tuple);
+            if (wec) co_return;
+          }
+          s.finish();
+        },
+        asio::detached);
+  });
+}
+
 void register_methods(rpc::Server& server, asio::io_context& io, SleepTimers& sleeps) {
+  register_stream_methods(server);
   server.handle("echo", [](rpc::Request req, rpc::Responder r) { r.reply(std::move(req.payload)); });
   server.handle("sleep", [&io, &sleeps](rpc::Request req, rpc::Responder r) {
     const auto ms =

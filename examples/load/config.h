@@ -25,7 +25,7 @@ struct Config {
   std::size_t concurrency = 1;                          ///< --concurrency: calls in flight at once
   std::chrono::milliseconds timeout{1000};              ///< --timeout-ms: deadline of each call
   std::size_t payload_bytes = 64;                       ///< --payload-bytes: echo payload size
-  std::string method = "echo";                          ///< --method: echo or sleep
+  std::string method = "echo";                          ///< --method: echo, sleep, or a stream: count, sum, chat
   long long sleep_ms = 0;                               ///< --sleep-ms: payload of a sleep call
   std::chrono::milliseconds report_interval{1000};      ///< --report-interval-ms
   bool json = false;                                    ///< --json: JSON lines instead of text
@@ -38,6 +38,16 @@ struct Config {
   bool fail_on_error = false;                                         ///< --fail-on-error: exit 1 if a call failed
   int admin_port = -1;                                                ///< --admin-port: -1 = no admin server
   transport::TlsOptions tls;  ///< --tls-ca, --tls-cert, --tls-key, --tls-server-name
+  // Streams (--method count|sum|chat; StreamLoad).
+  std::size_t streams = 1;                        ///< --streams: streams at once
+  std::uint64_t count = 10;                       ///< --count: messages per stream
+  std::chrono::milliseconds interval{0};          ///< --interval-ms: between messages
+  std::chrono::milliseconds stream_timeout{0};    ///< --stream-timeout-ms (CallOptions::stream_timeout)
+  std::chrono::milliseconds message_timeout{0};   ///< --message-timeout-ms (CallOptions::message_timeout)
+  std::chrono::milliseconds stall_timeout{0};     ///< --stall-timeout-ms (CallOptions::stall_timeout)
+
+  /// A streaming method: the run opens streams instead of making calls.
+  bool streaming() const { return method == "count" || method == "sum" || method == "chat"; }
 };
 
 /// Reads the command line into `cfg` (FlagParser). Returns the exit status

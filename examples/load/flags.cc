@@ -22,7 +22,9 @@ constexpr const char* kUsage =
     "usage: echo_client (--server HOST:PORT[,HOST:PORT...] | --registry etcd://HOST:PORT[,...] --service NAME)\n"
     "                   (--calls N | --duration-s S)\n"
     "                   [--concurrency C] [--timeout-ms T] [--payload-bytes B]\n"
-    "                   [--method echo|sleep] [--sleep-ms X] [--report-interval-ms I]\n"
+    "                   [--method echo|sleep|count|sum|chat] [--sleep-ms X] [--report-interval-ms I]\n"
+    "                   [--streams N] [--count N] [--interval-ms I] [--stream-timeout-ms T]\n"
+    "                   [--message-timeout-ms T] [--stall-timeout-ms T]\n"
     "                   [--json] [--heartbeat-ms H] [--idle-timeout-ms I]\n"
     "                   [--retries N] [--idempotent] [--lb round_robin|least_active|p2c]\n"
     "                   [--hedge-ms H] [--fail-on-error] [--admin-port A]\n"
@@ -40,7 +42,18 @@ constexpr const char* kUsage =
     "  --timeout-ms T    deadline of each call (default 1000)\n"
     "  --payload-bytes B size of an echo payload (default 64; at most the request\n"
     "                    body limit, 8 MiB, less the method and framing)\n"
-    "  --method M        echo (default) or sleep (payload = --sleep-ms)\n"
+    "  --method M        echo (default) or sleep (payload = --sleep-ms); or a stream:\n"
+    "                    count (the server sends --count messages, --interval-ms apart),\n"
+    "                    sum (the client sends --count numbers, the server answers their sum),\n"
+    "                    chat (the client sends --count messages, the server echoes each)\n"
+    "  --streams N       streams at once (default 1); each runs once, or, with\n"
+    "                    --duration-s, is opened again until the time is up\n"
+    "  --count N         messages per stream (default 10)\n"
+    "  --interval-ms I   between a stream's messages (count: the server's; sum, chat:\n"
+    "                    the client's writes; default 0)\n"
+    "  --stream-timeout-ms T   the whole stream's deadline (default 0 = none)\n"
+    "  --message-timeout-ms T  end a stream that received no message for T ms (default 0 = off)\n"
+    "  --stall-timeout-ms T    end a stream whose write waited T ms for credit (default 0 = off)\n"
     "  --sleep-ms X      how long the server sleeps per sleep call (default 0)\n"
     "  --report-interval-ms I  progress every I ms (default 1000)\n"
     "  --json            JSON lines instead of text\n"
@@ -188,11 +201,22 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
               std::to_string(body_limit - max_payload) + " of them the method name and framing")
       .add_value("--method",
                  [&](const std::string& value) -> Problem {
-                   if (value != "echo" && value != "sleep") return "expected echo or sleep, got '" + value + "'";
+                   if (value != "echo" && value != "sleep" && value != "count" && value != "sum" && value != "chat") {
+                     return "expected echo, sleep, count, sum or chat, got '" + value + "'";
+                   }
                    cfg.method = value;
                    return std::nullopt;
                  })
       .add_number("--sleep-ms", 0, kDayMs, [&](long long v) { cfg.sleep_ms = v; })
+      .add_number("--streams", 1, 100'000, [&](long long v) { cfg.streams = static_cast<std::size_t>(v); })
+      .add_number("--count", 0, 1'000'000'000, [&](long long v) { cfg.count = static_cast<std::uint64_t>(v); })
+      .add_number("--interval-ms", 0, kDayMs, [&](long long v) { cfg.interval = std::chrono::milliseconds(v); })
+      .add_number("--stream-timeout-ms", 0, kDayMs,
+                  [&](long long v) { cfg.stream_timeout = std::chrono::milliseconds(v); })
+      .add_number("--message-timeout-ms", 0, kDayMs,
+                  [&](long long v) { cfg.message_timeout = std::chrono::milliseconds(v); })
+      .add_number("--stall-timeout-ms", 0, kDayMs,
+                  [&](long long v) { cfg.stall_timeout = std::chrono::milliseconds(v); })
       .add_number("--report-interval-ms", 1, kDayMs,
                   [&](long long v) { cfg.report_interval = std::chrono::milliseconds(v); })
       .add_number("--heartbeat-ms", 1, kDayMs, [&](long long v) { cfg.heartbeat = std::chrono::milliseconds(v); })
@@ -221,7 +245,9 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
   if (cfg.registry.empty() && !cfg.service.empty()) return flags.usage_error("--service needs --registry");
   // Every target an IP literal (or localhost): a fixed list, no resolution.
   if (cfg.servers.size() != cfg.server_targets.size()) cfg.servers.clear();
-  if (cfg.calls.has_value() == cfg.duration_s.has_value()) {
+  if (cfg.streaming()) {
+    if (cfg.calls) return flags.usage_error("--calls is for calls; streams take --streams and --count");
+  } else if (cfg.calls.has_value() == cfg.duration_s.has_value()) {
     return flags.usage_error("give exactly one of --calls and --duration-s");
   }
   // The library fails every hedged call that is not idempotent (bad_request).

@@ -71,6 +71,7 @@
 
 #include "load/config.h"
 #include "load/load.h"
+#include "load/stream_load.h"
 #include "support/admin_registry.h"
 #include "support/logging.h"
 #include "support/run_main.h"
@@ -121,10 +122,17 @@ int run(const Config& cfg) {
     std::printf("admin on http://127.0.0.1:%u\n", static_cast<unsigned>(admin->local_endpoint().port()));
     std::fflush(stdout);
   }
-  wheelrpc::examples::load::Load load(cfg, io, client, [&registry, &admin] {
+  auto after_close = [&registry, &admin] {
     if (admin) admin->stop();
     if (registry) registry->close();
-  });
+  };
+  if (cfg.streaming()) {
+    wheelrpc::examples::load::StreamLoad streams(cfg, io, client, after_close);
+    asio::post(io, [&streams] { streams.start(); });
+    io.run();
+    return streams.exit_status();
+  }
+  wheelrpc::examples::load::Load load(cfg, io, client, after_close);
   asio::post(io, [&load] { load.start(); });
   io.run();
   return load.exit_status();

@@ -4,12 +4,20 @@
 
 #include <wheelrpc/rpc/errc.h>
 #include <wheelrpc/rpc/introspection.h>
+#include <wheelrpc/rpc/status_code.h>
 
 namespace wheelrpc::examples::load {
 
 namespace rpc = wheelrpc::rpc;
 
 std::string error_name(const boost::system::error_code& ec) {
+  // A stream's timers and misuse by their own names (the metrics count the
+  // timers as "timeout"); gRPC's codes by theirs.
+  if (ec == rpc::errc::message_timeout) return "message_timeout";
+  if (ec == rpc::errc::write_stall) return "write_stall";
+  if (ec == rpc::errc::first_message_timeout) return "first_message_timeout";
+  if (ec == rpc::errc::stream_closed) return "stream_closed";
+  if (ec.category() == rpc::status_category()) return std::string(rpc::to_string(rpc::status_code_of(ec)));
   // The errc names (and "aborted"), as the metrics count them.
   if (const auto code = rpc::call_code(ec); code != rpc::CallCode::other) return std::string(rpc::call_code_name(code));
   return std::string(ec.category().name()) + ":" + std::to_string(ec.value());
