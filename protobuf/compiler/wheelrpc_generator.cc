@@ -106,6 +106,12 @@ std::vector<std::string> policy_fields(const wheelrpc::MethodPolicy& policy) {
   if (policy.has_attempt_timeout_ms()) fields.push_back(".attempt_timeout = " + ms(policy.attempt_timeout_ms()));
   if (policy.has_hedge_delay_ms()) fields.push_back(".hedge_delay = " + ms(policy.hedge_delay_ms()));
   if (policy.has_wait_for_ready()) fields.push_back(".wait_for_ready = " + boolean(policy.wait_for_ready()));
+  if (policy.has_stream_timeout_ms()) fields.push_back(".stream_timeout = " + ms(policy.stream_timeout_ms()));
+  if (policy.has_message_timeout_ms()) fields.push_back(".message_timeout = " + ms(policy.message_timeout_ms()));
+  if (policy.has_stall_timeout_ms()) fields.push_back(".stall_timeout = " + ms(policy.stall_timeout_ms()));
+  if (policy.has_first_message_timeout_ms()) {
+    fields.push_back(".first_message_timeout = " + ms(policy.first_message_timeout_ms()));
+  }
   return fields;
 }
 
@@ -130,23 +136,20 @@ std::string policy_declaration(const wheelrpc::MethodPolicy& policy) {
   return text + line + "\n";
 }
 
-std::string streaming_kind(const pb::MethodDescriptor* method) {
-  if (method->client_streaming() && method->server_streaming()) return "bidirectional streaming";
-  return method->client_streaming() ? "client-streaming" : "server-streaming";
+/// The method's kind, as the MethodKind enumerator the traits name.
+std::string method_kind(const pb::MethodDescriptor* method) {
+  if (method->client_streaming() && method->server_streaming()) return "bidi_streaming";
+  if (method->client_streaming()) return "client_streaming";
+  return method->server_streaming() ? "server_streaming" : "unary";
 }
 
-/// Refuses what cannot be generated: streams, and a policy out of range. (protoc
-/// prefixes the message with the file's name.)
+/// Refuses what cannot be generated: a policy out of range. (protoc prefixes
+/// the message with the file's name.)
 bool check(const pb::FileDescriptor* file, std::string* error) {
   for (int s = 0; s < file->service_count(); ++s) {
     const pb::ServiceDescriptor* service = file->service(s);
     for (int m = 0; m < service->method_count(); ++m) {
       const pb::MethodDescriptor* method = service->method(m);
-      if (method->client_streaming() || method->server_streaming()) {
-        *error = method->full_name() + " is a " + streaming_kind(method) +
-                 " method; protoc-gen-wheelrpc does not generate streaming methods yet";
-        return false;
-      }
       const wheelrpc::MethodPolicy policy = read_policy(method);
       if (policy.has_retries() && policy.retries() > kMaxRetries) {
         *error = method->full_name() + ": (wheelrpc.method).retries is " + std::to_string(policy.retries()) +
@@ -177,10 +180,10 @@ std::vector<std::string> service_names(const pb::FileDescriptor* file) {
 /// virtual functions of the service bases), one per method.
 std::vector<std::string> method_names(const pb::ServiceDescriptor* service) {
   // The enclosing generated classes; the members of a method's struct; the
-  // parameters the registering lambdas pass; the base class's registration
-  // functions. The service's own name is free: a member of a nested class
-  // may share the enclosing class's name (`service Echo { rpc Echo }` gives
-  // `Echo::Service::Echo`, as gRPC's generator does).
+  // parameters the registering lambdas pass (a method named like one would
+  // be hidden by it in the lambda); the base class's registration functions. The service's own name is free: a member
+  // of a nested class may share the enclosing class's name (`service Echo { rpc Echo }` gives `Echo::Service::Echo`, as
+  // gRPC's generator does).
   std::set<std::string> taken = {"Methods",
                                  "Stub",
                                  "Service",
@@ -189,18 +192,144 @@ std::vector<std::string> method_names(const pb::ServiceDescriptor* service) {
                                  "Request",
                                  "Reply",
                                  "path",
+                                 "kind",
                                  "policy",
                                  "context",
                                  "request",
                                  "responder",
+                                 "stream",
                                  "add_coroutine_method",
-                                 "add_callback_method"};
+                                 "add_callback_method",
+                                 "add_stream_coroutine_method",
+                                 "add_stream_callback_method"};
   std::vector<std::string> names;
   for (int m = 0; m < service->method_count(); ++m) {
     names.push_back(cpp_identifier(service->method(m)->name(), taken));
     taken.insert(names.back());
   }
   return names;
+}
+
+/// A method's stub functions: with and without CallOptions. A unary
+/// method's call, a server streaming method's open (with the request), a
+/// client or bidi streaming method's open (without).
+void print_stub_method(pb::io::Printer& printer, const Vars& v) {
+  const std::string& kind = v.at("kind");
+  Vars stub = v;
+  stub["align"] = std::string(v.at("stub").size() + 10, ' ');
+  if (kind == "unary" || kind == "server_streaming") {
+    stub["runtime"] = kind == "unary" ? "async_typed_call" : "async_open_typed_stream";
+    printer.Print(stub,
+                  "    template <class CompletionToken>\n"
+                  "    auto $stub$(const $request$& request, ::wheelrpc::rpc::CallOptions options,\n"
+                  "$align$CompletionToken&& token) {\n"
+                  "      return ::wheelrpc::rpc::$runtime$<$qualified$::Methods::$method$>(\n"
+                  "          client_, request, std::move(options), std::forward<CompletionToken>(token));\n"
+                  "    }\n"
+                  "    template <class CompletionToken>\n"
+                  "    auto $stub$(const $request$& request, CompletionToken&& token) {\n"
+                  "      return ::wheelrpc::rpc::$runtime$<$qualified$::Methods::$method$>(\n"
+                  "          client_, request, ::wheelrpc::rpc::CallOptions{}, std::forward<CompletionToken>(token));\n"
+                  "    }\n"
+                  "\n");
+    return;
+  }
+  printer.Print(stub,
+                "    template <class CompletionToken>\n"
+                "    auto $stub$(::wheelrpc::rpc::CallOptions options, CompletionToken&& token) {\n"
+                "      return ::wheelrpc::rpc::async_open_typed_stream<$qualified$::Methods::$method$>(\n"
+                "          client_, std::move(options), std::forward<CompletionToken>(token));\n"
+                "    }\n"
+                "    template <class CompletionToken>\n"
+                "    auto $stub$(CompletionToken&& token) {\n"
+                "      return ::wheelrpc::rpc::async_open_typed_stream<$qualified$::Methods::$method$>(\n"
+                "          client_, ::wheelrpc::rpc::CallOptions{}, std::forward<CompletionToken>(token));\n"
+                "    }\n"
+                "\n");
+}
+
+/// The coroutine base's registration of a method (in its constructor).
+void print_coroutine_registration(pb::io::Printer& printer, const Vars& v) {
+  const std::string& kind = v.at("kind");
+  if (kind == "unary") {
+    printer.Print(v,
+                  "      add_coroutine_method<$qualified$::Methods::$method$>(\n"
+                  "          [this](::wheelrpc::rpc::ServerContext& context, const $request$& request) {\n"
+                  "            return $method$(context, request);\n"
+                  "          });\n");
+  } else if (kind == "server_streaming") {
+    printer.Print(v,
+                  "      add_stream_coroutine_method<$qualified$::Methods::$method$>(\n"
+                  "          [this](const $request$& request,\n"
+                  "                 $server_stream$& stream) {\n"
+                  "            return $method$(request, stream);\n"
+                  "          });\n");
+  } else {
+    printer.Print(v,
+                  "      add_stream_coroutine_method<$qualified$::Methods::$method$>(\n"
+                  "          [this]($server_stream$& stream) {\n"
+                  "            return $method$(stream);\n"
+                  "          });\n");
+  }
+}
+
+/// The coroutine base's virtual function of a method, answering
+/// UNIMPLEMENTED.
+void print_coroutine_method(pb::io::Printer& printer, const Vars& v) {
+  const std::string& kind = v.at("kind");
+  if (kind == "unary") {
+    printer.Print(v,
+                  "    virtual ::boost::asio::awaitable<$reply$> $method$(\n"
+                  "        ::wheelrpc::rpc::ServerContext& context, const $request$& request) {\n"
+                  "      return ::wheelrpc::rpc::unimplemented<$qualified$::Methods::$method$>(context, request);\n"
+                  "    }\n");
+    return;
+  }
+  Vars m = v;
+  m["result"] = kind == "client_streaming" ? v.at("reply") : "void";
+  m["params"] = kind == "server_streaming" ? "const " + v.at("request") + "& /*request*/,\n        " : "";
+  printer.Print(m,
+                "    virtual ::boost::asio::awaitable<$result$> $method$(\n"
+                "        $params$$server_stream$& stream) {\n"
+                "      return ::wheelrpc::rpc::unimplemented_stream<$qualified$::Methods::$method$>(stream);\n"
+                "    }\n");
+}
+
+/// The callback base's registration of a method (in its constructor).
+void print_callback_registration(pb::io::Printer& printer, const Vars& v) {
+  if (v.at("kind") == "unary") {
+    printer.Print(v,
+                  "      add_callback_method<$qualified$::Methods::$method$>(\n"
+                  "          [this](::wheelrpc::rpc::ServerContext& context, const $request$& request,\n"
+                  "                 ::wheelrpc::rpc::TypedResponder<$reply$> responder) {\n"
+                  "            $method$(context, request, std::move(responder));\n"
+                  "          });\n");
+    return;
+  }
+  printer.Print(v,
+                "      add_stream_callback_method<$qualified$::Methods::$method$>(\n"
+                "          [this]($server_stream$ stream) {\n"
+                "            $method$(std::move(stream));\n"
+                "          });\n");
+}
+
+/// The callback base's virtual function of a method, answering
+/// UNIMPLEMENTED.
+void print_callback_method(pb::io::Printer& printer, const Vars& v) {
+  if (v.at("kind") == "unary") {
+    Vars callback = v;
+    callback["align"] = std::string(v.at("method").size() + 18, ' ');
+    printer.Print(callback,
+                  "    virtual void $method$(::wheelrpc::rpc::ServerContext& context, const $request$& request,\n"
+                  "$align$::wheelrpc::rpc::TypedResponder<$reply$> responder) {\n"
+                  "      ::wheelrpc::rpc::unimplemented(context, std::move(responder));\n"
+                  "    }\n");
+    return;
+  }
+  printer.Print(v,
+                "    virtual void $method$($server_stream$ stream) {\n"
+                "      ::wheelrpc::rpc::unimplemented_stream(std::move(stream));\n"
+                "    }\n");
 }
 
 void print_service(pb::io::Printer& printer, const pb::ServiceDescriptor* service, const std::string& name,
@@ -217,7 +346,9 @@ void print_service(pb::io::Printer& printer, const pb::ServiceDescriptor* servic
     v["stub"] = "async_" + method->name();
     v["request"] = pb::compiler::cpp::QualifiedClassName(method->input_type());
     v["reply"] = pb::compiler::cpp::QualifiedClassName(method->output_type());
+    v["server_stream"] = "::wheelrpc::rpc::TypedServerStream<" + v["request"] + ", " + v["reply"] + ">";
     v["path"] = "/" + service->full_name() + "/" + method->name();
+    v["kind"] = method_kind(method);
     v["policy"] = policy_declaration(read_policy(method));
     method_vars.push_back(std::move(v));
   }
@@ -228,14 +359,15 @@ void print_service(pb::io::Printer& printer, const pb::ServiceDescriptor* servic
                 " public:\n"
                 "  static constexpr std::string_view service_full_name = \"$full_name$\";\n"
                 "\n"
-                "  /// One struct per method: its types, wire path and IDL policy.\n"
+                "  /// One struct per method: its types, wire path, kind and IDL policy.\n"
                 "  struct Methods {\n");
   for (const Vars& v : method_vars) {
     printer.Print(v,
                   "    struct $method$ {\n"
                   "      using Request = $request$;\n"
                   "      using Reply = $reply$;\n"
-                  "      static constexpr std::string_view path = \"$path$\";\n");
+                  "      static constexpr std::string_view path = \"$path$\";\n"
+                  "      static constexpr ::wheelrpc::rpc::MethodKind kind = ::wheelrpc::rpc::MethodKind::$kind$;\n");
     printer.PrintRaw(v.at("policy"));
     printer.Print("    };\n");
   }
@@ -247,23 +379,7 @@ void print_service(pb::io::Printer& printer, const pb::ServiceDescriptor* servic
       "   public:\n"
       "    explicit Stub(::wheelrpc::rpc::Client& client) noexcept : client_(client) {}\n"
       "\n");
-  for (const Vars& v : method_vars) {
-    Vars stub = v;
-    stub["align"] = std::string(v.at("stub").size() + 10, ' ');
-    printer.Print(stub,
-                  "    template <class CompletionToken>\n"
-                  "    auto $stub$(const $request$& request, ::wheelrpc::rpc::CallOptions options,\n"
-                  "$align$CompletionToken&& token) {\n"
-                  "      return ::wheelrpc::rpc::async_typed_call<$qualified$::Methods::$method$>(\n"
-                  "          client_, request, std::move(options), std::forward<CompletionToken>(token));\n"
-                  "    }\n"
-                  "    template <class CompletionToken>\n"
-                  "    auto $stub$(const $request$& request, CompletionToken&& token) {\n"
-                  "      return ::wheelrpc::rpc::async_typed_call<$qualified$::Methods::$method$>(\n"
-                  "          client_, request, ::wheelrpc::rpc::CallOptions{}, std::forward<CompletionToken>(token));\n"
-                  "    }\n"
-                  "\n");
-  }
+  for (const Vars& v : method_vars) print_stub_method(printer, v);
   printer.Print(vars,
                 "   private:\n"
                 "    ::wheelrpc::rpc::Client& client_;\n"
@@ -273,46 +389,20 @@ void print_service(pb::io::Printer& printer, const pb::ServiceDescriptor* servic
                 "  class Service : public ::wheelrpc::rpc::Service {\n"
                 "   public:\n"
                 "    Service() : ::wheelrpc::rpc::Service($qualified$::service_full_name) {\n");
-  for (const Vars& v : method_vars) {
-    printer.Print(v,
-                  "      add_coroutine_method<$qualified$::Methods::$method$>(\n"
-                  "          [this](::wheelrpc::rpc::ServerContext& context, const $request$& request) {\n"
-                  "            return $method$(context, request);\n"
-                  "          });\n");
-  }
+  for (const Vars& v : method_vars) print_coroutine_registration(printer, v);
   printer.Print("    }\n");
-  for (const Vars& v : method_vars) {
-    printer.Print(v,
-                  "    virtual ::boost::asio::awaitable<$reply$> $method$(\n"
-                  "        ::wheelrpc::rpc::ServerContext& context, const $request$& request) {\n"
-                  "      return ::wheelrpc::rpc::unimplemented<$qualified$::Methods::$method$>(context, request);\n"
-                  "    }\n");
-  }
+  for (const Vars& v : method_vars) print_coroutine_method(printer, v);
   printer.Print(vars,
                 "  };\n"
                 "\n"
-                "  /// Callback service base: reply through the responder, now or later, from any thread.\n"
+                "  /// Callback service base: answer through the responder, or finish the stream, now or later,\n"
+                "  /// from any thread.\n"
                 "  class CallbackService : public ::wheelrpc::rpc::Service {\n"
                 "   public:\n"
                 "    CallbackService() : ::wheelrpc::rpc::Service($qualified$::service_full_name) {\n");
-  for (const Vars& v : method_vars) {
-    printer.Print(v,
-                  "      add_callback_method<$qualified$::Methods::$method$>(\n"
-                  "          [this](::wheelrpc::rpc::ServerContext& context, const $request$& request,\n"
-                  "                 ::wheelrpc::rpc::TypedResponder<$reply$> responder) {\n"
-                  "            $method$(context, request, std::move(responder));\n"
-                  "          });\n");
-  }
+  for (const Vars& v : method_vars) print_callback_registration(printer, v);
   printer.Print("    }\n");
-  for (const Vars& v : method_vars) {
-    Vars callback = v;
-    callback["align"] = std::string(v.at("method").size() + 18, ' ');
-    printer.Print(callback,
-                  "    virtual void $method$(::wheelrpc::rpc::ServerContext& context, const $request$& request,\n"
-                  "$align$::wheelrpc::rpc::TypedResponder<$reply$> responder) {\n"
-                  "      ::wheelrpc::rpc::unimplemented(context, std::move(responder));\n"
-                  "    }\n");
-  }
+  for (const Vars& v : method_vars) print_callback_method(printer, v);
   printer.Print(
       "  };\n"
       "};\n");

@@ -12,10 +12,11 @@ namespace wheelrpc::protobuf::compiler {
 /// Writes `<name>.wheelrpc.h` beside protoc's `<name>.pb.h` for a .proto with
 /// at least one service (nothing for a file without services): per service a
 /// class holding a struct per method (types, wire path `/<package>.<Service>/
-/// <Method>`, the `(wheelrpc.method)` policy), a client Stub, and coroutine
-/// and callback service bases. Fails, naming the file and the method, on a
-/// streaming method (not generated yet) and on a policy out of range
-/// (retries over 16). Takes no parameter.
+/// <Method>`, its MethodKind, the `(wheelrpc.method)` policy), a client
+/// Stub, and coroutine and callback service bases; `stream` methods (client,
+/// server, bidi) are typed streams over wheelrpc's streams. Fails, naming the
+/// file and the method, on a policy out of range (retries over 16). Takes no
+/// parameter.
 class WheelrpcGenerator final : public google::protobuf::compiler::CodeGenerator {
  public:
   bool Generate(const google::protobuf::FileDescriptor* file, const std::string& parameter,

@@ -5,6 +5,8 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
 
+#include <wheelrpc/rpc/service.h>
+
 #include "resolved_options.h"
 #include "server_core.h"
 
@@ -28,7 +30,10 @@ Server::Server(asio::any_io_executor ex, timer::Timer& timer, ServerOptions opti
 
 Server::~Server() { stop(); }
 
-void Server::add_service(Service& service) { core_->add_service(service); }
+void Server::add_service(Service& service) {
+  core_->add_service(service);  // its unary methods (ServerCore knows only those)
+  for (const ServiceStreamMethod& m : service.stream_methods()) core_->handle_stream(m.path, m.handler);
+}
 
 const ServiceMethod* Server::service_method(std::string_view path) const { return core_->service_method(path); }
 

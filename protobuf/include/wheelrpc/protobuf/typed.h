@@ -2,8 +2,9 @@
 /// The runtime of typed services: what the headers protoc-gen-wheelrpc
 /// generates call. A client stub's `async_<Method>` is async_typed_call; a
 /// generated service base registers its methods with Service::
-/// add_coroutine_method / add_callback_method, defined here. Messages are
-/// protobuf's (any generated message class). docs/typed_services.md.
+/// add_coroutine_method / add_callback_method, defined here; streaming
+/// methods are <wheelrpc/protobuf/typed_stream.h>'s, included here. Messages
+/// are protobuf's (any generated message class). docs/typed_services.md.
 
 #include <exception>
 #include <memory>
@@ -21,6 +22,7 @@
 #include <boost/system/error_code.hpp>
 #include <google/protobuf/util/json_util.h>
 
+#include <wheelrpc/protobuf/typed_stream.h>
 #include <wheelrpc/rpc/call_error.h>
 #include <wheelrpc/rpc/client.h>
 #include <wheelrpc/rpc/detail/call_scope_executor.h>
@@ -64,6 +66,17 @@ class TypedResponder {
 };
 
 namespace detail {
+
+/// True for a unary method's traits (`kind` is MethodKind::unary; traits
+/// without a `kind`, generated before streams, are unary too).
+template <class Method>
+constexpr bool is_unary() {
+  if constexpr (requires { Method::kind; }) {
+    return Method::kind == MethodKind::unary;
+  } else {
+    return true;
+  }
+}
 
 /// The completion of a typed call: parses the reply (a body that is not a
 /// valid Reply fails the call with StatusCode::internal), fills
@@ -200,6 +213,7 @@ ServiceMethod make_service_method() {
 /// outlive the call's start (a deferred operation starts when launched).
 template <class Method, class Token>
 auto async_typed_call(Client& client, const typename Method::Request& request, CallOptions options, Token&& token) {
+  static_assert(detail::is_unary<Method>(), "a streaming method opens with async_open_typed_stream");
   using Reply = typename Method::Reply;
   fill_policy(options, Method::policy);
   std::string body;
@@ -222,6 +236,7 @@ auto async_typed_call(Client& client, const typename Method::Request& request, C
 
 template <class Method, class Fn>
 void Service::add_coroutine_method(Fn fn) {
+  static_assert(detail::is_unary<Method>(), "a streaming method registers with add_stream_coroutine_method");
   ServiceMethod m = detail::make_service_method<Method>();
   m.handler = [fn = std::move(fn)](Request req, Responder responder) {
     auto context = std::make_unique<ServerContext>(std::move(req), std::move(responder));
@@ -241,6 +256,7 @@ void Service::add_coroutine_method(Fn fn) {
 
 template <class Method, class Fn>
 void Service::add_callback_method(Fn fn) {
+  static_assert(detail::is_unary<Method>(), "a streaming method registers with add_stream_callback_method");
   ServiceMethod m = detail::make_service_method<Method>();
   m.handler = [fn = std::move(fn)](Request req, Responder responder) {
     auto context = std::make_unique<ServerContext>(std::move(req), std::move(responder));

@@ -1,6 +1,7 @@
 #pragma once
 /// Service: the base of the typed services protoc-gen-wheelrpc generates.
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -8,8 +9,19 @@
 
 #include <wheelrpc/rpc/options.h>
 #include <wheelrpc/rpc/server.h>
+#include <wheelrpc/rpc/server_stream.h>
 
 namespace wheelrpc::rpc {
+
+/// What a typed method carries each way: one message (unary), or a stream
+/// (the `stream` keyword of the .proto). Generated as `kind` in a method's
+/// traits (`Greeter::Methods::SayHello::kind`).
+enum class MethodKind : std::uint8_t {
+  unary,             ///< one request, one reply: a call (Server::handle)
+  client_streaming,  ///< `rpc M(stream Req) returns (Reply)`: a stream (Server::handle_stream)
+  server_streaming,  ///< `rpc M(Req) returns (stream Reply)`: a stream
+  bidi_streaming,    ///< `rpc M(stream Req) returns (stream Reply)`: a stream
+};
 
 /// One method of a Service, as the server registers it: an ordinary
 /// Server::Handler under the method's wire path, plus what the admin
@@ -28,9 +40,22 @@ struct ServiceMethod {
   std::function<bool(std::string_view body, std::string& json, std::string& error)> reply_to_json;
 };
 
+/// One streaming method of a Service (MethodKind other than unary), as the
+/// server registers it: a StreamHandler under the method's wire path
+/// (Server::handle_stream). Not transcoded by the admin gateway.
+struct ServiceStreamMethod {
+  std::string path;          ///< "/helloworld.Greeter/Chat"
+  std::string name;          ///< "Chat"
+  std::string request_type;  ///< the message type the client sends, "helloworld.HelloRequest"
+  std::string reply_type;    ///< the message type the server sends, "helloworld.HelloReply"
+  MethodKind kind = MethodKind::bidi_streaming;
+  StreamHandler handler;  ///< wraps the stream typed, runs the typed handler
+};
+
 /// The base of every generated service base (`helloworld::Greeter::Service`
 /// and `::CallbackService`): its methods, each under its wire path
-/// `/<package>.<Service>/<Method>`. Register an implementation with
+/// `/<package>.<Service>/<Method>` (unary ones as calls, streaming ones as
+/// streams). Register an implementation with
 /// `Server::add_service(impl)` before `listen`; it must outlive the server.
 ///
 /// @par Thread Safety
@@ -44,9 +69,14 @@ class Service {
 
   /// "helloworld.Greeter".
   const std::string& full_name() const noexcept { return full_name_; }
+  /// Its unary methods.
   const std::vector<ServiceMethod>& methods() const noexcept { return methods_; }
-  /// Limits of the method `name` ("SayHello"): call before add_service.
-  /// Throws std::invalid_argument naming the method if the service has none.
+  /// Its streaming methods.
+  const std::vector<ServiceStreamMethod>& stream_methods() const noexcept { return stream_methods_; }
+  /// Limits of the unary method `name` ("SayHello"): call before
+  /// add_service. Throws std::invalid_argument naming the method if the
+  /// service has no unary method of that name (a streaming method's limits
+  /// are the server's: ServerOptions::streams).
   void set_method_options(std::string_view name, MethodOptions options);
 
  protected:
@@ -59,10 +89,24 @@ class Service {
   /// TypedResponder<Reply>)`. Defined in <wheelrpc/protobuf/typed.h>.
   template <class Method, class Fn>
   void add_callback_method(Fn fn);
+  /// Registers a streaming method served by a coroutine: for a
+  /// bidi_streaming `Method`, `fn(TypedServerStream<Request, Reply>&)`
+  /// returning awaitable<void>; server_streaming, `fn(const Request&,
+  /// TypedServerStream&)` returning awaitable<void>; client_streaming,
+  /// `fn(TypedServerStream&)` returning awaitable<Reply>. Defined in
+  /// <wheelrpc/protobuf/typed_stream.h>.
+  template <class Method, class Fn>
+  void add_stream_coroutine_method(Fn fn);
+  /// Registers a streaming method (any kind) served by
+  /// `fn(TypedServerStream<Request, Reply>)`, which ends it with finish().
+  /// Defined in <wheelrpc/protobuf/typed_stream.h>.
+  template <class Method, class Fn>
+  void add_stream_callback_method(Fn fn);
 
  private:
   std::string full_name_;
   std::vector<ServiceMethod> methods_;
+  std::vector<ServiceStreamMethod> stream_methods_;
 };
 
 }  // namespace wheelrpc::rpc
