@@ -323,7 +323,8 @@ void register_stream_methods(rpc::Server& server) {
             auto [ec, m] = co_await s.async_read(tuple);
             if (ec) co_return;
             if (!m) break;
-            const auto n = parse_int(*m, std::numeric_limits<long long>::min() / 2, std::numeric_limits<long long>::max() / 2);
+            const auto n =
+                parse_int(*m, std::numeric_limits<long long>::min() / 2, std::numeric_limits<long long>::max() / 2);
             if (!n) {
               s.finish(rpc::StatusCode::invalid_argument, "sum: '" + m->substr(0, 32) + "' is not a decimal integer");
               co_return;

@@ -39,12 +39,12 @@ struct Config {
   int admin_port = -1;                                                ///< --admin-port: -1 = no admin server
   transport::TlsOptions tls;  ///< --tls-ca, --tls-cert, --tls-key, --tls-server-name
   // Streams (--method count|sum|chat; StreamLoad).
-  std::size_t streams = 1;                        ///< --streams: streams at once
-  std::uint64_t count = 10;                       ///< --count: messages per stream
-  std::chrono::milliseconds interval{0};          ///< --interval-ms: between messages
-  std::chrono::milliseconds stream_timeout{0};    ///< --stream-timeout-ms (CallOptions::stream_timeout)
-  std::chrono::milliseconds message_timeout{0};   ///< --message-timeout-ms (CallOptions::message_timeout)
-  std::chrono::milliseconds stall_timeout{0};     ///< --stall-timeout-ms (CallOptions::stall_timeout)
+  std::size_t streams = 1;                       ///< --streams: streams at once
+  std::uint64_t count = 10;                      ///< --count: messages per stream
+  std::chrono::milliseconds interval{0};         ///< --interval-ms: between messages
+  std::chrono::milliseconds stream_timeout{0};   ///< --stream-timeout-ms (CallOptions::stream_timeout)
+  std::chrono::milliseconds message_timeout{0};  ///< --message-timeout-ms (CallOptions::message_timeout)
+  std::chrono::milliseconds stall_timeout{0};    ///< --stall-timeout-ms (CallOptions::stall_timeout)
 
   /// A streaming method: the run opens streams instead of making calls.
   bool streaming() const { return method == "count" || method == "sum" || method == "chat"; }

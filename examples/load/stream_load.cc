@@ -108,9 +108,10 @@ asio::awaitable<void> StreamLoad::run_stream() {
     return x.info().id == s.info().id && x.info().peer == s.info().peer;
   }));
   if (ends->n == 0) {
-    examples_.emplace("lost", "the stream did not end within " +
-                           std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(bound - opened_at).count()) +
-                           " ms of its start");
+    examples_.emplace(
+        "lost", "the stream did not end within " +
+                    std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(bound - opened_at).count()) +
+                    " ms of its start");
   } else if (fec) {
     note_error(error_name(fec), s.error_message());
   } else if (!data_ok) {
@@ -225,14 +226,13 @@ void StreamLoad::print_summary() const {
   std::printf("%s: %llu streams, %llu ok, %llu failed, %llu lost, %llu completed twice in %.2f s\n",
               cfg_.method.c_str(), static_cast<unsigned long long>(streams_),
               static_cast<unsigned long long>(streams_ok_),
-              static_cast<unsigned long long>(streams_ - streams_ok_ - lost_),
-              static_cast<unsigned long long>(lost_), static_cast<unsigned long long>(completed_twice_), elapsed_s_);
+              static_cast<unsigned long long>(streams_ - streams_ok_ - lost_), static_cast<unsigned long long>(lost_),
+              static_cast<unsigned long long>(completed_twice_), elapsed_s_);
   std::printf("messages: %llu sent, %llu received; longest wait between two messages of a stream: %.1f ms\n",
               static_cast<unsigned long long>(messages_sent_), static_cast<unsigned long long>(messages_received_),
               max_gap_ms);
   for (const auto& [name, n] : errors_) {
-    std::printf("  %s: %llu, e.g. %s\n", name.c_str(), static_cast<unsigned long long>(n),
-                examples_.at(name).c_str());
+    std::printf("  %s: %llu, e.g. %s\n", name.c_str(), static_cast<unsigned long long>(n), examples_.at(name).c_str());
   }
   std::fflush(stdout);
 }
