@@ -19,3 +19,8 @@ add_test(NAME typed_services_excerpts
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/guide_excerpts_test.sh ${PROJECT_SOURCE_DIR} docs/typed_services.md
           examples/greeter)
 set_tests_properties(typed_services_excerpts PROPERTIES TIMEOUT 60)
+
+# docs/streams.md quotes examples/guide/streams.cc verbatim.
+add_test(NAME streams_excerpts
+  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/guide_excerpts_test.sh ${PROJECT_SOURCE_DIR} docs/streams.md examples/guide)
+set_tests_properties(streams_excerpts PROPERTIES TIMEOUT 60)
