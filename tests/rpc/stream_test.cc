@@ -9,11 +9,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <cstdio>
 #include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -428,6 +431,50 @@ TEST(Stream, ASlowReaderBoundsWhatTheWriterSends) {
   // 3 x (4096 + 27) fit in 16 KiB, the fourth does not: it waited, unsent.
   EXPECT_EQ(written.load(), 3);
   EXPECT_LE(fx.client->connections().at(0).bytes_out - sent_before, 16u * 1024 + 64);
+  std::lock_guard lock(deaf_mu);
+  deaf_streams.clear();
+}
+
+/// Resident memory of this process (bytes), from /proc/self/statm.
+std::size_t rss_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  unsigned long pages = 0, resident = 0;
+  if (f) {
+    if (std::fscanf(f, "%lu %lu", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return resident * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+
+TEST(Stream, AWriterToAReaderThatStoppedHoldsAboutTheWindowInMemory) {
+  wheelrpc::rpc::ServerOptions so;
+  so.streams.window = 1 << 20;  // 1 MiB
+  StreamFixture fx(so);
+  CallOptions o;
+  o.stall_timeout = 300ms;
+  auto s = open(*fx.client, "deaf", o);
+  // 1 MiB messages, as fast as their writes complete, 64 MiB in all: without
+  // flow control every write would complete at once and the connection would
+  // queue all of it.
+  const std::size_t before = rss_bytes();
+  std::atomic<int> written{0};
+  std::promise<error_code> stalled;
+  std::function<void()> next = [&] {
+    if (written.load() == 64) return stalled.set_value({});
+    s.async_write(std::string(1 << 20, 'x'), [&](error_code ec) {
+      if (ec) return stalled.set_value(ec);
+      written.fetch_add(1);
+      next();
+    });
+  };
+  asio::post(fx.ex(), next);
+  auto f = stalled.get_future();
+  ASSERT_EQ(f.wait_for(20s), std::future_status::ready);
+  EXPECT_EQ(f.get(), errc::write_stall);
+  const std::size_t after = rss_bytes();
+  EXPECT_LE(written.load(), 1) << "writes completed past the window";
+  // The window, a message waiting, and the reader's buffers: a few MiB, not 64.
+  EXPECT_LT(after > before ? after - before : 0, std::size_t{16} << 20) << "RSS grew from " << before << " to " << after;
   std::lock_guard lock(deaf_mu);
   deaf_streams.clear();
 }
