@@ -8,11 +8,17 @@
 ///   rpc_bench client --port N [--concurrency 16] [--payload 64] [--warmup 1]
 ///                    [--duration 10] [--server-pid PID] [--no-deadline] [--host 127.0.0.1] [--tls DIR]
 ///                    [--typed[=callback]] [--interceptors N]
+///   rpc_bench client --port N --stream echo|oneway|idle [--streams 1] [--payload 64] [--warmup 1]
+///                    [--duration 10] [--server-pid PID] [--host 127.0.0.1]
 ///   rpc_bench conn_scale [--connections N] [--heartbeat-ms H] [--duration-s S] ...
 ///   rpc_bench overload [--load 1,2,4] [--no-limiter] [--no-admission] ...
 ///
 /// (conn_scale, what idle connections cost, is described in conn_scale.cc;
-/// overload, a server offered more than its capacity, in overload.cc.)
+/// overload, a server offered more than its capacity, in overload.cc; the
+/// client's --stream, streams against gRPC C++'s (workload "stream"), in
+/// stream_bench.cc: the server always registers its two stream methods,
+/// stream_echo and stream_sink, in the form --stream-handlers names,
+/// callback by default.)
 ///
 /// Server: a wheelrpc::rpc::Server with one method, `echo`, on an io_context run
 /// by N threads (default 1), sharing one HashedWheelTimer, proposing heartbeats
@@ -88,6 +94,7 @@
 #include "conn_scale.h"
 #include "echo.wheelrpc.h"  // bench/peers/echo.proto, the gRPC peer's service
 #include "overload.h"
+#include "stream_bench.h"
 
 namespace {
 
@@ -174,7 +181,7 @@ constexpr long long kMaxInterceptors = 64;
 
 int server(const Flags& flags) {
   flags.check_known({"port", "port-file", "lifetime", "threads", "host", "heartbeat-ms", "no-metrics", "tls", "typed",
-                     "interceptors"});
+                     "interceptors", "stream-handlers"});
   const Typed typed = typed_of(flags);
   const auto ep = endpoint_of(flags.str("host", "127.0.0.1"), flags.integer("port", 0, 0, 65535));
   const auto threads = static_cast<int>(flags.integer("threads", 1, 1, 64));
@@ -203,6 +210,7 @@ int server(const Flags& flags) {
   srv.handle("echo", [](rpc::Request req, rpc::Responder r) { r.reply(std::move(req.payload)); });
   if (typed == Typed::coroutine) srv.add_service(typed_echo);
   if (typed == Typed::callback) srv.add_service(typed_callback_echo);
+  wb::register_stream_methods(srv, flags.str("stream-handlers", "callback"));  // the client's --stream
   if (const error_code ec = srv.listen(ep)) {
     std::fprintf(stderr, "rpc_bench server: cannot listen: %s\n", ec.message().c_str());
     return 1;
@@ -368,6 +376,7 @@ class LoadClient {
 };
 
 int client(const Flags& flags) {
+  if (flags.has("stream")) return wb::stream_client(flags);
   flags.check_known({"port", "concurrency", "payload", "warmup", "duration", "server-pid", "no-deadline", "host",
                      "no-metrics", "tls", "typed", "interceptors"});
   EchoRun run;
@@ -445,10 +454,12 @@ int usage(const char* problem) {
   std::fprintf(stderr,
                "usage: rpc_bench server [--port 0] [--port-file PATH] [--lifetime SECONDS] [--threads N]\n"
                "                        [--heartbeat-ms 15000] [--no-metrics] [--tls DIR] [--typed[=callback]]\n"
-               "                        [--interceptors N]\n"
+               "                        [--interceptors N] [--stream-handlers callback|coroutine]\n"
                "       rpc_bench client --port N [--concurrency 16] [--payload 64] [--warmup 1] [--duration 10]\n"
                "                        [--server-pid PID] [--no-deadline] [--host 127.0.0.1] [--no-metrics]\n"
                "                        [--tls DIR] [--typed[=callback]] [--interceptors N]\n"
+               "       rpc_bench client --port N --stream echo|oneway|idle [--streams 1] [--payload 64]\n"
+               "                        [--warmup 1] [--duration 10] [--server-pid PID] [--host 127.0.0.1]\n"
                "       rpc_bench conn_scale [--connections 1000] [--heartbeat-ms 1000] [--duration-s 20]\n"
                "                        [--batch 200] [--ready-timeout-s 120] [--port N [--server-pid PID]]\n"
                "                        [--host 127.0.0.1]\n"

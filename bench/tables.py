@@ -29,6 +29,9 @@ COLUMNS = {
              "timer_thread_vol_ctxsw", "check"],
     "echo": _ECHO,
     "echo_no_deadline": _ECHO + ["deadline_ms"],
+    "stream": ["system", "mode", "streams", "payload_bytes", "messages_per_s", "p50_us", "p99_us", "errors",
+               "client_cpu_s", "server_cpu_s", "client_rss_bytes_per_stream", "server_rss_bytes_per_stream",
+               "check"],
 }
 
 

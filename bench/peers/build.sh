@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the peer benchmarks (bench/peers/README.md) into <repo>/build/peers:
-#   asio_echo, grpc_echo, asio_timer_bench   (g++ -std=c++20 -O2)
+#   asio_echo, grpc_echo, grpc_stream,
+#   asio_timer_bench                         (g++ -std=c++20 -O2)
 #   java/NettyTimerBench.class               (javac; run it with bench/peers/netty_timer_bench.sh)
 # First installs the Debian 12 packages they need if any is missing (as root,
 # or through sudo), as scripts/install_deps.sh does for wheelrpc itself. A
@@ -56,13 +57,16 @@ stale() {  # target sources...: true when the target is missing or older than a 
   return 1
 }
 
-# The gRPC code protoc generates from echo.proto, first: grpc_echo needs it.
+# The gRPC code protoc generates from echo.proto and stream.proto, first:
+# grpc_echo and grpc_stream need it.
 gen="$out/gen"
-if stale "$gen/echo.grpc.pb.cc" "$here/echo.proto" "$here/build.sh"; then
-  echo "build.sh: protoc echo.proto" >&2
-  protoc -I "$here" --cpp_out="$gen" --grpc_out="$gen" \
-    --plugin=protoc-gen-grpc="$(command -v grpc_cpp_plugin)" "$here/echo.proto"
-fi
+for proto in echo stream; do
+  if stale "$gen/$proto.grpc.pb.cc" "$here/$proto.proto" "$here/build.sh"; then
+    echo "build.sh: protoc $proto.proto" >&2
+    protoc -I "$here" --cpp_out="$gen" --grpc_out="$gen" \
+      --plugin=protoc-gen-grpc="$(command -v grpc_cpp_plugin)" "$here/$proto.proto"
+  fi
+done
 
 # Each build writes NAME.tmp and renames it, so a failed one leaves no binary.
 build_asio_echo() {
@@ -72,12 +76,14 @@ build_asio_timer_bench() {
   "$cxx" "${cxxflags[@]}" "$here/asio_timer_bench.cc" "${libs[@]}" -o "$out/asio_timer_bench.tmp" &&
     mv "$out/asio_timer_bench.tmp" "$out/asio_timer_bench"
 }
-build_grpc_echo() {
+build_grpc() {  # NAME PROTO: NAME.cc with PROTO's generated code
   local flags
   read -r -a flags <<<"$(pkg-config --cflags --libs grpc++ protobuf)"
-  "$cxx" "${cxxflags[@]}" -I"$gen" "$here/grpc_echo.cc" "$gen/echo.pb.cc" \
-    "$gen/echo.grpc.pb.cc" "${flags[@]}" "${libs[@]}" -o "$out/grpc_echo.tmp" && mv "$out/grpc_echo.tmp" "$out/grpc_echo"
+  "$cxx" "${cxxflags[@]}" -I"$gen" "$here/$1.cc" "$gen/$2.pb.cc" \
+    "$gen/$2.grpc.pb.cc" "${flags[@]}" "${libs[@]}" -o "$out/$1.tmp" && mv "$out/$1.tmp" "$out/$1"
 }
+build_grpc_echo() { build_grpc grpc_echo echo; }
+build_grpc_stream() { build_grpc grpc_stream stream; }
 build_netty_timer_bench() {
   javac -encoding UTF-8 -Xlint:all -d "$out/java" -cp "$netty_jar" "$here/NettyTimerBench.java"
 }
@@ -85,6 +91,7 @@ build_netty_timer_bench() {
 steps=()
 stale "$out/asio_echo" "$here/asio_echo.cc" "${common[@]}" && steps+=(asio_echo)
 stale "$out/grpc_echo" "$here/grpc_echo.cc" "$gen/echo.grpc.pb.cc" "${common[@]}" && steps+=(grpc_echo)
+stale "$out/grpc_stream" "$here/grpc_stream.cc" "$gen/stream.grpc.pb.cc" "${common[@]}" && steps+=(grpc_stream)
 stale "$out/asio_timer_bench" "$here/asio_timer_bench.cc" "${common[@]}" && steps+=(asio_timer_bench)
 stale "$out/java/NettyTimerBench.class" "$here/NettyTimerBench.java" "$here/build.sh" && steps+=(netty_timer_bench)
 
@@ -118,5 +125,6 @@ fi
 echo "peers in $out:"
 echo "  $out/asio_echo          server|client  (boost_asio_tcp_echo)"
 echo "  $out/grpc_echo          server|client  (grpc_cpp)"
+echo "  $out/grpc_stream        server|client  (grpc_cpp, workload stream)"
 echo "  $out/asio_timer_bench   churn|accuracy|idle  (boost_asio_steady_timer)"
 echo "  $out/java/NettyTimerBench.class, run by $here/netty_timer_bench.sh  (netty_hashedwheeltimer)"

@@ -44,6 +44,7 @@ namespace peers {
 // same generator and quantiles, the same JSON line, so the numbers side by
 // side are taken the same way.
 using Histogram = wheelrpc::bench::LatencyHistogram;
+using wheelrpc::bench::Check;
 using wheelrpc::bench::JsonLine;
 using wheelrpc::bench::now_ns;
 using wheelrpc::bench::other_process_cpu_s;
