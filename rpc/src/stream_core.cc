@@ -5,7 +5,9 @@
 
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/container/small_vector.hpp>
 
 #include <fmt/format.h>
@@ -59,6 +61,7 @@ struct StreamCore::Pending {
   // Rarely more than one of each (the end completes them all): no allocation.
   boost::container::small_vector<Read, 1> reads;
   boost::container::small_vector<Done, 2> dones;
+  bool posted = false;  // started by the user's call: never completed inside it
   void read(StreamReadHandler& h, error_code ec, std::optional<std::string> m) {
     if (h) reads.push_back({std::move(h), ec, std::move(m)});
   }
@@ -73,14 +76,40 @@ std::chrono::milliseconds ms_between(StreamCore::TimePoint from, StreamCore::Tim
   return std::chrono::duration_cast<std::chrono::milliseconds>(to - from);
 }
 
+/// True if the calling thread runs `ex` now (a strand it is inside, or an
+/// io_context it runs); false when that cannot be told cheaply.
+template <class Executor>
+bool running_here(const Executor& ex) {
+  if (const auto* s = ex.template target<asio::strand<asio::any_io_executor>>()) return s->running_in_this_thread();
+  if (const auto* io = ex.template target<asio::io_context::executor_type>()) return io->running_in_this_thread();
+  if (const auto* a = ex.template target<asio::any_io_executor>()) return running_here(*a);
+  return false;
+}
+
 template <class Handler, class... Args>
-void complete(const asio::any_io_executor& fallback, Handler h, Args... args) {
+void invoke(Handler& h, Args&&... args) {
+  auto slot = asio::get_associated_cancellation_slot(h);
+  if (slot.is_connected()) slot.clear();
+  std::move(h)(std::forward<Args>(args)...);
+}
+
+/// Completes `h`. From a user's call (`posted`): always through its
+/// executor, never inside the call that started the operation (a writer
+/// that writes again from its completion does not recurse). From the
+/// connection or a timer: inline when this thread already runs the
+/// handler's executor, as dispatch would, without its type-erased wrapping.
+template <class Handler, class... Args>
+void complete(const asio::any_io_executor& fallback, bool posted, Handler h, Args... args) {
   auto ex = asio::get_associated_executor(h, fallback);
-  asio::dispatch(ex, [h = std::move(h), ... a = std::move(args)]() mutable {
-    auto slot = asio::get_associated_cancellation_slot(h);
-    if (slot.is_connected()) slot.clear();
-    std::move(h)(std::move(a)...);
-  });
+  if (!posted && running_here(ex)) return invoke(h, std::move(args)...);
+  auto run = [h = std::move(h), ... a = std::move(args)]() mutable { invoke(h, std::move(a)...); };
+  if (posted) {
+    // Through the stream's executor (a handler's own executor need not be
+    // one that can be posted to), then on to the handler's: usually the same.
+    asio::post(fallback, [ex = std::move(ex), run = std::move(run)]() mutable { asio::dispatch(ex, std::move(run)); });
+  } else {
+    asio::dispatch(ex, std::move(run));
+  }
 }
 
 std::size_t index(StreamTimer t) { return static_cast<std::size_t>(t); }
@@ -337,6 +366,7 @@ void StreamCore::on_connection_lost(const error_code& ec, const std::string& rea
 
 void StreamCore::read(StreamReadHandler h) {
   Pending p;
+  p.posted = true;
   {
     common::LockGuard lock(mu_);
     if (read_) {
@@ -359,6 +389,7 @@ void StreamCore::read(StreamReadHandler h) {
 
 void StreamCore::write(std::string message, StreamDoneHandler h) {
   Pending p;
+  p.posted = true;
   {
     common::LockGuard lock(mu_);
     if (ended_ || writes_done_ || finished_) {
@@ -390,7 +421,7 @@ void StreamCore::try_send_write(Pending& p) {
   send_message(write_msg_, p);
   if (ended_) return;  // the send failed and ended it
   p.done(write_, {});
-  write_msg_ = std::string();
+  std::string().swap(write_msg_);  // its buffer goes too (= std::string() would keep it)
   if (half_close_after_write_) {
     half_close_after_write_ = false;
     auto f = make_stream_frame(StreamOp::half_close, id(), true);
@@ -434,6 +465,7 @@ void StreamCore::send(transport::Frame& f) {
 
 void StreamCore::writes_done(StreamDoneHandler h) {
   Pending p;
+  p.posted = true;
   {
     common::LockGuard lock(mu_);
     if (!s_.client || ended_ || writes_done_) {
@@ -455,6 +487,7 @@ void StreamCore::writes_done(StreamDoneHandler h) {
 
 void StreamCore::wait_end(StreamDoneHandler h) {
   Pending p;
+  p.posted = true;
   {
     common::LockGuard lock(mu_);
     if (ended_) {
@@ -570,7 +603,7 @@ void StreamCore::end_locked(error_code ec, std::string message, StreamEnd cause,
   }
   const error_code write_ec = ec ? ec : make_error_code(errc::stream_closed);
   p.done(write_, write_ec);
-  write_msg_ = std::string();
+  std::string().swap(write_msg_);
   p.done(writes_done_h_, write_ec);
   if (read_) p.read(read_, ec ? ec : (peer_done_ ? error_code{} : make_error_code(errc::stream_closed)), std::nullopt);
   for (auto& h : end_waiters_) p.done(h, ec);
@@ -588,8 +621,8 @@ void StreamCore::end_locked(error_code ec, std::string message, StreamEnd cause,
 }
 
 void StreamCore::run(Pending& p) {
-  for (auto& r : p.reads) complete(s_.ex, std::move(r.h), r.ec, std::move(r.message));
-  for (auto& d : p.dones) complete(s_.ex, std::move(d.h), d.ec);
+  for (auto& r : p.reads) complete(s_.ex, p.posted, std::move(r.h), r.ec, std::move(r.message));
+  for (auto& d : p.dones) complete(s_.ex, p.posted, std::move(d.h), d.ec);
 }
 
 // ---- timers -----------------------------------------------------------------
@@ -714,7 +747,7 @@ StreamHandle::~StreamHandle() {
 namespace {
 template <class Handler, class... Args>
 void fail_unbound(Handler h, Args... args) {
-  complete(asio::any_io_executor(asio::system_executor()), std::move(h), args...);
+  complete(asio::any_io_executor(asio::system_executor()), true, std::move(h), args...);
 }
 }  // namespace
 

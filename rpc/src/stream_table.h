@@ -17,6 +17,17 @@ namespace wheelrpc::rpc::detail {
 class StreamCore;
 
 class StreamTable {
+  /// Ids are a pending table's `(sequence << 24) | slot`: std::hash (the
+  /// identity) would put the streams opened together in one bucket. Mixed.
+  struct IdHash {
+    std::size_t operator()(std::uint64_t x) const noexcept {
+      x ^= x >> 33;
+      x *= 0xff51afd7ed558ccdULL;
+      x ^= x >> 33;
+      return static_cast<std::size_t>(x);
+    }
+  };
+
  public:
   /// False if `id` is taken, or the table was closed.
   bool add(std::uint64_t id, std::shared_ptr<StreamCore> stream) {
@@ -69,7 +80,7 @@ class StreamTable {
 
  private:
   mutable common::Mutex mu_;
-  std::unordered_map<std::uint64_t, std::shared_ptr<StreamCore>> streams_ WHEELRPC_GUARDED_BY(mu_);
+  std::unordered_map<std::uint64_t, std::shared_ptr<StreamCore>, IdHash> streams_ WHEELRPC_GUARDED_BY(mu_);
   bool closed_ WHEELRPC_GUARDED_BY(mu_) = false;
 };
 
