@@ -4,12 +4,15 @@
 //   echo   replies with the request's payload;
 //   sleep  payload = decimal milliseconds; replies "slept" after that long,
 //          without blocking a thread (one boost::asio::steady_timer per call).
-//   count  server streaming: the client's one message is "COUNT INTERVAL_MS";
-//          the server sends "0", "1", ... "COUNT-1", INTERVAL_MS apart (a
-//          steady_timer per wait), then ends the stream with success;
+//   count  server streaming: the client's one message is "COUNT INTERVAL_MS"
+//          (two decimal numbers, one space: "20 5"); the server sends "0",
+//          "1", ... "COUNT-1", each INTERVAL_MS after the previous one (a
+//          steady_timer per wait, no thread blocked), then ends the stream
+//          with success; a cancelled stream stops it within 10 ms;
 //   sum    client streaming: adds up the decimal integers it receives and,
 //          once the client half-closes, answers with the sum;
 //   chat   bidirectional: echoes each message; ends once the client half-closes.
+//   (echo_stream_methods.h has the details: the bad requests, the limits.)
 //
 //   echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H] [--idle-timeout-ms I]
 //               [--drain-timeout-ms D] [--max-connections N] [--hello-timeout-ms T]
@@ -26,8 +29,9 @@
 // "registered NAME at IP:PORT" each time the registration is in etcd, or
 // "registration pending: REASON" while it is being retried. SIGINT or SIGTERM
 // shuts the server down gracefully (Server::async_shutdown: unregistered
-// first, serving on for G ms so clients see it leave; then new requests
-// refused, calls in flight finish for at most D ms, then the connections
+// first, serving on for G ms so clients see it leave; then new requests and
+// streams refused, calls in flight and open streams finish for at most D ms,
+// then the streams still open end with UNAVAILABLE and the connections
 // close); a second signal closes at once. It
 // then prints its counters on stderr and exits 0. Exit status 1 when it
 // cannot listen (one line on stderr, "echo_server: cannot listen on ..."), 2 on
@@ -47,7 +51,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
-#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -63,15 +66,12 @@
 #include <malloc.h>
 #endif
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include "echo_stream_methods.h"
 #include "support/admin_registry.h"
 #include "support/flags.h"
 #include "support/tls_flags.h"
@@ -143,8 +143,9 @@ constexpr const char* kUsage =
     "                    the interval but not lower it\n"
     "  --idle-timeout-ms I  close connections idle (no read or no write) for I ms\n"
     "                    (default 0 = 3 x the agreed heartbeat; never below 2 x it)\n"
-    "  --drain-timeout-ms D  on SIGINT/SIGTERM, let calls in flight finish for at most\n"
-    "                    D ms, 0..3600000 (default 5000; 0 = close at once)\n"
+    "  --drain-timeout-ms D  on SIGINT/SIGTERM, let calls in flight and open streams\n"
+    "                    finish for at most D ms (streams still open then end with\n"
+    "                    UNAVAILABLE), 0..3600000 (default 5000; 0 = close at once)\n"
     "  --registry URL    register in etcd (etcd://127.0.0.1:2379[,HOST:PORT...])\n"
     "  --service NAME    the service name to register (with --registry)\n"
     "  --lease-ttl-s N   lease TTL of the registration, 2..3600 s (default 10)\n"
@@ -174,6 +175,9 @@ constexpr const char* kUsage =
     "  --version         print the version (\"echo_server (wheelrpc) X.Y.Z\") and exit 0\n"
     "Flags take their value as --flag V or --flag=V.\n"
     "Methods: echo (returns the payload), sleep (payload = milliseconds; replies \"slept\").\n"
+    "Streams: count (the one request is \"COUNT INTERVAL_MS\": answers \"0\" .. \"COUNT-1\",\n"
+    "INTERVAL_MS apart), sum (answers the sum of the decimal integers it read once the\n"
+    "client half-closed), chat (echoes each message; ends when the client half-closes).\n"
     "With --registry: prints \"registered NAME at IP:PORT\" once the registration is in\n"
     "etcd, \"registration pending: REASON\" while it is retried.\n"
     "SIGINT or SIGTERM shuts down gracefully: unregistered first (then G ms of grace),\n"
@@ -282,79 +286,8 @@ class SleepTimers {
   std::unordered_set<std::shared_ptr<asio::steady_timer>> timers_;
 };
 
-/// The streaming methods (see the top of the file). Each is a coroutine on
-/// the stream's executor; a stream that ends early (cancelled, timed out,
-/// its connection lost) ends it at its next read or write.
-constexpr auto tuple = asio::as_tuple(asio::use_awaitable);
-
-void register_stream_methods(rpc::Server& server) {
-  server.handle_stream("count", [](rpc::ServerStream s) {
-    asio::co_spawn(
-        s.get_executor(),
-        [s]() mutable -> asio::awaitable<void> {
-          auto [ec, request] = co_await s.async_read(tuple);
-          if (ec) co_return;
-          unsigned long long count = 0, interval_ms = 0;
-          if (!request || std::sscanf(request->c_str(), "%llu %llu", &count, &interval_ms) != 2 ||
-              interval_ms > 86'400'000) {
-            s.finish(rpc::StatusCode::invalid_argument, "count: the request must be \"COUNT INTERVAL_MS\"");
-            co_return;
-          }
-          asio::steady_timer wait(co_await asio::this_coro::executor);
-          for (unsigned long long i = 0; i < count; ++i) {
-            if (i > 0 && interval_ms > 0) {
-              wait.expires_after(std::chrono::milliseconds(interval_ms));
-              co_await wait.async_wait(tuple);
-              if (s.cancelled()) co_return;
-            }
-            auto [wec] = co_await s.async_write(std::to_string(i), tuple);
-            if (wec) co_return;
-          }
-          s.finish();
-        },
-        asio::detached);
-  });
-  server.handle_stream("sum", [](rpc::ServerStream s) {
-    asio::co_spawn(
-        s.get_executor(),
-        [s]() mutable -> asio::awaitable<void> {
-          long long sum = 0;
-          for (;;) {
-            auto [ec, m] = co_await s.async_read(tuple);
-            if (ec) co_return;
-            if (!m) break;
-            const auto n =
-                parse_int(*m, std::numeric_limits<long long>::min() / 2, std::numeric_limits<long long>::max() / 2);
-            if (!n) {
-              s.finish(rpc::StatusCode::invalid_argument, "sum: '" + m->substr(0, 32) + "' is not a decimal integer");
-              co_return;
-            }
-            sum += *n;
-          }
-          auto [wec] = co_await s.async_write(std::to_string(sum), tuple);
-          if (!wec) s.finish();
-        },
-        asio::detached);
-  });
-  server.handle_stream("chat", [](rpc::ServerStream s) {
-    asio::co_spawn(
-        s.get_executor(),
-        [s]() mutable -> asio::awaitable<void> {
-          for (;;) {
-            auto [ec, m] = co_await s.async_read(tuple);
-            if (ec) co_return;
-            if (!m) break;
-            auto [wec] = co_await s.async_write(std::move(*m), tuple);
-            if (wec) co_return;
-          }
-          s.finish();
-        },
-        asio::detached);
-  });
-}
-
 void register_methods(rpc::Server& server, asio::io_context& io, SleepTimers& sleeps) {
-  register_stream_methods(server);
+  wheelrpc::examples::register_stream_methods(server);  // count, sum, chat
   server.handle("echo", [](rpc::Request req, rpc::Responder r) { r.reply(std::move(req.payload)); });
   server.handle("sleep", [&io, &sleeps](rpc::Request req, rpc::Responder r) {
     const auto ms =
@@ -520,8 +453,9 @@ int run(const Config& cfg) {
       stopped();
       return;
     }
-    std::fprintf(stderr, "echo_server: signal %d, shutting down (calls in flight have %lld ms to finish)\n", signo,
-                 static_cast<long long>(cfg.drain_timeout.count()));
+    std::fprintf(stderr,
+                 "echo_server: signal %d, shutting down (calls in flight and open streams have %lld ms to finish)\n",
+                 signo, static_cast<long long>(cfg.drain_timeout.count()));
     // A second signal closes at once; the shutdown then completes, aborted.
     signals.async_wait([&](const error_code& ec2, int signo2) {
       if (ec2) return;
@@ -530,7 +464,7 @@ int run(const Config& cfg) {
     });
     server.async_shutdown(cfg.drain_timeout, [&](const error_code& shutdown_ec) {
       if (shutdown_ec == rpc::errc::timeout) {
-        std::fprintf(stderr, "echo_server: calls still in flight after %lld ms; closed them\n",
+        std::fprintf(stderr, "echo_server: calls or streams still open after %lld ms; closed them\n",
                      static_cast<long long>(cfg.drain_timeout.count()));
       }
       stopped();
@@ -560,6 +494,18 @@ int run(const Config& cfg) {
                static_cast<unsigned long long>(s.server_timeouts), static_cast<unsigned long long>(s.late_replies),
                static_cast<unsigned long long>(s.method_not_found), static_cast<unsigned long long>(s.protocol_errors),
                static_cast<unsigned long long>(s.connections));
+  const rpc::StreamStats& st = s.streams;
+  std::fprintf(
+      stderr,
+      "echo_server: streams: opened=%llu refused=%llu messages_in=%llu messages_out=%llu ended: ok=%llu "
+      "error=%llu cancelled=%llu deadline=%llu message_idle=%llu write_stall=%llu connection_lost=%llu "
+      "shutdown=%llu\n",
+      static_cast<unsigned long long>(st.opened), static_cast<unsigned long long>(s.streams_refused),
+      static_cast<unsigned long long>(st.messages_in), static_cast<unsigned long long>(st.messages_out),
+      static_cast<unsigned long long>(st.ends.ok), static_cast<unsigned long long>(st.ends.error),
+      static_cast<unsigned long long>(st.ends.cancelled), static_cast<unsigned long long>(st.ends.deadline),
+      static_cast<unsigned long long>(st.ends.message_idle), static_cast<unsigned long long>(st.ends.write_stall),
+      static_cast<unsigned long long>(st.ends.connection_lost), static_cast<unsigned long long>(st.ends.shutdown));
   // The connections closed for bad input, by reason (each was logged, one
   // line a second at most): a port scanner or a misconfigured client shows here.
   std::fprintf(stderr,
