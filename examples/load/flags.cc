@@ -47,7 +47,8 @@ constexpr const char* kUsage =
     "                    sum (the client sends --count numbers, the server answers their sum),\n"
     "                    chat (the client sends --count messages, the server echoes each)\n"
     "  --streams N       streams at once (default 1); each runs once, or, with\n"
-    "                    --duration-s, is opened again until the time is up\n"
+    "                    --duration-s, is opened again until the time is up (a stream\n"
+    "                    running then runs to its end); --timeout-ms bounds each opening\n"
     "  --count N         messages per stream (default 10)\n"
     "  --interval-ms I   between a stream's messages (count: the server's; sum, chat:\n"
     "                    the client's writes; default 0)\n"
@@ -89,7 +90,8 @@ constexpr const char* kUsage =
     "Exit status: 0 if at least one call succeeded (failed calls are reported, not\n"
     "fatal, unless --fail-on-error); 1 if no call succeeded, a call was lost or\n"
     "completed twice, or (--fail-on-error) any call failed; 2 usage error; 130 on\n"
-    "a second SIGINT.\n";
+    "a second SIGINT. Streams (count, sum, chat): 1 if any stream failed (an error,\n"
+    "wrong data), was lost or ended twice, else 0.\n";
 
 /// A positive number of seconds, decimals allowed, at most a day.
 std::optional<double> parse_seconds(const std::string& text) {

@@ -1,10 +1,14 @@
 // echo_client, a load generator for echo_server: keeps C calls in flight
-// (closed loop) and reports what happened to every one of them.
+// (closed loop) and reports what happened to every one of them; or, with
+// --method count|sum|chat, keeps N streams going (stream_load.h) and
+// reports what happened to every stream.
 //
 //   echo_client (--server HOST:PORT[,HOST:PORT...] | --registry etcd://H:P[,...] --service NAME)
 //               (--calls N | --duration-s S)
 //               [--concurrency C] [--timeout-ms T] [--payload-bytes B]
-//               [--method echo|sleep] [--sleep-ms X] [--report-interval-ms I]
+//               [--method echo|sleep|count|sum|chat] [--sleep-ms X] [--report-interval-ms I]
+//               [--streams N] [--count N] [--interval-ms I] [--stream-timeout-ms T]
+//               [--message-timeout-ms T] [--stall-timeout-ms T]
 //               [--json] [--heartbeat-ms H] [--idle-timeout-ms I]
 //               [--retries N] [--idempotent] [--lb round_robin|least_active|p2c]
 //               [--hedge-ms H] [--fail-on-error]
@@ -49,9 +53,10 @@
 // histogram of the ok calls' latencies ("latency histogram (ms): ...").
 //
 // The files: config.h and flags.cc (the flags), connect_wait.h/.cc (the wait
-// for the connections), load.h/.cc (the loop of calls), tally.h/.cc (counting
-// outcomes), report.h/.cc (the output), text_histogram.h/.cc (the histogram
-// line).
+// for the connections), load.h/.cc (the loop of calls), stream_load.h/.cc
+// (the streams) and stream_exchange.h/.cc (what each streaming method
+// writes and checks), tally.h/.cc (counting outcomes), report.h/.cc (the
+// output), text_histogram.h/.cc (the histogram line).
 #include <cstdio>
 #include <stdexcept>
 

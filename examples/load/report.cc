@@ -1,6 +1,7 @@
 #include "load/report.h"
 
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include <boost/json/array.hpp>
@@ -17,11 +18,12 @@ using support::JsonLine;
 namespace {
 
 /// {"name":count,...}, names in order.
-json::object errors_json(const Tally& tally) {
+json::object errors_json(const std::map<std::string, std::uint64_t>& errors) {
   json::object o;
-  for (const auto& [name, n] : tally.errors) o[name] = n;
+  for (const auto& [name, n] : errors) o[name] = n;
   return o;
 }
+json::object errors_json(const Tally& tally) { return errors_json(tally.errors); }
 
 /// [{"peer":"ip:port","attempts":N,"failures":N,"removed":B,"ok":N,
 /// "cancelled":N,"in_flight":N},...]: every provider ever in the set, in the
@@ -42,11 +44,12 @@ json::array providers_json(const std::vector<rpc::ProviderStats>& providers) {
 }
 
 /// {"name":"the message of its first failed call",...}
-json::object examples_json(const Tally& tally) {
+json::object examples_json(const std::map<std::string, std::string>& examples) {
   json::object o;
-  for (const auto& [name, message] : tally.examples) o[name] = message;
+  for (const auto& [name, message] : examples) o[name] = message;
   return o;
 }
+json::object examples_json(const Tally& tally) { return examples_json(tally.examples); }
 
 using ull = unsigned long long;
 
@@ -151,6 +154,62 @@ void print_summary(const Config& cfg, const Tally& tally, const Summary& s) {
     std::printf("  BUG: %llu calls completed more than once\n", static_cast<ull>(tally.completed_twice));
   }
   std::printf("%s\n", text_histogram(tally.latency_us, std::chrono::microseconds(1)).c_str());
+  std::fflush(stdout);
+}
+
+void print_stream_progress(const Config& cfg, const StreamTally& tally, const StreamProgress& p) {
+  if (cfg.json) {
+    JsonLine()
+        .num("t_ms", static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(p.elapsed).count()))
+        .num("streams", static_cast<ull>(tally.streams))
+        .num("streams_ok", static_cast<ull>(tally.ok))
+        .value("errors", errors_json(tally.errors))
+        .num("open", p.open)
+        .print();
+    return;
+  }
+  std::printf("[%6.1f s] %llu streams: %llu ok, %llu failed, %zu open; %llu messages sent, %llu received\n",
+              std::chrono::duration<double>(p.elapsed).count(), static_cast<ull>(tally.streams),
+              static_cast<ull>(tally.ok), static_cast<ull>(tally.total_errors()), p.open,
+              static_cast<ull>(tally.messages_sent), static_cast<ull>(tally.messages_received));
+  std::fflush(stdout);
+}
+
+void print_stream_summary(const Config& cfg, const StreamTally& tally, double elapsed_s) {
+  const double max_gap_ms = std::chrono::duration<double, std::milli>(tally.max_gap).count();
+  if (cfg.json) {
+    JsonLine()
+        .str("method", cfg.method)
+        .num("streams", static_cast<ull>(tally.streams))
+        .num("streams_ok", static_cast<ull>(tally.ok))
+        .num("messages_sent", static_cast<ull>(tally.messages_sent))
+        .num("messages_received", static_cast<ull>(tally.messages_received))
+        .num("max_gap_ms", max_gap_ms)
+        .value("errors", errors_json(tally.errors))
+        .num("lost", static_cast<ull>(tally.lost))
+        .num("completed_twice", static_cast<ull>(tally.completed_twice))
+        .value("error_examples", examples_json(tally.examples))
+        .num("elapsed_s", elapsed_s)
+        .print();
+    return;
+  }
+  std::printf("\n%llu %s streams in %.2f s: %llu ok, %llu failed, %llu lost, %llu completed twice\n",
+              static_cast<ull>(tally.streams), cfg.method.c_str(), elapsed_s, static_cast<ull>(tally.ok),
+              static_cast<ull>(tally.total_errors()), static_cast<ull>(tally.lost),
+              static_cast<ull>(tally.completed_twice));
+  std::printf("  messages: %llu sent, %llu received; longest wait between two messages of a stream: %.1f ms\n",
+              static_cast<ull>(tally.messages_sent), static_cast<ull>(tally.messages_received), max_gap_ms);
+  if (!tally.errors.empty()) {
+    std::printf("  errors by code:");
+    for (const auto& [name, n] : tally.errors) std::printf(" %s=%llu", name.c_str(), static_cast<ull>(n));
+    std::printf("\n");
+    std::printf("  an example of each error:\n");
+    for (const auto& [name, message] : tally.examples) std::printf("    %s: %s\n", name.c_str(), message.c_str());
+  }
+  if (tally.lost > 0) std::printf("  LOST: %llu streams whose end never completed\n", static_cast<ull>(tally.lost));
+  if (tally.completed_twice > 0) {
+    std::printf("  BUG: %llu ends completed more than once\n", static_cast<ull>(tally.completed_twice));
+  }
   std::fflush(stdout);
 }
 

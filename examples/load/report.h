@@ -51,4 +51,21 @@ struct Summary {
 /// attempts = ok + failed + cancelled + in flight.
 void print_summary(const Config& cfg, const Tally& tally, const Summary& s);
 
+/// What a progress line of a run of streams shows besides the tally.
+struct StreamProgress {
+  std::chrono::steady_clock::duration elapsed{};  ///< since the first stream
+  std::size_t open = 0;                           ///< streams open now
+};
+
+/// JSON: {"t_ms":..,"streams":..,"streams_ok":..,"errors":{..},"open":N}
+/// (cumulative counts); text: one line with the same.
+void print_stream_progress(const Config& cfg, const StreamTally& tally, const StreamProgress& p);
+
+/// JSON: one line with `method`, `streams`, `streams_ok`, `messages_sent`,
+/// `messages_received`, `max_gap_ms`, `errors`, `lost`, `completed_twice`,
+/// `error_examples`, `elapsed_s` (README.md describes them); text: the
+/// same in words, the errors by code and one example message per code.
+/// streams = streams_ok + the errors by code.
+void print_stream_summary(const Config& cfg, const StreamTally& tally, double elapsed_s);
+
 }  // namespace wheelrpc::examples::load

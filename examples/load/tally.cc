@@ -35,4 +35,15 @@ std::uint64_t Tally::total_errors() const {
   return n;
 }
 
+void StreamTally::note_error(const std::string& name, const std::string& message) {
+  ++errors[name];
+  examples.try_emplace(name, message);
+}
+
+std::uint64_t StreamTally::total_errors() const {
+  std::uint64_t n = 0;
+  for (const auto& [name, count] : errors) n += count;
+  return n;
+}
+
 }  // namespace wheelrpc::examples::load

@@ -21,6 +21,15 @@ std::string error_name(const boost::system::error_code& ec);
 /// one expected (not an error code: the load generator checks the payload).
 inline constexpr const char* kWrongReply = "wrong_reply";
 
+/// Name of the outcome of a stream whose data came back wrong or short (an
+/// echo or a sum that differs, a count out of order, fewer messages than
+/// asked for before a successful end): not an error code, the load
+/// generator checks the data.
+inline constexpr const char* kDataLoss = "data_loss";
+/// Name of the outcome of a stream whose end did not come within
+/// StreamLoad::kEndBound after its exchange was over.
+inline constexpr const char* kNoEnd = "no_end";
+
 /// The counts of one run. Only the thread that runs the load touches it.
 struct Tally {
   std::uint64_t issued = 0;                            ///< calls started
@@ -36,6 +45,31 @@ struct Tally {
   /// name if it is the first of that name.
   void note_error(const std::string& name, const std::string& message);
   /// Failed calls of every kind.
+  std::uint64_t total_errors() const;
+};
+
+/// The counts of a run of streams (--method count|sum|chat). Every stream
+/// started counts once in `ok` or in `errors`; `lost` and `completed_twice`
+/// count ends that never came or came again (the library's exactly-once
+/// promise broken), whatever else the stream counted as. Only the thread
+/// that runs the load touches it.
+struct StreamTally {
+  std::uint64_t streams = 0;            ///< streams started (opens attempted)
+  std::uint64_t ok = 0;                 ///< ended with success, their data right
+  std::uint64_t messages_sent = 0;      ///< writes completed, on every stream
+  std::uint64_t messages_received = 0;  ///< messages read, on every stream
+  /// The longest wait between two consecutive messages read on one stream
+  /// (count: from the opening for the first).
+  std::chrono::steady_clock::duration max_gap{0};
+  std::uint64_t lost = 0;                       ///< streams whose end never completed
+  std::uint64_t completed_twice = 0;            ///< completions of an end that had completed already
+  std::map<std::string, std::uint64_t> errors;  ///< failed streams per error_name (or kDataLoss, kNoEnd)
+  std::map<std::string, std::string> examples;  ///< per error name, the message of its first failed stream
+
+  /// Counts a failed stream; keeps `message` as the example of `name` if
+  /// it is the first of that name.
+  void note_error(const std::string& name, const std::string& message);
+  /// Failed streams of every kind.
   std::uint64_t total_errors() const;
 };
 
