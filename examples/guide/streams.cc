@@ -1,13 +1,17 @@
 // Docs quote this file's lines verbatim (tests/examples checks them): not reformatted.
 // clang-format off
 // docs/streams.md: the three kinds of streams (server, client and
-// bidirectional), a stream's end and its status, and a message-idle timeout.
+// bidirectional), a stream's end and its status, a message-idle timeout, and
+// cancellation (ClientStream::cancel, a token's cancellation slot) as the
+// server's handler sees it.
 #include <wheelrpc/rpc/client.h>
 #include <wheelrpc/rpc/server.h>
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 
 #include <chrono>
 #include <cstdio>
+#include <exception>
+#include <future>
 #include <string>
 #include <thread>
 #include <utility>
@@ -16,6 +20,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -59,6 +64,20 @@ awaitable<void> echo(rpc::ServerStream stream) {
     co_await stream.async_write("echo: " + *message, use_awaitable);
   }
   stream.finish();
+}
+
+std::promise<bool> first_watch_cancelled, second_watch_cancelled;  // what "watch" saw, per stream
+int watches = 0;                                                    // streams "watch" served (one thread runs io)
+
+// Reads until the stream ends. A read in progress is how a handler learns of a
+// cancel: it fails with the reason, and cancelled() is then true.
+awaitable<void> watch(rpc::ServerStream stream) {
+  auto& saw = watches++ == 0 ? first_watch_cancelled : second_watch_cancelled;
+  for (;;) {
+    auto [ec, message] = co_await stream.async_read(asio::as_tuple(use_awaitable));
+    if (ec || !message) break;
+  }
+  saw.set_value(stream.cancelled());
 }
 
 // A handler is called once per stream; it spawns the coroutine and returns.
@@ -114,6 +133,26 @@ awaitable<void> message_idle(rpc::Client& client) {
   std::printf("%s\n", stream.error_message().c_str());
 }
 
+awaitable<void> cancel_explicitly(rpc::Client& client) {
+  auto stream = co_await client.async_open_stream("watch", {}, use_awaitable);
+  co_await stream.async_write("hello", use_awaitable);
+  stream.cancel();  // ends it now: a RESET to the server; what waits here completes with operation_aborted
+  auto [ec] = co_await stream.async_finish(asio::as_tuple(use_awaitable));
+  check(ec == asio::error::operation_aborted, "cancel() ended the stream");
+}
+
+awaitable<void> cancel_by_a_timer(rpc::Client& client) {
+  using namespace asio::experimental::awaitable_operators;
+  auto stream = co_await client.async_open_stream("watch", {}, use_awaitable);
+  asio::steady_timer enough(co_await asio::this_coro::executor, 50ms);
+  // The first to complete cancels the other through its cancellation slot:
+  // the read's cancellation ends the stream.
+  auto first = co_await (stream.async_read(use_awaitable) || enough.async_wait(use_awaitable));
+  check(first.index() == 1, "the timer came first");
+  auto [ec] = co_await stream.async_finish(asio::as_tuple(use_awaitable));
+  check(ec == asio::error::operation_aborted, "the read's cancellation ended the stream");
+}
+
 int main() {
   wheelrpc::timer::HashedWheelTimer timer;  // first, so it is destroyed last
   asio::io_context io;
@@ -121,6 +160,7 @@ int main() {
   server.handle_stream("ticker", spawned(ticker));
   server.handle_stream("adder", spawned(adder));
   server.handle_stream("echo", spawned(echo));
+  server.handle_stream("watch", spawned(watch));
   check(!server.listen({asio::ip::make_address("127.0.0.1"), 0}), "listening");
   rpc::Client client(io.get_executor(), timer, {server.local_endpoint()});
 
@@ -129,15 +169,26 @@ int main() {
     co_await client_streaming(client);
     co_await bidirectional(client);
     co_await message_idle(client);
-    std::printf("the three kinds of streams and a message-idle timeout: ok\n");
+    co_await cancel_explicitly(client);
+    co_await cancel_by_a_timer(client);
   }, asio::use_future);
   std::thread runner([&] { io.run(); });
   const bool finished = done.wait_for(20s) == std::future_status::ready;
+  if (check(finished, "done within 20 s")) {
+    try {
+      done.get();  // rethrows a CallError, if a stream failed
+    } catch (const std::exception& e) {
+      check(false, e.what());
+    }
+    for (auto* saw : {&first_watch_cancelled, &second_watch_cancelled}) {
+      auto f = saw->get_future();
+      check(f.wait_for(20s) == std::future_status::ready && f.get(), "the server's handler saw its stream cancelled");
+    }
+  }
   client.close();
   server.stop();
   io.stop();
   runner.join();
-  check(finished, "done within 20 s");
-  done.get();  // rethrows a CallError, if a stream failed
-  return 0;
+  if (guide::status() == 0) std::printf("the three kinds of streams, a message-idle timeout, cancellation: ok\n");
+  return guide::status();
 }
