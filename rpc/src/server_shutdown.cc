@@ -175,7 +175,8 @@ void ServerShutdown::begin_drain(std::chrono::milliseconds drain_timeout) {
     common::LockGuard lock(shutdown_mu_);
     drain_timeout_ = core_.timer().new_timeout(DrainTimeoutTask{core_.weak_from_this()}, drain_timeout, tec);
   }
-  logger()->info("shutting down: {} calls in flight, drain timeout {} ms", core_.in_flight(), drain_timeout.count());
+  logger()->info("shutting down: {} calls in flight, {} streams open, drain timeout {} ms", core_.in_flight(),
+                 core_.stats().streams.open, drain_timeout.count());
   // A request counts itself before it reads draining_: one that check_drained()
   // does not see reads draining_ set and is refused; the last answer of the
   // ones before checks again (recheck_drained), as does each connection that closes.
@@ -213,7 +214,10 @@ void ServerShutdown::check_drained() {
 void ServerShutdown::finish(error_code ec) {
   if (finished_.exchange(true)) return;
   auto handler = take_handler();
-  if (ec) logger()->warn("shutdown: {} calls still in flight after the drain timeout; closing", core_.in_flight());
+  if (ec) {
+    logger()->warn("shutdown: {} calls in flight and {} streams open after the drain timeout; closing",
+                   core_.in_flight(), core_.stats().streams.open);
+  }
   core_.stop(/*flush=*/!ec);
   complete_later(core_.executor(), std::move(handler), ec);
 }

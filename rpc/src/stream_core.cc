@@ -346,6 +346,14 @@ void StreamCore::on_end_frame(transport::Frame& f, Pending& p) {
     return;
   }
   const error_code ec = status_error(status);
+  // The server's end of the stream's deadline, racing our own timer for the
+  // same deadline (they fire within a tick of each other): ours to report,
+  // as errc::timeout, whichever came first.
+  if (ec == errc::server_timeout && deadline_at_) {
+    const TimePoint t = now();
+    expire(StreamTimer::deadline, start_, std::max(t, *deadline_at_), p);
+    return;
+  }
   std::string message = f.payload.empty() ? ec.message() : std::move(f.payload);
   end_locked(ec, fmt::format("the server ended it: {}", message), StreamEnd::error, Wire::none, p);
 }

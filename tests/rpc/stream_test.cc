@@ -474,7 +474,8 @@ TEST(Stream, AWriterToAReaderThatStoppedHoldsAboutTheWindowInMemory) {
   const std::size_t after = rss_bytes();
   EXPECT_LE(written.load(), 1) << "writes completed past the window";
   // The window, a message waiting, and the reader's buffers: a few MiB, not 64.
-  EXPECT_LT(after > before ? after - before : 0, std::size_t{16} << 20) << "RSS grew from " << before << " to " << after;
+  EXPECT_LT(after > before ? after - before : 0, std::size_t{16} << 20)
+      << "RSS grew from " << before << " to " << after;
   std::lock_guard lock(deaf_mu);
   deaf_streams.clear();
 }
