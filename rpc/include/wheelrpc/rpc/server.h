@@ -190,10 +190,12 @@ class Server {
 
   /// Registers `handler` for the streams a client opens to `method`
   /// (docs/streams.md), replacing an earlier one. At a stream's start the
-  /// server applies what it applies to a request (offline, shutting down,
-  /// ServerOptions::overload.max_concurrency counting open streams too) and
-  /// ServerOptions::streams.max_per_connection; a stream refused there never
-  /// reaches the handler (the client may retry it elsewhere). Before listen().
+  /// server refuses it, unprocessed, when it is offline or shutting down, or
+  /// at ServerOptions::streams.max_per_connection (Status::overloaded); a
+  /// refused stream never reaches the handler (the client may retry it
+  /// elsewhere). ServerOptions::interceptors and the unary overload controls
+  /// (handler_executor shedding, the concurrency limit) do not apply to
+  /// streams. Before listen().
   void handle_stream(std::string method, StreamHandler handler);
 
   /// Registers every method of a typed service (a class derived from a
