@@ -61,7 +61,7 @@ struct StreamCore::Pending {
   // Rarely more than one of each (the end completes them all): no allocation.
   boost::container::small_vector<Read, 1> reads;
   boost::container::small_vector<Done, 2> dones;
-  bool posted = false;  // started by the user's call: never completed inside it
+  bool posted = false;  // started by the user's call: inline only a few deep (complete())
   void read(StreamReadHandler& h, error_code ec, std::optional<std::string> m) {
     if (h) reads.push_back({std::move(h), ec, std::move(m)});
   }
@@ -93,15 +93,30 @@ void invoke(Handler& h, Args&&... args) {
   std::move(h)(std::forward<Args>(args)...);
 }
 
-/// Completes `h`. From a user's call (`posted`): always through its
-/// executor, never inside the call that started the operation (a writer
-/// that writes again from its completion does not recurse). From the
-/// connection or a timer: inline when this thread already runs the
-/// handler's executor, as dispatch would, without its type-erased wrapping.
+/// Completions running inline inside the user's own calls on this thread.
+thread_local int inline_depth = 0;
+/// How deep a chain of operations started from completions may complete
+/// inline (a writer that writes again from its completion) before one is
+/// posted, which bounds the stack whatever the window.
+constexpr int kMaxInlineDepth = 8;
+
+/// Completes `h`: inline when this thread already runs the handler's
+/// executor (as dispatch would, without its type-erased wrapping), else
+/// through that executor. From a user's call (`posted`), inline only up to
+/// kMaxInlineDepth nested completions, then posted.
 template <class Handler, class... Args>
 void complete(const asio::any_io_executor& fallback, bool posted, Handler h, Args... args) {
   auto ex = asio::get_associated_executor(h, fallback);
-  if (!posted && running_here(ex)) return invoke(h, std::move(args)...);
+  if (running_here(ex)) {
+    if (!posted) return invoke(h, std::move(args)...);
+    if (inline_depth < kMaxInlineDepth) {
+      struct Nested {
+        Nested() noexcept { ++inline_depth; }
+        ~Nested() { --inline_depth; }
+      } nested;
+      return invoke(h, std::move(args)...);
+    }
+  }
   auto run = [h = std::move(h), ... a = std::move(args)]() mutable { invoke(h, std::move(a)...); };
   if (posted) {
     // Through the stream's executor (a handler's own executor need not be
