@@ -314,11 +314,9 @@ bool CallDriver::send_attempt(Call& call, const std::shared_ptr<Subchannel>& sub
   if (metadata) call.attachments.swap(*metadata);
   if (result == Subchannel::SendResult::sent) return true;
   if (result == Subchannel::SendResult::unsupported) [[unlikely]] {
-    drop_attempt(call, call.live.size() - 1, true, done, make_error_code(StatusCode::unimplemented));
-    complete(
-        call, make_error_code(StatusCode::unimplemented),
-        Response{{}, {}, describe(call, "the server speaks no streams (its HELLO announced none), not sent", &sub)},
-        Origin::other, done);
+    const auto ec = make_error_code(StatusCode::unimplemented);  // a stream's OPEN, and the server has none
+    drop_attempt(call, call.live.size() - 1, true, done, ec);
+    complete(call, ec, Response{{}, {}, describe(call, "the server speaks no streams", &sub)}, Origin::other, done);
     return true;
   }
 

@@ -18,6 +18,7 @@
 
 #include "log.h"
 #include "method_metrics.h"
+#include "stream_pending.h"
 #include "stream_table.h"
 
 #include <wheelrpc/rpc/server_stream.h>
@@ -37,38 +38,6 @@ std::string_view to_string(StreamTimer timer) noexcept {
 namespace detail {
 using boost::system::error_code;
 namespace asio = boost::asio;
-
-const char* to_label(StreamEnd e) noexcept {
-  static constexpr const char* kLabels[kStreamEndKinds] = {
-      "ok",      "error",    "cancelled", "deadline", "message_idle", "write_stall", "first_message", "connection_lost",
-      "refused", "protocol", "shutdown"};
-  const auto i = static_cast<std::size_t>(e);
-  return i < kStreamEndKinds ? kLabels[i] : "?";
-}
-
-/// Handlers to run once the lock is released, each dispatched to its
-/// associated executor (the stream's by default): inline when already there.
-struct StreamCore::Pending {
-  struct Read {
-    StreamReadHandler h;
-    error_code ec;
-    std::optional<std::string> message;
-  };
-  struct Done {
-    StreamDoneHandler h;
-    error_code ec;
-  };
-  // Rarely more than one of each (the end completes them all): no allocation.
-  boost::container::small_vector<Read, 1> reads;
-  boost::container::small_vector<Done, 2> dones;
-  bool posted = false;  // started by the user's call: inline only a few deep (complete())
-  void read(StreamReadHandler& h, error_code ec, std::optional<std::string> m) {
-    if (h) reads.push_back({std::move(h), ec, std::move(m)});
-  }
-  void done(StreamDoneHandler& h, error_code ec) {
-    if (h) dones.push_back({std::move(h), ec});
-  }
-};
 
 namespace {
 
@@ -142,8 +111,6 @@ void StreamCore::watch_cancellation(Handler& h) {
     }
   });
 }
-
-namespace {}  // namespace
 
 StreamCore::StreamCore(Settings s) : s_(std::move(s)), start_(now()) {
   last_message_ = start_;
@@ -236,25 +203,6 @@ boost::system::error_code StreamCore::open_result(const error_code& ec) const {
   if (bound_) return {};
   if (ended_) return end_ec_ ? end_ec_ : make_error_code(errc::stream_closed);
   return ec;
-}
-
-void fill(const StreamCounters& c, StreamStats& out) noexcept {
-  auto get = [&](StreamEnd e) { return c.ends[static_cast<std::size_t>(e)].load(std::memory_order_relaxed); };
-  out.opened = c.opened.load(std::memory_order_relaxed);
-  out.open = static_cast<std::uint64_t>(std::max<std::int64_t>(c.open.load(std::memory_order_relaxed), 0));
-  out.messages_in = c.messages_in.load(std::memory_order_relaxed);
-  out.messages_out = c.messages_out.load(std::memory_order_relaxed);
-  out.ends.ok = get(StreamEnd::ok);
-  out.ends.error = get(StreamEnd::error);
-  out.ends.cancelled = get(StreamEnd::cancelled);
-  out.ends.deadline = get(StreamEnd::deadline);
-  out.ends.message_idle = get(StreamEnd::message_idle);
-  out.ends.write_stall = get(StreamEnd::write_stall);
-  out.ends.first_message = get(StreamEnd::first_message);
-  out.ends.connection_lost = get(StreamEnd::connection_lost);
-  out.ends.refused = get(StreamEnd::refused);
-  out.ends.protocol = get(StreamEnd::protocol);
-  out.ends.shutdown = get(StreamEnd::shutdown);
 }
 
 // ---- frames -----------------------------------------------------------------
@@ -648,182 +596,5 @@ void StreamCore::run(Pending& p) {
   for (auto& d : p.dones) complete(s_.ex, p.posted, std::move(d.h), d.ec);
 }
 
-// ---- timers -----------------------------------------------------------------
-
-void StreamCore::arm(StreamTimer which, TimePoint at) {
-  if (!s_.timer) return;
-  const auto i = index(which);
-  std::error_code tec;
-  const auto delay = std::max<std::chrono::nanoseconds>(at - now(), std::chrono::nanoseconds(0));
-  // The worker only posts: the stream, held weakly, runs the check on its executor.
-  timeouts_[i] = s_.timer->new_timeout(
-      [weak = weak_from_this(), which, clock = s_.clock, gate = s_.gate, ex = s_.ex]() {
-        auto self = weak.lock();
-        if (!self) return;
-        common::WorkGate::Scope in(*gate);
-        if (!in) return;
-        const TimePoint fired = clock ? clock->now() : timer::fast_steady_now();
-        asio::post(ex, [self = std::move(self), which, fired] { self->on_timer(which, fired); });
-      },
-      delay, tec);
-  armed_[i] = !tec;
-  if (tec)
-    logger()->warn("stream '{}': its {} timer could not be armed: {}", s_.method, to_string(which), tec.message());
-}
-
-void StreamCore::on_timer(StreamTimer which, TimePoint fired) {
-  Pending p;
-  {
-    common::LockGuard lock(mu_);
-    if (ended_) return;
-    armed_[index(which)] = false;
-    switch (which) {
-      case StreamTimer::deadline: expire(which, start_, fired, p); break;
-      case StreamTimer::first_message:
-        if (received_ == 0 && !peer_done_) expire(which, start_, fired, p);
-        break;
-      case StreamTimer::message_idle: {
-        if (peer_done_) break;  // nothing more will come
-        const TimePoint due = last_message_ + s_.message_timeout;
-        if (fired >= due) {
-          expire(which, last_message_, fired, p);
-        } else {
-          arm(which, due);
-        }
-        break;
-      }
-      case StreamTimer::write_stall: {
-        if (!write_) break;  // re-armed by the next write that waits
-        const TimePoint due = stall_since_ + s_.stall_timeout;
-        if (fired >= due) {
-          expire(which, stall_since_, fired, p);
-        } else {
-          arm(which, due);
-        }
-        break;
-      }
-    }
-  }
-  run(p);
-}
-
-void StreamCore::expire(StreamTimer which, TimePoint since, TimePoint fired, Pending& p) {
-  fired_ = which;
-  fired_elapsed_ = ms_between(since, fired);
-  std::chrono::milliseconds setting{0};
-  error_code ec;
-  StreamEnd cause{};
-  std::string what;
-  switch (which) {
-    case StreamTimer::deadline:
-      setting =
-          deadline_at_ ? std::chrono::duration_cast<std::chrono::milliseconds>(*deadline_at_ - start_) : s_.deadline;
-      ec = s_.client ? make_error_code(errc::timeout) : make_error_code(errc::server_timeout);
-      cause = StreamEnd::deadline;
-      what = "the stream's deadline passed";
-      break;
-    case StreamTimer::message_idle:
-      setting = s_.message_timeout;
-      ec = make_error_code(errc::message_timeout);
-      cause = StreamEnd::message_idle;
-      what = received_ == 0 ? "no message received" : "no message received since the last one";
-      break;
-    case StreamTimer::write_stall:
-      setting = s_.stall_timeout;
-      ec = make_error_code(errc::write_stall);
-      cause = StreamEnd::write_stall;
-      what = fmt::format("a write of {} bytes waited for the peer's credit (it reads nothing)", write_msg_.size());
-      break;
-    case StreamTimer::first_message:
-      setting = s_.first_message_timeout;
-      ec = make_error_code(errc::first_message_timeout);
-      cause = StreamEnd::first_message;
-      what = "no first message";
-      break;
-  }
-  end_locked(ec,
-             fmt::format("{} timeout after {} ms: {} (timer {} ms)", to_string(which), fired_elapsed_.count(), what,
-                         setting.count()),
-             cause, s_.client ? Wire::reset : Wire::end, p);
-  if (s_.timeout_log) {
-    TimeoutRecord r;
-    r.time = std::chrono::system_clock::now();
-    r.server_side = !s_.client;
-    r.method = s_.method;
-    r.provider = peer_;
-    r.phase = TimeoutPhase::streaming;
-    r.code = call_code(ec);
-    r.budget = setting;
-    r.elapsed = fired_elapsed_;
-    r.attempts = 1;
-    r.stream_timer = std::string(to_string(which));
-    s_.timeout_log->add(std::move(r));
-  }
-}
-
-// ---- the public entry points (stream_ops.h) -------------------------------
-
-StreamHandle::~StreamHandle() {
-  if (core_) core_->handle_dropped();
-}
-
-namespace {
-template <class Handler, class... Args>
-void fail_unbound(Handler h, Args... args) {
-  complete(asio::any_io_executor(asio::system_executor()), true, std::move(h), args...);
-}
-}  // namespace
-
-void stream_read(const std::shared_ptr<StreamCore>& core, StreamReadHandler handler) {
-  if (!core)
-    return fail_unbound(std::move(handler), make_error_code(errc::stream_closed), std::optional<std::string>());
-  core->read(std::move(handler));
-}
-void stream_write(const std::shared_ptr<StreamCore>& core, std::string message, StreamDoneHandler handler) {
-  if (!core) return fail_unbound(std::move(handler), make_error_code(errc::stream_closed));
-  core->write(std::move(message), std::move(handler));
-}
-void stream_writes_done(const std::shared_ptr<StreamCore>& core, StreamDoneHandler handler) {
-  if (!core) return fail_unbound(std::move(handler), make_error_code(errc::stream_closed));
-  core->writes_done(std::move(handler));
-}
-void stream_finish(const std::shared_ptr<StreamCore>& core, StreamDoneHandler handler) {
-  if (!core) return fail_unbound(std::move(handler), make_error_code(errc::stream_closed));
-  core->wait_end(std::move(handler));
-}
-void stream_cancel(StreamCore& core) {
-  core.end_local(asio::error::operation_aborted, "cancelled by the application", StreamEnd::cancelled);
-}
-std::string stream_error_message(const StreamCore& core) { return core.error_message(); }
-StreamInfo stream_info(const StreamCore& core) { return core.info(); }
-boost::asio::any_io_executor stream_executor(const StreamCore& core) { return core.executor(); }
-
 }  // namespace detail
-
-// ---- ServerStream's out-of-line members -----------------------------------
-
-void ServerStream::finish(boost::system::error_code ec, std::string message) {
-  if (handle_) handle_->core().finish(ec, std::move(message));
-}
-void ServerStream::add_trailer(std::string key, std::string value) {
-  if (handle_) handle_->core().add_trailer(std::move(key), std::move(value));
-}
-bool ServerStream::cancelled() const { return handle_ && handle_->core().cancelled(); }
-const std::string& ServerStream::method() const {
-  static const std::string none;
-  return handle_ ? handle_->core().method() : none;
-}
-const transport::Attachments& ServerStream::metadata() const {
-  static const transport::Attachments none;
-  return handle_ ? handle_->core().metadata() : none;
-}
-std::optional<std::string_view> ServerStream::find_metadata(std::string_view key) const {
-  for (const auto& [k, v] : metadata()) {
-    if (k == key) return std::string_view(v);
-  }
-  return std::nullopt;
-}
-std::optional<std::chrono::steady_clock::time_point> ServerStream::deadline() const {
-  return handle_ ? handle_->core().deadline() : std::nullopt;
-}
 }  // namespace wheelrpc::rpc
