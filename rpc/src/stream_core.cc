@@ -137,16 +137,12 @@ std::chrono::milliseconds StreamCore::remaining_budget() const {
 }
 
 void StreamCore::start() {
-  Pending p;
-  {
-    common::LockGuard lock(mu_);
-    if (s_.deadline.count() > 0) {
-      deadline_at_ = start_ + s_.deadline;
-      arm(StreamTimer::deadline, start_ + s_.deadline);
-    }
-    if (s_.first_message_timeout.count() > 0) arm(StreamTimer::first_message, start_ + s_.first_message_timeout);
+  common::LockGuard lock(mu_);
+  if (s_.deadline.count() > 0) {
+    deadline_at_ = start_ + s_.deadline;
+    arm(StreamTimer::deadline, start_ + s_.deadline);
   }
-  run(p);
+  if (s_.first_message_timeout.count() > 0) arm(StreamTimer::first_message, start_ + s_.first_message_timeout);
 }
 
 void StreamCore::set_request(transport::Attachments metadata, std::optional<TimePoint> deadline) {
