@@ -68,6 +68,14 @@ const ServerMethod* Admission::admit(ReplySlot& slot, Origin origin) {
   return method;
 }
 
+void Admission::refuse_undecodable(ReplySlot& slot, const boost::system::error_code& ec, std::string message) {
+  const auto it = handlers_.find(slot.method);
+  slot.cells = it != handlers_.end() ? it->second.cells : unknown_cells_;
+  if (slot.cells) slot.cells->started();
+  refuse(slot, undecodable_, static_cast<Status>(static_cast<int>(Status::first_code) + ec.value()),
+         std::move(message));
+}
+
 const ServerMethod* Admission::refuse(ReplySlot& slot, std::atomic<std::uint64_t>& counter, Status status,
                                       std::string message) {
   counter.fetch_add(1, std::memory_order_relaxed);
@@ -216,6 +224,7 @@ void Admission::record_service_time(std::atomic<std::int64_t>& avg, std::chrono:
 
 void Admission::add_stats(ServerStats& s) const {
   s.method_not_found = method_not_found_.load(std::memory_order_relaxed);
+  s.undecodable = undecodable_.load(std::memory_order_relaxed);
   s.refused_shutting_down = refused_shutting_down_.load(std::memory_order_relaxed);
   s.refused_offline = refused_offline_.load(std::memory_order_relaxed);
   s.refused_overloaded = refused_overloaded_.load(std::memory_order_relaxed);

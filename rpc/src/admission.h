@@ -72,6 +72,11 @@ class Admission {
   void release_limit(const ReplySlot& slot);
   /// Adds the time a handler took to answer, from its start, to its method's average.
   static void record_service_time(std::atomic<std::int64_t>& avg, std::chrono::nanoseconds took);
+  /// Answers a request whose payload did not decode (`ec`, a StatusCode
+  /// error; `message` says why) without running its handler.
+  void refuse_undecodable(ReplySlot& slot, const boost::system::error_code& ec, std::string message);
+  /// A stream message that did not decode (its stream ended).
+  void count_undecodable() { undecodable_.fetch_add(1, std::memory_order_relaxed); }
   /// The refusal and overload counters.
   void add_stats(ServerStats& s) const;
 
@@ -105,7 +110,7 @@ class Admission {
   std::atomic<std::int64_t> queue_emptied_ns_{0};  // steady ns (the server's clock)
   std::atomic<std::int64_t> queued_{0};            // posted to the handler executor, not yet started
   std::atomic<std::uint64_t> shed_{0}, refused_shutting_down_{0}, refused_offline_{0}, refused_overloaded_{0},
-      method_not_found_{0};
+      method_not_found_{0}, undecodable_{0};
 };
 
 }  // namespace wheelrpc::rpc::detail

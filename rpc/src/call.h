@@ -105,6 +105,10 @@ struct Call : common::Recycled<Call> {
   std::optional<TimePoint> context;
   // Its method's metric cells (null: ClientOptions::metrics off).
   MethodCells* cells = nullptr;
+  // CallOptions::compression and compression_level (clamped: levels go no
+  // further than -128 .. 127 in any algorithm).
+  transport::Compression compression = transport::Compression::identity;
+  std::int8_t compression_level = 0;
   // Its trace (the traceparent it carries), and the trace in force where it
   // started, put back in force while the completion runs.
   TraceContext trace;

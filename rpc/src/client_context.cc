@@ -7,7 +7,8 @@ ClientContext::ClientContext(boost::asio::any_io_executor executor, timer::Timer
       io_ex(ex.target<boost::asio::io_context::executor_type>()),
       timer(t),
       options(std::move(opts)),
-      clock(options.clock) {
+      clock(options.clock),
+      coding{options.compression.threshold, options.compression.accept, options.compression.max_ratio} {
   if (options.tls.enabled) tls = transport::TlsContext::make(options.tls, transport::TlsRole::client);
   if (!options.interceptors.empty()) {
     interceptors = std::make_shared<const std::vector<std::shared_ptr<ClientInterceptor>>>(options.interceptors);

@@ -25,6 +25,7 @@
 
 #include "attempt_policy.h"
 #include "client_metrics.h"
+#include "payload_coding.h"
 #include "stream_counters.h"
 
 namespace wheelrpc::rpc::detail {
@@ -39,6 +40,8 @@ struct ClientContext {
   timer::Timer& timer;
   const ClientOptions options;
   const timer::Clock* const clock;  // options.clock: null for the steady clock
+  /// ClientOptions::compression, as the connections use it.
+  const PayloadCoding coding;
   /// ClientOptions::tls, loaded by the constructor.
   std::optional<transport::TlsContext> tls;
 

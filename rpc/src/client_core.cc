@@ -113,6 +113,10 @@ std::shared_ptr<StreamCore> ClientCore::make_stream(const std::string& method, C
   s.first_message_timeout = *options.first_message_timeout;
   s.window = ctx_->options.stream_window;
   s.max_message = ctx_->options.max_stream_message;
+  s.compression = *options.compression;
+  s.compression_level = *options.compression_level;
+  s.coding = &ctx_->coding;
+  if (ctx_->options.metrics) s.cells = &ctx_->metrics.methods.get(method);
   return std::make_shared<StreamCore>(std::move(s));
 }
 

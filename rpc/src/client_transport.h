@@ -46,6 +46,14 @@ struct OutgoingRequest {
   /// The stream this request opens (the OPEN of docs/protocol.md, "Streams"),
   /// or null: a unary request.
   const std::shared_ptr<StreamCore>* stream = nullptr;
+  /// The call's compression (CallOptions::compression, compression_level):
+  /// used if the provider decodes it and the payload is worth it.
+  transport::Compression compression = transport::Compression::identity;
+  int compression_level = 0;
+  /// Set by send_request once sent: the payload's bytes on the wire, and
+  /// whether they are compressed.
+  std::size_t wire_size = 0;
+  bool compressed = false;
 };
 
 /// What a transport tells its owner (the Subchannel), on its strand.

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include <wheelrpc/transport/compression.h>
 #include <wheelrpc/transport/frame.h>
 
 namespace wheelrpc::rpc::detail {
@@ -19,10 +20,16 @@ inline constexpr const char* kHeartbeatKey = "heartbeat_ms";
 /// side learns the other's limit before it sends anything over it.
 inline constexpr const char* kMaxBodyKey = "max_body";
 
+/// The algorithms the sender decodes (docs/compression.md): a peer that
+/// does not say gets nothing compressed.
+inline constexpr const char* kAcceptEncodingKey = "accept_encoding";
+
 /// `stream_window`: the credit the sender grants each stream (its
 /// stream_window attachment, which says it speaks streams); 0: none.
+/// `accept`: what it decodes (no attachment when empty).
 inline transport::Frame make_hello(std::uint64_t id, std::chrono::milliseconds heartbeat, bool request,
-                                   std::uint32_t max_body, std::uint32_t stream_window = 0) {
+                                   std::uint32_t max_body, std::uint32_t stream_window = 0,
+                                   transport::CompressionSet accept = {}) {
   transport::Frame f;
   f.header.flags = transport::kFlagEvent | (request ? transport::kFlagRequest | transport::kFlagTwoWay : 0);
   f.header.request_id = id;
@@ -31,6 +38,7 @@ inline transport::Frame make_hello(std::uint64_t id, std::chrono::milliseconds h
                    {kHeartbeatKey, std::to_string(heartbeat.count())},
                    {kMaxBodyKey, std::to_string(max_body)}};
   if (stream_window != 0) f.attachments.emplace_back("stream_window", std::to_string(stream_window));
+  if (!accept.empty()) f.attachments.emplace_back(kAcceptEncodingKey, accept.to_string());
   return f;
 }
 
@@ -102,6 +110,15 @@ inline std::uint32_t hello_stream_window(const transport::Frame& f) {
   const auto n = hello_number(f, "stream_window");
   if (!n || *n < 1024 || *n > (1u << 30)) return 0;
   return static_cast<std::uint32_t>(*n);
+}
+
+/// What the peer decodes, from its HELLO: empty (identity only) if it
+/// does not say; names this build does not know are skipped.
+inline transport::CompressionSet hello_accept(const transport::Frame& f) {
+  for (const auto& [k, v] : f.attachments) {
+    if (k == kAcceptEncodingKey) return transport::CompressionSet::parse(v);
+  }
+  return {};
 }
 
 }  // namespace wheelrpc::rpc::detail

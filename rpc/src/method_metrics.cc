@@ -85,6 +85,13 @@ MethodStats MethodCells::snapshot() const {
     sum_ns += s.sum_ns.load(std::memory_order_relaxed);
     out.deadline_exceeded += s.deadline_exceeded.load(std::memory_order_relaxed);
     out.shed += s.shed.load(std::memory_order_relaxed);
+    for (int d = 0; d < 2; ++d) {
+      PayloadTraffic& t = d == 0 ? out.sent : out.received;
+      t.messages += s.traffic[d][0].load(std::memory_order_relaxed);
+      t.compressed += s.traffic[d][1].load(std::memory_order_relaxed);
+      t.bytes += s.traffic[d][2].load(std::memory_order_relaxed);
+      t.wire_bytes += s.traffic[d][3].load(std::memory_order_relaxed);
+    }
   }
   for (const Shard& s : shards_) started += s.started.load(std::memory_order_acquire);
   for (auto c : out.latency.counts) out.latency.count += c;

@@ -26,6 +26,9 @@ class Channel;
 
 namespace wheelrpc::rpc::detail {
 
+/// Which way a payload went, from this side.
+enum class Direction : std::uint8_t { sent = 0, received = 1 };
+
 class MethodCells {
  public:
   static constexpr std::size_t kShards = common::kThreadSlots + 1;  // one per thread slot
@@ -50,6 +53,16 @@ class MethodCells {
     common::add_in_slot(shards_[slot].shed, 1, slot);
   }
 
+  /// A payload of `bytes` to the application, `wire` on the wire.
+  void payload(Direction d, std::size_t bytes, std::size_t wire, bool compressed) noexcept {
+    const std::size_t slot = common::thread_slot();
+    auto& t = shards_[slot].traffic[static_cast<int>(d)];
+    common::add_in_slot(t[0], 1, slot);
+    if (compressed) common::add_in_slot(t[1], 1, slot);
+    common::add_in_slot(t[2], bytes, slot);
+    common::add_in_slot(t[3], wire, slot);
+  }
+
   MethodStats snapshot() const;
 
   /// Bucket of `ns` among the fine buckets, and their upper bounds (ns).
@@ -65,6 +78,8 @@ class MethodCells {
     std::atomic<std::uint64_t> sum_ns{0};
     std::atomic<std::uint64_t> coarse[kCoarse]{};
     std::atomic<std::uint64_t> fine[kFine]{};
+    // Per Direction: messages, compressed, bytes, wire bytes (PayloadTraffic).
+    std::atomic<std::uint64_t> traffic[2][4]{};
   };
 
   const std::string name_;

@@ -7,6 +7,7 @@
 
 #include "client_context.h"
 #include "control_frames.h"
+#include "payload_coding.h"
 #include "stream_core.h"
 #include "stream_frames.h"
 
@@ -50,7 +51,8 @@ std::shared_ptr<NativeClientTransport> NativeClientTransport::create(boost::asio
 
 void NativeClientTransport::start(std::uint64_t hello_id, std::chrono::milliseconds heartbeat, std::uint32_t max_body) {
   channel_->start();
-  channel_->send(make_hello(hello_id, heartbeat, true, max_body, ctx_->options.stream_window));
+  channel_->send(
+      make_hello(hello_id, heartbeat, true, max_body, ctx_->options.stream_window, ctx_->coding.accept));
 }
 
 ClientTransport::SendResult NativeClientTransport::send_request(OutgoingRequest& r, std::size_t& body,
@@ -66,6 +68,21 @@ ClientTransport::SendResult NativeClientTransport::send_request(OutgoingRequest&
   f.payload = std::move(r.payload);
   f.lent_key = r.extra_key;
   f.lent_value = r.extra_value;
+  // The payload goes compressed in a per-thread buffer, swapped back out
+  // after the send (the call keeps its own for a retry or hedge).
+  std::string original;
+  if (r.compression != transport::Compression::identity) [[unlikely]] {
+    if (ctx_->coding.accept.contains(r.compression)) f.header.reply_encoding = static_cast<std::uint8_t>(r.compression);
+    std::string& scratch = compression_scratch();
+    const auto used = compress_payload(f.payload, r.compression, r.compression_level, ctx_->coding.threshold,
+                                       transport::CompressionSet::from_bits(peer_accept_.load(std::memory_order_relaxed)),
+                                       scratch);
+    if (used != transport::Compression::identity) {
+      f.header.encoding = static_cast<std::uint8_t>(used);
+      original.swap(f.payload);
+      f.payload.swap(scratch);
+    }
+  }
   if (r.stream) [[unlikely]] {
     const std::uint32_t window = peer_stream_window_.load(std::memory_order_relaxed);
     if (window == 0) {
@@ -89,6 +106,12 @@ ClientTransport::SendResult NativeClientTransport::send_request(OutgoingRequest&
                                                  : 0;  // the common case: below either limit
   const bool too_big = body > limit;
   const error_code ec = too_big ? error_code{} : channel_->send(f);
+  r.wire_size = f.payload.size();
+  r.compressed = f.header.encoding != 0;
+  if (r.compressed) {
+    compression_scratch().swap(f.payload);
+    f.payload.swap(original);
+  }
   r.payload = std::move(f.payload);
   r.attachments = std::move(f.attachments);
   if (r.stream && (too_big || ec)) opens_->take(r.id);
@@ -115,6 +138,7 @@ void NativeClientTransport::on_frame(transport::Channel& ch, transport::Frame& f
     const std::uint32_t max_body = hello_max_body(frame);
     peer_max_body_.store(max_body, std::memory_order_relaxed);
     peer_stream_window_.store(hello_stream_window(frame), std::memory_order_relaxed);
+    peer_accept_.store(hello_accept(frame).bits(), std::memory_order_relaxed);
     events_->on_handshake(hello_heartbeat(frame), max_body);
     return;
   }
@@ -126,7 +150,8 @@ void NativeClientTransport::on_frame(transport::Channel& ch, transport::Frame& f
     if (!on_stream_frame(ch, frame)) return;  // else: the answer to an OPEN, a reply
   }
   IncomingReply reply{frame.header.request_id, static_cast<Status>(frame.header.status), frame.payload,
-                      frame.attachments};
+                      frame.attachments, frame.payload.size(), frame.header.encoding != 0};
+  if (reply.compressed) [[unlikely]] decompress_reply(reply, frame.header.encoding);
   events_->on_transport_reply(reply, ctx_->receipt_time(ch));
 }
 
@@ -142,13 +167,26 @@ bool NativeClientTransport::on_stream_frame(transport::Channel& ch, transport::F
   if (static_cast<Status>(frame.header.status) != Status::ok) return true;
   if (!s ||
       !s->bind(channel_, streams_, id, peer_stream_window_.load(std::memory_order_relaxed),
-               peer_max_body_.load(std::memory_order_relaxed), ch.remote()) ||
+               peer_max_body_.load(std::memory_order_relaxed), ch.remote(),
+               transport::CompressionSet::from_bits(peer_accept_.load(std::memory_order_relaxed))) ||
       !streams_->add(id, s)) {
     // Abandoned meanwhile (its call timed out or was cancelled): the server is told.
     auto reset = make_stream_frame(StreamOp::reset, id, true);
     ch.send(reset);
   }
   return true;
+}
+
+void NativeClientTransport::decompress_reply(IncomingReply& reply, std::uint8_t encoding) {
+  std::string why;
+  const auto ec = decompress_payload(encoding, reply.payload, ctx_->coding, ctx_->options.channel.max_body,
+                                     "the reply", why);
+  if (!ec) return;
+  // The call fails with that status; the connection is fine (the frame's
+  // boundary was intact).
+  reply.status = static_cast<Status>(static_cast<int>(Status::first_code) + ec.value());
+  reply.payload = std::move(why);
+  reply.attachments.clear();
 }
 
 void NativeClientTransport::on_frames_delivered() { events_->on_batch_end(); }

@@ -42,6 +42,9 @@ class NativeClientTransport final : public ClientTransport, public std::enable_s
   /// A stream's frame: routed to its stream. True if it is the answer to an
   /// OPEN (then a reply for its call, too).
   bool on_stream_frame(transport::Channel& channel, transport::Frame& frame);
+  /// A compressed reply decoded in place; one that cannot be becomes the
+  /// call's failure (RESOURCE_EXHAUSTED, DATA_LOSS, INVALID_ARGUMENT).
+  void decompress_reply(IncomingReply& reply, std::uint8_t encoding);
   /// The channel's handler: holds the transport weakly (the transport owns
   /// the channel, so a strong hold both ways would keep both alive if the
   /// executor stopped before a close ran), strongly for one read's batch.
@@ -55,6 +58,9 @@ class NativeClientTransport final : public ClientTransport, public std::enable_s
   std::atomic<std::uint32_t> peer_max_body_{transport::kDefaultMaxBody};
   /// The server's stream window, from its HELLO: 0, it speaks no streams.
   std::atomic<std::uint32_t> peer_stream_window_{0};
+  /// What the server decodes, from its HELLO (CompressionSet bits): nothing
+  /// compressed goes to it before.
+  std::atomic<std::uint8_t> peer_accept_{0};
   /// Streams whose OPEN was sent and not answered yet, and the open ones.
   const std::shared_ptr<StreamTable> opens_ = std::make_shared<StreamTable>();
   const std::shared_ptr<StreamTable> streams_ = std::make_shared<StreamTable>();

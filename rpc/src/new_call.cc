@@ -1,5 +1,7 @@
 #include "new_call.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <wheelrpc/rpc/deadline.h>
@@ -105,6 +107,8 @@ NewCall make_call(ClientContext& ctx, MethodCells* cells, std::string& method, s
   out.call = share_unpublished(*new Call);  // the count's first reference, without a locked add
   Call& c = *out.call;
   c.cells = cells;
+  c.compression = options.compression;
+  c.compression_level = static_cast<std::int8_t>(std::clamp(*options.compression_level, -128, 127));
   c.trace = *trace;
   c.send_trace = send_trace;
   if (send_trace) c.trace.write_traceparent(c.traceparent.data());

@@ -42,6 +42,8 @@ void fill_defaults(CallOptions& call, const CallOptions& defaults) noexcept {
   call.message_timeout.fill_from(defaults.message_timeout);
   call.stall_timeout.fill_from(defaults.stall_timeout);
   call.first_message_timeout.fill_from(defaults.first_message_timeout);
+  call.compression.fill_from(defaults.compression);
+  call.compression_level.fill_from(defaults.compression_level);
 }
 
 std::optional<std::string> validate(const CallOptions& o) {
@@ -67,8 +69,24 @@ std::optional<std::string> validate(const CallOptions& o) {
   if (o.hedge_delay->count() > 0 && !o.idempotent) {
     return std::string("CallOptions::hedge_delay needs an idempotent call (a hedge runs it twice)");
   }
+  if (static_cast<int>(*o.compression) >= transport::kCompressionCount) {
+    return fmt::format("CallOptions::compression must be identity, zstd, lz4, gzip or deflate, got {}",
+                       static_cast<int>(*o.compression));
+  }
   return std::nullopt;
 }
+
+namespace {
+
+std::string compression_problem(const CompressionOptions& o) {
+  if (o.threshold > (1u << 30)) return fmt::format("threshold must be at most 1073741824 bytes, got {}", o.threshold);
+  if (o.accept.bits() != transport::CompressionSet::from_bits(o.accept.bits()).bits()) {
+    return "accept holds an unknown algorithm";
+  }
+  return {};
+}
+
+}  // namespace
 
 void validate(const ClientOptions& o) {
   if (auto problem = validate(o.call_defaults)) {
@@ -87,6 +105,9 @@ void validate(const ClientOptions& o) {
         fmt::format("ClientOptions::stream_window must be 1024 .. 1073741824 bytes, got {}", o.stream_window));
   }
   if (o.max_stream_message == 0) throw std::invalid_argument("ClientOptions::max_stream_message must be > 0");
+  if (auto problem = compression_problem(o.compression); !problem.empty()) {
+    throw std::invalid_argument("ClientOptions::compression." + problem);
+  }
   for (const auto* list : {&o.interceptors, &o.attempt_interceptors}) {
     for (const auto& i : *list) {
       if (!i) throw std::invalid_argument("ClientOptions::interceptors and attempt_interceptors must not hold null");
@@ -158,6 +179,12 @@ void validate(const ServerOptions& options) {
         fmt::format("ServerOptions::streams.window must be 1024 .. 1073741824 bytes, got {}", o.streams.window));
   }
   if (o.streams.max_message == 0) throw std::invalid_argument("ServerOptions::streams.max_message must be > 0");
+  if (auto problem = compression_problem(o.compression); !problem.empty()) {
+    throw std::invalid_argument("ServerOptions::compression." + problem);
+  }
+  if (o.compression.reply && static_cast<int>(*o.compression.reply) >= transport::kCompressionCount) {
+    throw std::invalid_argument("ServerOptions::compression.reply must be identity, zstd, lz4, gzip or deflate");
+  }
   if (o.streams.message_timeout.count() < 0 || o.streams.stall_timeout.count() < 0) {
     throw std::invalid_argument("ServerOptions::streams.message_timeout and stall_timeout must be >= 0");
   }

@@ -64,6 +64,8 @@ struct ReplySlot : common::Recycled<ReplySlot> {
   std::atomic<std::size_t>* running = nullptr;  // its method's running count, under a concurrency limit
                                                 // (given back by the destructor)
   std::chrono::steady_clock::time_point received{};
+  // The algorithm of its reply (the call's, mirrored, or the server's own).
+  transport::Compression reply_compression = transport::Compression::identity;
   LazyTrace trace;  // the request's traceparent, parsed when asked
   // A call from inside the process (Server::async_invoke): completed here
   // instead of a reply on a channel.

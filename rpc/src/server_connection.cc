@@ -10,6 +10,7 @@
 #include "bad_input.h"
 #include "control_frames.h"
 #include "log.h"
+#include "payload_coding.h"
 #include "server_core.h"
 #include "stream_core.h"
 #include "stream_frames.h"
@@ -50,7 +51,8 @@ void ServerConnection::resume_reading() {
 }
 
 bool ServerConnection::send_reply(std::uint64_t id, Status status, std::string& payload,
-                                  transport::Attachments& attachments, std::string_view method, bool delivering) {
+                                  transport::Attachments& attachments, std::string_view method, ReplyCoding& coding,
+                                  bool delivering) {
   transport::Frame f;
   f.header.status = static_cast<std::uint8_t>(status);
   f.header.request_id = id;
@@ -59,8 +61,13 @@ bool ServerConnection::send_reply(std::uint64_t id, Status status, std::string& 
   std::shared_ptr<transport::Channel> held;  // unless the channel is delivering the request now
   transport::Channel* const channel = delivering ? raw_channel_ : (held = channel_.lock()).get();
   if (!channel) return false;
+  // Compressed in a per-thread buffer, swapped back out after the send.
+  const bool compressed = coding.compression != transport::Compression::identity && compress_reply(f, coding);
   fit_peer_limit(f, method, *channel);
   const auto ec = channel->send(f);
+  coding.wire_size = f.payload.size();
+  coding.compressed = compressed && f.header.encoding != 0;  // not if fit_peer_limit replaced it
+  if (compressed) compression_scratch().swap(f.payload);
   if (delivering) channel->recycle(std::move(f.payload));  // the next request's payload, without a malloc
   if (ec == transport::errc::write_queue_full) {
     // The client sends requests and reads no replies: closed, not allowed to grow memory.
@@ -73,6 +80,19 @@ bool ServerConnection::send_reply(std::uint64_t id, Status status, std::string& 
   return !ec;
 }
 
+bool ServerConnection::compress_reply(transport::Frame& f, const ReplyCoding& coding) {
+  const ServerCore& core = *context_->core;
+  std::string& scratch = compression_scratch();
+  const auto used = compress_payload(f.payload, coding.compression, coding.level, core.options().compression.threshold,
+                                     transport::CompressionSet::from_bits(context_->peer_accept.load(
+                                         std::memory_order_relaxed)),
+                                     scratch);
+  if (used == transport::Compression::identity) return false;
+  f.header.encoding = static_cast<std::uint8_t>(used);
+  f.payload.swap(scratch);
+  return true;
+}
+
 void ServerConnection::fit_peer_limit(transport::Frame& f, std::string_view method, const transport::Channel& channel) {
   const std::uint32_t limit = context_->peer_max_body.load(std::memory_order_relaxed);
   if (f.payload.size() <= limit / 2 && f.attachments.empty()) return;
@@ -80,6 +100,7 @@ void ServerConnection::fit_peer_limit(transport::Frame& f, std::string_view meth
   if (body <= limit) return;
   context_->core->count_oversize_reply();
   f.header.status = static_cast<std::uint8_t>(Status::server_error);
+  f.header.encoding = 0;
   f.attachments.clear();
   f.payload =
       fmt::format("reply of {} bytes to '{}' exceeds the client's limit of {} bytes (max_body)", body, method, limit);
@@ -140,7 +161,18 @@ void ServerConnection::on_frame(transport::Channel& channel, transport::Frame& f
                           frame.payload,
                           frame.attachments,
                           std::chrono::milliseconds(frame.header.deadline_ms),
-                          context_->core->receipt_time(channel)};
+                          context_->core->receipt_time(channel),
+                          frame.payload.size(),
+                          frame.header.encoding != 0,
+                          requested_compression(frame.header.reply_encoding),
+                          {}};
+  if (request.compressed) [[unlikely]] {
+    const ServerCore& core = *context_->core;
+    std::string why;
+    request.decode_error = decompress_payload(frame.header.encoding, frame.payload, core.coding(),
+                                              core.options().channel.max_body, "the request", why);
+    if (request.decode_error) frame.payload = std::move(why);
+  }
   context_->core->on_request(*this, request, context_);
   pause_if_full(channel);
 }
@@ -174,9 +206,10 @@ void ServerConnection::on_hello(transport::Channel& channel, const transport::Fr
   heartbeat_ms_->store(agreed.count(), std::memory_order_relaxed);
   context_->peer_max_body.store(hello_max_body(frame), std::memory_order_relaxed);
   context_->peer_stream_window.store(hello_stream_window(frame), std::memory_order_relaxed);
+  context_->peer_accept.store(hello_accept(frame).bits(), std::memory_order_relaxed);
   const auto& streams = core.options().streams;
   channel.send(make_hello(frame.header.request_id, agreed, false, core.options().channel.max_body,
-                          streams.max_per_connection == 0 ? 0 : streams.window));
+                          streams.max_per_connection == 0 ? 0 : streams.window, core.coding().accept));
 }
 
 void ServerConnection::pause_if_full(transport::Channel& channel) {

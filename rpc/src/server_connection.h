@@ -79,6 +79,7 @@ struct ServerConnContext {
   std::atomic<std::int64_t> in_flight{0};                                // its requests not yet answered
   std::atomic<std::uint32_t> peer_max_body{transport::kDefaultMaxBody};  // the client's, from its HELLO
   std::atomic<std::uint32_t> peer_stream_window{0};  // the client's, from its HELLO (0: it speaks no streams)
+  std::atomic<std::uint8_t> peer_accept{0};  // what the client decodes, from its HELLO (CompressionSet bits)
   /// Its open streams (null for the in-process calls' context).
   std::shared_ptr<StreamTable> streams;
 
@@ -109,7 +110,7 @@ class ServerConnection final : public transport::ChannelHandler, public ServerTr
 
   // ServerTransport
   bool send_reply(std::uint64_t id, Status status, std::string& payload, transport::Attachments& attachments,
-                  std::string_view method, bool delivering) override;
+                  std::string_view method, ReplyCoding& coding, bool delivering) override;
   void resume_reading() override;
   std::string remote() const override { return remote_; }
   std::uint64_t id() const noexcept override { return id_; }
@@ -139,6 +140,10 @@ class ServerConnection final : public transport::ChannelHandler, public ServerTr
   /// would make it close the connection and fail every call on it: this
   /// call alone fails instead (the reply becomes a server_error).
   void fit_peer_limit(transport::Frame& f, std::string_view method, const transport::Channel& channel);
+  /// Swaps the reply's payload for its compressed form (in the per-thread
+  /// compression_scratch()) if the client decodes `coding`'s algorithm and
+  /// it is worth it; false: it goes as it is.
+  bool compress_reply(transport::Frame& f, const ReplyCoding& coding);
 
   std::weak_ptr<transport::Channel> channel_;  // the channel owns this handler: weak here
   transport::Channel* raw_channel_ = nullptr;  // the same, for a reply sent while it delivers

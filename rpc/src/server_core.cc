@@ -214,8 +214,16 @@ void ServerCore::on_request(ServerTransport& transport, IncomingRequest& request
     }
   }
   if (request.budget.count() != 0) slot->deadline = slot->received + request.budget;
+  // Replies mirror the call's algorithm unless the server has its own.
+  slot->reply_compression = options_.compression.reply.value_or(request.reply_compression);
+  if (request.decode_error) [[unlikely]] {
+    admission_.refuse_undecodable(*slot, request.decode_error, std::move(request.payload));
+    return;
+  }
   const ServerMethod* method = admission_.admit(*slot, Origin::channel);
   if (!method) return;
+  if (slot->cells) slot->cells->payload(Direction::received, request.payload.size(), request.wire_size,
+                                        request.compressed);
   // Kept to arm the deadline after the handler, if it has not answered by
   // then; and so that no other slot can take this one's address while the
   // handler runs (InlineRequest knows the slot by it).
@@ -423,12 +431,14 @@ bool ServerCore::send(ReplySlot& slot, Reply&& reply, ServerTransport* inline_tr
     return true;
   }
   if (!slot.two_way) return true;
-  if (inline_transport) {
-    return inline_transport->send_reply(slot.request_id, reply.status, reply.payload, reply.attachments, slot.method,
-                                        true);
-  }
-  const auto t = slot.conn->transport.lock();
-  return t && t->send_reply(slot.request_id, reply.status, reply.payload, reply.attachments, slot.method, false);
+  ReplyCoding coding{slot.reply_compression, options_.compression.reply_level};
+  const std::size_t bytes = reply.payload.size();
+  std::shared_ptr<ServerTransport> held;
+  ServerTransport* const t = inline_transport ? inline_transport : (held = slot.conn->transport.lock()).get();
+  const bool sent = t && t->send_reply(slot.request_id, reply.status, reply.payload, reply.attachments, slot.method,
+                                       coding, inline_transport != nullptr);
+  if (sent && slot.cells) slot.cells->payload(Direction::sent, bytes, coding.wire_size, coding.compressed);
+  return sent;
 }
 
 // ---------------------------------------------------------------- stop and state

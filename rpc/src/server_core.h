@@ -64,6 +64,7 @@
 #include <wheelrpc/transport/channel.h>
 
 #include "admission.h"
+#include "payload_coding.h"
 #include "bad_input.h"
 #include "memory_return.h"
 #include "method_metrics.h"
@@ -142,6 +143,10 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   void count_slow_reader() { slow_reader_closes_.fetch_add(1, std::memory_order_relaxed); }
   void count_oversize_reply() { oversize_replies_.fetch_add(1, std::memory_order_relaxed); }
   const ServerOptions& options() const noexcept { return options_; }
+  /// ServerOptions::compression, as connections use it.
+  const PayloadCoding& coding() const noexcept { return coding_; }
+  /// A stream message that did not decode (its stream ended).
+  void count_undecodable() { admission_.count_undecodable(); }
   const ServerLiveness& liveness() const noexcept { return liveness_; }
 
   /// Who answers a slot: the server itself (a refusal), the handler (through
@@ -223,6 +228,8 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   boost::asio::any_io_executor ex_;
   timer::Timer& timer_;
   const ServerOptions options_;
+  const PayloadCoding coding_{options_.compression.threshold, options_.compression.accept,
+                              options_.compression.max_ratio};
   MethodTable methods_;
   TimeoutLog timeout_log_;
   ServerShutdown shutdown_{*this};

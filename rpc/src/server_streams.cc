@@ -71,6 +71,11 @@ void ServerCore::on_stream_open(ServerConnection& conn, transport::Channel& chan
   s.window = options_.streams.window;
   s.max_message = options_.streams.max_message;
   s.on_end = &ServerCore::on_stream_end;
+  // Its messages mirror the call's algorithm unless the server has its own.
+  s.compression = options_.compression.reply.value_or(requested_compression(frame.header.reply_encoding));
+  s.compression_level = options_.compression.reply_level;
+  s.coding = &coding_;
+  if (options_.metrics) s.cells = &methods_.get(frame.method);
   auto stream = std::make_shared<StreamCore>(std::move(s));
   std::optional<StreamCore::TimePoint> deadline;
   if (frame.header.deadline_ms != 0) {
@@ -79,7 +84,8 @@ void ServerCore::on_stream_open(ServerConnection& conn, transport::Channel& chan
   stream->set_request(std::move(frame.attachments), deadline);
   const std::uint32_t window = context->peer_stream_window.load(std::memory_order_relaxed);
   if (!stream->bind(channel.shared_from_this(), context->streams, id, window == 0 ? kMinStreamWindow : window,
-                    context->peer_max_body.load(std::memory_order_relaxed), conn.remote()) ||
+                    context->peer_max_body.load(std::memory_order_relaxed), conn.remote(),
+                    transport::CompressionSet::from_bits(context->peer_accept.load(std::memory_order_relaxed))) ||
       !context->streams->add(id, stream)) {
     stream->end_local(make_error_code(errc::bad_request), "a stream id already open", StreamEnd::protocol);
     return refuse(Status::bad_request, fmt::format("stream id {} is already open on this connection", id));

@@ -16,6 +16,7 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include <wheelrpc/rpc/status.h>
+#include <wheelrpc/transport/compression.h>
 #include <wheelrpc/transport/frame.h>
 
 namespace wheelrpc::rpc::detail {
@@ -32,17 +33,36 @@ struct IncomingRequest {
   std::chrono::milliseconds budget;
   /// When the read that brought it completed.
   std::chrono::steady_clock::time_point received;
+  /// The payload's bytes as they came, and whether they were compressed.
+  std::size_t wire_size = 0;
+  bool compressed = false;
+  /// The algorithm the client asked its reply in (identity: none).
+  transport::Compression reply_compression = transport::Compression::identity;
+  /// The payload could not be decoded (a StatusCode error; `payload` holds
+  /// why): the request is answered so without running its handler.
+  boost::system::error_code decode_error;
+};
+
+/// How a reply's payload is to be compressed, and what it became.
+struct ReplyCoding {
+  /// In: the algorithm, used if the client decodes it and the payload is
+  /// worth it (the threshold; it shrinks); the level (0: its default).
+  transport::Compression compression = transport::Compression::identity;
+  int level = 0;
+  /// Out, once sent: the payload's bytes on the wire; compressed or not.
+  std::size_t wire_size = 0;
+  bool compressed = false;
 };
 
 class ServerTransport {
  public:
   /// Encodes and writes the reply to request `id` of `method` (the payload
-  /// and attachments may be moved from). `delivering`: called from inside
+  /// and attachments may be moved from), compressed as `coding` says. `delivering`: called from inside
   /// the transport's own delivery of that request (no reference needed).
   /// False if it was not written: the connection is gone, or the client
   /// reads no replies (the connection is then closed). Any thread.
   virtual bool send_reply(std::uint64_t id, Status status, std::string& payload, transport::Attachments& attachments,
-                          std::string_view method, bool delivering) = 0;
+                          std::string_view method, ReplyCoding& coding, bool delivering) = 0;
   /// The connection may read again (after its limit of requests in flight
   /// paused it). Any thread.
   virtual void resume_reading() = 0;

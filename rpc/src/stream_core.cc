@@ -155,7 +155,9 @@ void StreamCore::set_request(transport::Attachments metadata, std::optional<Time
 }
 
 bool StreamCore::bind(const std::shared_ptr<transport::Channel>& channel, std::weak_ptr<StreamTable> table,
-                      std::uint64_t id, std::uint32_t peer_window, std::uint32_t peer_max_body, std::string peer) {
+                      std::uint64_t id, std::uint32_t peer_window, std::uint32_t peer_max_body, std::string peer,
+                      transport::CompressionSet peer_accept) {
+  peer_accept_.store(peer_accept.bits(), std::memory_order_relaxed);
   common::LockGuard lock(mu_);
   if (ended_) return false;
   channel_ = channel;
@@ -204,12 +206,22 @@ boost::system::error_code StreamCore::open_result(const error_code& ec) const {
 // ---- frames -----------------------------------------------------------------
 
 void StreamCore::on_frame(transport::Frame& f) {
+  const std::size_t wire = f.payload.size();
+  std::string why;
+  const error_code bad = f.header.encoding != 0 && stream_op(f) == StreamOp::message ? decode_message(f, why)
+                                                                                      : error_code{};
   Pending p;
   {
     common::LockGuard lock(mu_);
     if (ended_) return;
     switch (stream_op(f)) {
-      case StreamOp::message: on_message(f, p); break;
+      case StreamOp::message:
+        if (bad) [[unlikely]] {
+          end_locked(bad, std::move(why), StreamEnd::protocol, s_.client ? Wire::reset : Wire::end, p);
+        } else {
+          on_message(f, wire, p);
+        }
+        break;
       case StreamOp::credit: on_credit(f.header.deadline_ms, p); break;
       case StreamOp::half_close:
         if (s_.client) break;  // not the server's to send: ignored
@@ -239,7 +251,7 @@ void StreamCore::on_frame(transport::Frame& f) {
   run(p);
 }
 
-void StreamCore::on_message(transport::Frame& f, Pending& p) {
+void StreamCore::on_message(transport::Frame& f, std::size_t wire_size, Pending& p) {
   const Wire wire = s_.client ? Wire::reset : Wire::end;
   if (peer_done_) {
     end_locked(make_error_code(StatusCode::internal), "a message after the peer's half-close", StreamEnd::protocol,
@@ -253,7 +265,7 @@ void StreamCore::on_message(transport::Frame& f, Pending& p) {
                StreamEnd::protocol, wire, p);
     return;
   }
-  const std::uint64_t cost = message_cost(size);
+  const std::uint64_t cost = message_cost(wire_size);
   // A peer may send a message larger than the whole window only alone.
   if (recv_outstanding_ + cost > s_.window && recv_outstanding_ != 0) {
     end_locked(make_error_code(errc::resource_exhausted),
@@ -265,6 +277,7 @@ void StreamCore::on_message(transport::Frame& f, Pending& p) {
   recv_outstanding_ += cost;
   ++received_;
   bytes_received_ += size;
+  if (s_.cells) s_.cells->payload(Direction::received, size, wire_size, f.header.encoding != 0);
   last_message_ = now();
   if (s_.counters) s_.counters->messages_in.fetch_add(1, std::memory_order_relaxed);
   if (received_ == 1 && armed_[index(StreamTimer::first_message)]) {
@@ -355,6 +368,8 @@ void StreamCore::read(StreamReadHandler h) {
 }
 
 void StreamCore::write(std::string message, StreamDoneHandler h) {
+  const auto bytes = static_cast<std::uint32_t>(std::min<std::size_t>(message.size(), 0xffffffffu));
+  const std::uint8_t encoding = compress_message(message);
   Pending p;
   p.posted = true;
   {
@@ -367,6 +382,8 @@ void StreamCore::write(std::string message, StreamDoneHandler h) {
       p.done(h, make_error_code(errc::bad_request));  // the peer would close the connection on it
     } else {
       write_msg_ = std::move(message);
+      write_bytes_ = bytes;
+      write_encoding_ = encoding;
       watch_cancellation(h);
       write_.swap(h);
       stall_since_ = now();
@@ -400,6 +417,7 @@ void StreamCore::try_send_write(Pending& p) {
 void StreamCore::send_message(std::string& payload, Pending& p) {
   const std::uint64_t cost = message_cost(payload.size());
   auto f = make_stream_frame(StreamOp::message, id(), s_.client);
+  f.header.encoding = write_encoding_;
   f.payload = std::move(payload);
   const error_code ec = channel_->send(f);
   payload = std::move(f.payload);
@@ -412,7 +430,8 @@ void StreamCore::send_message(std::string& payload, Pending& p) {
   // A closed channel: its close ends the stream (on_connection_lost).
   send_credit_ -= static_cast<std::int64_t>(cost);
   ++sent_;
-  bytes_sent_ += payload.size();
+  bytes_sent_ += write_bytes_;
+  if (s_.cells) s_.cells->payload(Direction::sent, write_bytes_, payload.size(), write_encoding_ != 0);
   if (s_.counters) s_.counters->messages_out.fetch_add(1, std::memory_order_relaxed);
 }
 

@@ -37,6 +37,8 @@
 #include <wheelrpc/timer/timer.h>
 #include <wheelrpc/transport/channel.h>
 
+#include "method_metrics.h"
+#include "payload_coding.h"
 #include "stream_counters.h"
 #include "stream_frames.h"
 
@@ -64,6 +66,14 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
     std::uint32_t max_message = 4u << 20;  // largest message we take
     /// Told once the stream ended (with `owner.get()`), after its counters; may be null.
     void (*on_end)(const void* owner) = nullptr;
+    /// Compression of the messages this side writes (docs/compression.md),
+    /// and this side's settings (the owner's, kept alive by `owner`; null:
+    /// nothing compressed either way).
+    transport::Compression compression = transport::Compression::identity;
+    int compression_level = 0;
+    const PayloadCoding* coding = nullptr;
+    /// Its method's metric cells (payload bytes); may be null.
+    MethodCells* cells = nullptr;
   };
 
   explicit StreamCore(Settings s);
@@ -84,8 +94,10 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   /// The connection carries it from now on, as `id`; `peer_window`: the
   /// credit the peer granted (its HELLO). The connection's strand. False
   /// (nothing bound) if it ended meanwhile: the caller resets it on the wire.
+  /// `peer_accept`: what the peer decodes (its HELLO).
   bool bind(const std::shared_ptr<transport::Channel>& channel, std::weak_ptr<StreamTable> table, std::uint64_t id,
-            std::uint32_t peer_window, std::uint32_t peer_max_body, std::string peer);
+            std::uint32_t peer_window, std::uint32_t peer_max_body, std::string peer,
+            transport::CompressionSet peer_accept);
   /// Server: the client's metadata and deadline, from its OPEN.
   void set_request(transport::Attachments metadata, std::optional<TimePoint> deadline);
   /// Client: its opening failed (refused, unreachable, timed out).
@@ -122,7 +134,13 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
 
  private:
   struct Pending;  // handlers to run once the lock is released
-  void on_message(transport::Frame& f, Pending& p) WHEELRPC_REQUIRES(mu_);
+  /// `wire_size`: the message's size as it came (its credit cost counts that).
+  void on_message(transport::Frame& f, std::size_t wire_size, Pending& p) WHEELRPC_REQUIRES(mu_);
+  /// Compression (stream_coding.cc), outside the lock: a message to write
+  /// compressed in place if worth it (its encoding byte returned), and a
+  /// compressed one received decoded in place (an error ends the stream).
+  std::uint8_t compress_message(std::string& message) const;
+  boost::system::error_code decode_message(transport::Frame& f, std::string& why) const;
   void on_credit(std::uint64_t n, Pending& p) WHEELRPC_REQUIRES(mu_);
   void on_end_frame(transport::Frame& f, Pending& p) WHEELRPC_REQUIRES(mu_);
   /// Sends the waiting write if the credit allows it.
@@ -152,6 +170,7 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   const Settings s_;
   const TimePoint start_;
   std::atomic<std::uint64_t> id_{0};
+  std::atomic<std::uint8_t> peer_accept_{0};  // what the peer decodes (CompressionSet bits), from bind
   transport::Attachments metadata_;  // server: the client's; set before the handler runs
   std::optional<TimePoint> deadline_at_;
 
@@ -175,6 +194,8 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   std::size_t inbox_head_ WHEELRPC_GUARDED_BY(mu_) = 0;
   StreamReadHandler read_ WHEELRPC_GUARDED_BY(mu_);
   std::string write_msg_ WHEELRPC_GUARDED_BY(mu_);
+  std::uint32_t write_bytes_ WHEELRPC_GUARDED_BY(mu_) = 0;    // its size before compression
+  std::uint8_t write_encoding_ WHEELRPC_GUARDED_BY(mu_) = 0;  // its compression (a Compression value)
   StreamDoneHandler write_ WHEELRPC_GUARDED_BY(mu_);  // a write waiting for credit
   bool half_close_after_write_ WHEELRPC_GUARDED_BY(mu_) = false;
   StreamDoneHandler writes_done_h_ WHEELRPC_GUARDED_BY(mu_);

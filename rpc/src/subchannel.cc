@@ -241,11 +241,17 @@ Subchannel::SendResult Subchannel::send(const Placed& placed, Call& call, std::c
                                         std::size_t& body, std::uint32_t& limit) {
   OutgoingRequest request{placed.id, call.method, call.payload, call.attachments, {}, {}, wire};
   if (call.stream) request.stream = &call.stream;
+  request.compression = call.compression;
+  request.compression_level = call.compression_level;
   if (call.send_trace) {
     request.extra_key = kTraceparentKey;
     request.extra_value = std::string_view(call.traceparent.data(), call.traceparent.size());
   }
-  return placed.transport->send_request(request, body, limit);
+  const auto sent = placed.transport->send_request(request, body, limit);
+  if (sent == SendResult::sent && call.cells) {
+    call.cells->payload(Direction::sent, call.payload.size(), request.wire_size, request.compressed);
+  }
+  return sent;
 }
 
 CallPtr Subchannel::take(std::uint64_t id) {

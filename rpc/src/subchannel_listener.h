@@ -27,6 +27,10 @@ struct IncomingReply {
   Status status;
   std::string& payload;
   transport::Attachments& attachments;
+  /// The payload's bytes as they came (before decompression), and whether
+  /// it was compressed: for the method's metrics.
+  std::size_t wire_size = 0;
+  bool compressed = false;
 };
 
 /// Attempts a subchannel lost: each call with its attempt's request id.

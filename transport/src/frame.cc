@@ -152,7 +152,8 @@ void encode_frame(const Frame& f, std::string& out) {
   p = put_u8(p, static_cast<std::uint8_t>(f.header.flags & kKnownFlags));
   p = put_u8(p, f.header.status);
   p = put_u8(p, f.header.stream_op);
-  p = put_u16(p, 0);  // 2 reserved bytes
+  p = put_u8(p, f.header.encoding);
+  p = put_u8(p, f.header.reply_encoding);
   p = put_u64(p, f.header.request_id);
   p = put_u32(p, f.header.deadline_ms);
   p = put_u32(p, static_cast<std::uint32_t>(body));
@@ -264,6 +265,8 @@ FrameDecoder::Result FrameDecoder::decode(const std::uint8_t* data, std::size_t 
   out.header.flags = static_cast<std::uint8_t>(data[3] & kKnownFlags);
   out.header.status = data[4];
   out.header.stream_op = data[5];
+  out.header.encoding = data[6];
+  out.header.reply_encoding = data[7];
   out.header.request_id = get_u64(data + 8);
   out.header.deadline_ms = get_u32(data + 16);
   out.header.body_len = body_len;

@@ -61,6 +61,21 @@ struct LatencyHistogram {
 };
 
 /// One method, as a Client or Server has counted it so far.
+/// The payloads of a method in one direction (docs/compression.md): their
+/// bytes as the application sees them (before compression, after
+/// decompression) and as they crossed the wire, so `bytes / wire_bytes` is
+/// what compression saved (1 without it). Unary payloads and stream messages.
+struct PayloadTraffic {
+  std::uint64_t messages = 0;    ///< payloads counted
+  std::uint64_t compressed = 0;  ///< of which went compressed
+  std::uint64_t bytes = 0;       ///< their size to the application
+  std::uint64_t wire_bytes = 0;  ///< their size on the wire
+  /// bytes / wire_bytes; 1 when nothing was counted.
+  double ratio() const noexcept {
+    return wire_bytes == 0 ? 1.0 : static_cast<double>(bytes) / static_cast<double>(wire_bytes);
+  }
+};
+
 struct MethodStats {
   std::string method;
   /// Completed calls by outcome, indexed by CallCode (every code present, zeros included).
@@ -83,6 +98,9 @@ struct MethodStats {
   LatencyHistogram latency_fine;
   /// The slowest call so far (seconds).
   double max_s = 0;
+  /// Payloads this side sent (client: requests; server: replies) and
+  /// received, with their compression.
+  PayloadTraffic sent, received;
 
   std::uint64_t calls() const noexcept;
 };

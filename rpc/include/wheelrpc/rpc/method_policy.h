@@ -23,6 +23,8 @@ struct MethodPolicy {
   std::optional<std::chrono::milliseconds> message_timeout{};        ///< message_timeout_ms
   std::optional<std::chrono::milliseconds> stall_timeout{};          ///< stall_timeout_ms
   std::optional<std::chrono::milliseconds> first_message_timeout{};  ///< first_message_timeout_ms
+  std::optional<transport::Compression> compression{};               ///< compression
+  std::optional<int> compression_level{};                            ///< compression_level
 };
 
 /// Fills every policy Setting of `call` that the call did not give from
@@ -39,6 +41,8 @@ inline void fill_policy(CallOptions& call, const MethodPolicy& policy) noexcept 
   if (policy.message_timeout) call.message_timeout.fill_from(*policy.message_timeout);
   if (policy.stall_timeout) call.stall_timeout.fill_from(*policy.stall_timeout);
   if (policy.first_message_timeout) call.first_message_timeout.fill_from(*policy.first_message_timeout);
+  if (policy.compression) call.compression.fill_from(*policy.compression);
+  if (policy.compression_level) call.compression_level.fill_from(*policy.compression_level);
 }
 
 }  // namespace wheelrpc::rpc

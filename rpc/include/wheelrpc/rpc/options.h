@@ -19,6 +19,7 @@
 #include <wheelrpc/rpc/setting.h>
 #include <wheelrpc/timer/clock.h>
 #include <wheelrpc/transport/channel_options.h>
+#include <wheelrpc/transport/compression.h>
 #include <wheelrpc/transport/frame.h>
 #include <wheelrpc/transport/tls.h>
 
@@ -142,6 +143,21 @@ struct CallOptions {
   Setting<std::chrono::milliseconds> first_message_timeout =
       Setting<std::chrono::milliseconds>::by_default(std::chrono::milliseconds(0));
 
+  /// Compression of what this call sends (docs/compression.md): the
+  /// request's payload, or each message the client writes on a stream; the
+  /// server answers in it too unless it is set to its own algorithm
+  /// (ServerOptions::compression.reply). identity (default): none; zstd,
+  /// lz4, gzip or deflate. A payload goes compressed only if the provider
+  /// announced it decodes that algorithm (in its HELLO), it has at least
+  /// ClientOptions::compression.threshold bytes, and it shrank; otherwise as
+  /// it is. Settings with the timeouts' precedence (call > IDL > call_defaults).
+  Setting<transport::Compression> compression =
+      Setting<transport::Compression>::by_default(transport::Compression::identity);
+  /// The level of `compression`: 0 (default) = the algorithm's own default
+  /// (zstd 3, lz4's fast mode, zlib 6); otherwise clamped to its range
+  /// (transport::compress).
+  Setting<int> compression_level = Setting<int>::by_default(0);
+
   /// Typed calls (whose completion carries the reply message, not a
   /// Response): when set, the reply's metadata (the attachments the handler
   /// replied with) and, on failure, the call's full error message are stored
@@ -198,6 +214,24 @@ struct FailbackOptions {
   /// Most deliveries waiting for a retry at once; a failure beyond it is
   /// dropped (counted in ClientStats::failback_dropped and logged). Default 100.
   std::size_t max_pending = 100;
+};
+
+/// What one side compresses and decodes (docs/compression.md, "Limits").
+struct CompressionOptions {
+  /// Payloads (and stream messages) smaller than this many bytes go as they
+  /// are, whatever the call asks: compressing them costs more than it saves.
+  /// Default 1024; 0 = compress every non-empty payload.
+  std::size_t threshold = 1024;
+  /// The algorithms this side decodes, announced in its HELLO
+  /// (`accept_encoding`); the peer never sends it another. Default all
+  /// four; empty: this side takes nothing compressed.
+  transport::CompressionSet accept = transport::CompressionSet::all();
+  /// Largest ratio of a payload's decompressed size to its compressed size,
+  /// once the output passes 1 MiB: a payload that inflates further fails
+  /// with RESOURCE_EXHAUSTED naming this limit, as one past the body limit
+  /// (ChannelOptions::max_body, the limit announced in the HELLO) does.
+  /// Default 1024; 0 = only the body limit.
+  std::uint32_t max_ratio = 1024;
 };
 
 /// Per client; fixed at construction.
@@ -293,6 +327,11 @@ struct ClientOptions {
   std::uint32_t stream_window = 64 * 1024;
   std::uint32_t max_stream_message = 4u << 20;
 
+  /// The threshold, what this client decodes and its ratio limit. Which
+  /// algorithm its calls use is a call policy: CallOptions::compression,
+  /// and `call_defaults.compression` for every call of this client.
+  CompressionOptions compression;
+
   /// Interceptors run once per call, in this order, before load balancing,
   /// retries and hedging; their on_complete in the reverse order
   /// (ClientInterceptor, docs/interceptors.md). Not null. Default none: the
@@ -361,6 +400,19 @@ struct ServerStreamOptions {
   std::chrono::milliseconds stall_timeout{0};
 };
 
+/// A server's compression (docs/compression.md).
+struct ServerCompressionOptions : CompressionOptions {
+  /// The algorithm of its replies (and of the messages its stream handlers
+  /// write). std::nullopt (default): mirror the call's, i.e. the one the
+  /// client's CallOptions::compression named (carried by each request,
+  /// even one too small to have been compressed). Set: that one for every
+  /// reply (identity: never compress). Either way only if the client
+  /// announced it decodes it, and under the threshold as for requests.
+  std::optional<transport::Compression> reply;
+  /// The level of the replies' compression: 0 (default) = the algorithm's own.
+  int reply_level = 0;
+};
+
 /// How a server sheds the work it cannot finish in time; docs/security.md,
 /// "Overload".
 struct OverloadOptions {
@@ -405,6 +457,9 @@ struct ServerOptions {
 
   /// Streams (docs/streams.md).
   ServerStreamOptions streams;
+
+  /// What the server decodes, its ratio limit, and how it compresses replies.
+  ServerCompressionOptions compression;
 
   /// Socket-level limits (largest body accepted, write queue bound, buffers).
   transport::ChannelOptions channel;

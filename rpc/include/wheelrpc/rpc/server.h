@@ -117,6 +117,10 @@ struct ServerStats {
   std::uint64_t late_replies = 0;     ///< handler replies dropped after the deadline
   std::uint64_t cancelled = 0;        ///< replies dropped because the client cancelled the request
   std::uint64_t method_not_found = 0;
+  /// Requests and stream messages refused because their compressed payload
+  /// could not be decoded: an algorithm not announced, past the body or
+  /// ratio limit (a compression bomb), or corrupt (docs/compression.md).
+  std::uint64_t undecodable = 0;
   std::uint64_t protocol_errors = 0;   ///< connections closed for bad input (the six reasons below together);
                                        ///< each is logged at warning level with the peer (one line a second at most)
   std::uint64_t bad_magic = 0;         ///< of which: a frame without the protocol's magic (garbage, another protocol)

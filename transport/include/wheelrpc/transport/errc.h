@@ -20,6 +20,8 @@ enum class errc {
   tls_handshake_failed,  ///< the TLS handshake failed (the close reason names why: unknown CA, name mismatch, ...)
   tls_required,          ///< the peer speaks TLS and this end plaintext
   tls_not_spoken,        ///< this end speaks TLS and the peer plaintext
+  decompressed_too_large,  ///< a compressed payload would inflate past the body or ratio limit
+  corrupt_compression,     ///< a compressed payload is not valid for its algorithm
 };
 
 /// The category whose name is "wheelrpc.transport". Thread-safe.

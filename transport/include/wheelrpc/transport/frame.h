@@ -38,6 +38,16 @@ struct FrameHeader {
   /// values belong to the layer above. 0 otherwise (sent as 0, and a peer
   /// without streams ignores the byte).
   std::uint8_t stream_op = 0;
+  /// How the payload is compressed (a transport::Compression value,
+  /// wheelrpc/transport/compression.h; docs/protocol.md, "Compression"):
+  /// 0 = as it is. Only the payload: method and attachments never are. The
+  /// codec carries the byte as is; the layer above checks it against what
+  /// it announced. A peer without compression sends 0 and ignores the byte.
+  std::uint8_t encoding = 0;
+  /// Requests and stream OPENs: the compression the caller chose for the
+  /// call (a transport::Compression value), even when this payload went as
+  /// it is (too small): a server that mirrors it answers in it. 0 otherwise.
+  std::uint8_t reply_encoding = 0;
   std::uint64_t request_id = 0;
   std::uint32_t deadline_ms = 0;  ///< remaining budget of the caller; 0 = none
   std::uint32_t body_len = 0;     ///< filled in by encode_frame
