@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds and runs the whole test suite.
-#   scripts/test.sh            # dev preset (debug, warnings as errors)
-#   scripts/test.sh asan       # AddressSanitizer + UndefinedBehaviorSanitizer
+#   scripts/test.sh            # dev preset (debug, warnings as errors, under
+#                              # AddressSanitizer + UndefinedBehaviorSanitizer)
+#   scripts/test.sh asan       # the same sanitizers on an optimized build
 #   scripts/test.sh tsan       # ThreadSanitizer
 set -euo pipefail
 cd "$(dirname "$0")/.."
