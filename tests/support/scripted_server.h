@@ -49,6 +49,10 @@ class ScriptedServer {
   int heartbeats() const { return state_->heartbeats.load(); }
   /// How long the HELLO answer waits (default none): a slow handshake.
   void hello_delay(std::chrono::milliseconds d) { state_->hello_delay_ms.store(d.count()); }
+  /// Edits the HELLO reply's attachments (a copy of the client's) before
+  /// it goes, e.g. to leave out what an older server would not say. Set
+  /// before the first connection.
+  void edit_hello(std::function<void(transport::Attachments&)> edit) { state_->edit_hello = std::move(edit); }
   /// Whether heartbeats are answered (default yes). No: a half-open peer.
   void answer_heartbeats(bool yes) { state_->answer_heartbeats.store(yes); }
   /// When the last heartbeat answer was sent (steady clock; its epoch if
@@ -79,6 +83,7 @@ class ScriptedServer {
   struct State {
     bool answer_hello = true;
     OnRequest on_request;
+    std::function<void(transport::Attachments&)> edit_hello;
     std::mutex mu;
     std::vector<std::shared_ptr<transport::Channel>> channels;
     std::atomic<int> accepted{0}, requests{0}, heartbeats{0};
@@ -95,6 +100,7 @@ class ScriptedServer {
           r.header.flags = transport::kFlagEvent;
           r.header.request_id = f.header.request_id;
           r.attachments = f.attachments;
+          if (state->edit_hello) state->edit_hello(r.attachments);
           const std::chrono::milliseconds delay(state->hello_delay_ms.load());
           if (delay.count() > 0) {
             auto t = std::make_shared<boost::asio::steady_timer>(ch.strand(), delay);
