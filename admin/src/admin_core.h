@@ -25,6 +25,15 @@
 
 namespace wheelrpc::admin {
 
+/// Adds `b`'s counts to `a`: one method's payloads across clients, or a
+/// side's methods summed.
+inline void add_traffic(rpc::PayloadTraffic& a, const rpc::PayloadTraffic& b) noexcept {
+  a.messages += b.messages;
+  a.compressed += b.compressed;
+  a.bytes += b.bytes;
+  a.wire_bytes += b.wire_bytes;
+}
+
 class AdminCore : public std::enable_shared_from_this<AdminCore> {
  public:
   AdminCore(boost::asio::any_io_executor ex, timer::HashedWheelTimer& timer, AdminOptions options);

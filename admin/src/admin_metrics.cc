@@ -27,6 +27,8 @@ void merge(rpc::MethodStats& a, const rpc::MethodStats& b) {
   }
   a.latency.count += b.latency.count;
   a.latency.sum += b.latency.sum;
+  add_traffic(a.sent, b.sent);
+  add_traffic(a.received, b.received);
 }
 
 void handled_family(TextExposition& out, std::string_view name, std::string_view help,
@@ -44,6 +46,31 @@ void latency_family(TextExposition& out, std::string_view name, std::string_view
                     const std::vector<rpc::MethodStats>& methods) {
   out.begin(name, MetricType::histogram, help);
   for (const auto& m : methods) out.histogram({{"method", m.method}}, to_snapshot(m.latency));
+}
+
+/// The payloads of one side ("server", "client") by method and direction
+/// (every pair present, zeros included): their bytes to the application,
+/// on the wire, and how many went compressed.
+void payload_families(TextExposition& out, std::string_view side, const std::vector<rpc::MethodStats>& methods) {
+  const std::string prefix = "wheelrpc_" + std::string(side);
+  auto family = [&](const std::string& name, std::string_view help, std::uint64_t rpc::PayloadTraffic::*field) {
+    out.begin(name, MetricType::counter, help);
+    for (const auto& m : methods) {
+      out.sample({{"method", m.method}, {"direction", "sent"}}, static_cast<double>(m.sent.*field));
+      out.sample({{"method", m.method}, {"direction", "received"}}, static_cast<double>(m.received.*field));
+    }
+  };
+  family(prefix + "_payload_bytes_total",
+         "Payload bytes (unary and stream messages) as the application sees them: before compression when sent, "
+         "after decompression when received; by method and direction.",
+         &rpc::PayloadTraffic::bytes);
+  family(prefix + "_payload_wire_bytes_total",
+         "The same payloads' bytes on the wire (after compression when sent, before decompression when received; "
+         "equal to the payload bytes when uncompressed), by method and direction.",
+         &rpc::PayloadTraffic::wire_bytes);
+  family(prefix + "_payloads_compressed_total",
+         "Payloads (unary and stream messages) that went compressed, by method and direction.",
+         &rpc::PayloadTraffic::compressed);
 }
 
 /// Adds `b` to `a`.
@@ -114,6 +141,11 @@ std::string AdminCore::metrics_text() const {
               "Requests answered server_timeout without running the handler: their deadline passed before it "
               "could start.");
     for (const auto& m : methods) out.sample({{"method", m.method}}, static_cast<double>(m.shed));
+    payload_families(out, "server", methods);
+    out.begin("wheelrpc_server_undecodable_total", MetricType::counter,
+              "Requests and stream messages refused because their compressed payload could not be decoded: an "
+              "algorithm the server did not announce, past the body or ratio limit, or corrupt.");
+    out.sample({}, static_cast<double>(stats.undecodable));
     out.begin("wheelrpc_server_queued", MetricType::gauge, "Requests waiting for the server's handler executor.");
     out.sample({}, static_cast<double>(stats.queued));
     out.begin("wheelrpc_server_concurrency_limit", MetricType::gauge, "The server's concurrency limit now (0: none).");
@@ -159,6 +191,7 @@ std::string AdminCore::metrics_text() const {
                    "Time from starting a call to its completion (retries included), by method.", methods);
     out.begin("wheelrpc_client_in_flight", MetricType::gauge, "Calls started and not yet completed, by method.");
     for (const auto& m : methods) out.sample({{"method", m.method}}, static_cast<double>(m.in_flight));
+    payload_families(out, "client", methods);
     out.begin("wheelrpc_client_attempts_total", MetricType::counter,
               "Attempts sent to each provider, by result: ok (a reply), failed, cancelled (abandoned in flight).");
     for (const auto& [peer, row] : providers) {

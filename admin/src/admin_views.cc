@@ -55,6 +55,26 @@ json::value text_or_null(const std::string& s) {
   return json::value(s);
 }
 
+json::object traffic_json(const rpc::PayloadTraffic& t) {
+  json::object o;
+  o["bytes"] = t.bytes;
+  o["wire_bytes"] = t.wire_bytes;
+  o["compressed"] = t.compressed;
+  o["ratio"] = std::round(t.ratio() * 100) / 100;
+  return o;
+}
+
+/// A side's payloads summed over its methods: bytes to the application, on
+/// the wire, how many went compressed, and bytes / wire_bytes (1 when none).
+json::object compression_json(const std::vector<rpc::MethodStats>& methods) {
+  rpc::PayloadTraffic sent, received;
+  for (const auto& m : methods) {
+    add_traffic(sent, m.sent);
+    add_traffic(received, m.received);
+  }
+  return json::object{{"sent", traffic_json(sent)}, {"received", traffic_json(received)}};
+}
+
 }  // namespace
 
 json::array AdminCore::methods_json(const std::vector<rpc::MethodStats>& methods, const std::string& owner,
@@ -106,7 +126,9 @@ json::object AdminCore::status_json() const {
     s["draining"] = state.draining;
     s["ready"] = state.ready();
     s["connections"] = stats.connections;
-    s["methods"] = methods_json(server_->method_stats(), "server", true);
+    const auto methods = server_->method_stats();
+    s["compression"] = compression_json(methods);
+    s["methods"] = methods_json(methods, "server", true);
     o["server"] = std::move(s);
   } else {
     o["server"] = nullptr;
@@ -123,7 +145,9 @@ json::object AdminCore::status_json() const {
     j["hedges"] = stats.hedges;
     j["late_replies"] = stats.late_replies;
     j["budget_refusals"] = stats.budget_refusals;
-    j["methods"] = methods_json(c.client->method_stats(), "client " + c.name, false);
+    const auto methods = c.client->method_stats();
+    j["compression"] = compression_json(methods);
+    j["methods"] = methods_json(methods, "client " + c.name, false);
     clients.push_back(std::move(j));
   }
   o["clients"] = std::move(clients);

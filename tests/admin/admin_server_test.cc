@@ -1,8 +1,9 @@
 // AdminServer against a real Server and Client (through a FaultProxy):
 // traffic of every kind (ok, timeouts, an unknown method, a killed
 // connection), then /metrics checked by promtool and against what the client
-// saw; health, readiness and QoS over HTTP; the gateway's error mapping; the
-// JSON views; and the loopback-only default.
+// saw; compressed payloads in /metrics and /status.json; health, readiness
+// and QoS over HTTP; the gateway's error mapping; the JSON views; and the
+// loopback-only default.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -22,6 +23,7 @@
 #include <wheelrpc/admin/admin_server.h>
 #include <wheelrpc/admin/exposition.h>
 #include <wheelrpc/fault/fault_proxy.h>
+#include <wheelrpc/transport/compression.h>
 
 #include "support/raw_http.h"
 #include "support/rpc_fixture.h"
@@ -193,6 +195,76 @@ TEST(AdminServer, MetricsPassPromtoolAndCountWhatTheClientSaw) {
   EXPECT_GE(m.at("wheelrpc_timer_scheduled_total"), 1);
   EXPECT_TRUE(m.count("wheelrpc_connections{side=\"client\",state=\"ready\"}"));
   EXPECT_TRUE(m.count("wheelrpc_timer_lateness_seconds_count"));
+}
+
+TEST(AdminServer, CompressedPayloadsShowInMetricsAndStatus) {
+  AdminFixture fx;
+  // 64 KiB of repetitive text, well past the threshold: zstd shrinks it many times over.
+  std::string payload;
+  while (payload.size() < 64 * 1024) payload += "wheelrpc sends this line again and again. ";
+  payload.resize(64 * 1024);
+  CallOptions zstd;
+  zstd.compression = wheelrpc::transport::Compression::zstd;
+  constexpr std::uint64_t kCalls = 3;
+  for (std::uint64_t i = 0; i < kCalls; ++i) ASSERT_FALSE(fx.call("echo", payload, zstd));
+  // The server counts a reply once it has queued it, which may be just after the client saw it.
+  auto server_echo = [&] {
+    for (const auto& m : fx.server.method_stats()) {
+      if (m.method == "echo") return m;
+    }
+    return wheelrpc::rpc::MethodStats{};
+  };
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return server_echo().sent.messages == kCalls; }, 10s));
+
+  const auto reply = fx.get("/metrics");
+  ASSERT_EQ(reply.status, 200);
+  if (std::filesystem::exists("/usr/bin/promtool")) {
+    int rc = 0;
+    const auto said = promtool_verdict(reply.body, rc);
+    EXPECT_EQ(rc, 0) << said;
+    EXPECT_EQ(said.find("lint"), std::string::npos) << said;
+  }
+  const auto m = samples(reply.body);
+  const double bytes = static_cast<double>(kCalls * payload.size());
+  // Each way on each side: the requests (client sent, server received) and the echoed replies.
+  for (const char* side : {"client", "server"}) {
+    for (const char* direction : {"sent", "received"}) {
+      const std::string labels = std::string("{method=\"echo\",direction=\"") + direction + "\"}";
+      const std::string name = std::string("wheelrpc_") + side + "_payload_bytes_total" + labels;
+      const std::string wire = std::string("wheelrpc_") + side + "_payload_wire_bytes_total" + labels;
+      const std::string compressed = std::string("wheelrpc_") + side + "_payloads_compressed_total" + labels;
+      ASSERT_TRUE(m.count(name)) << name << "\n" << reply.body;
+      EXPECT_EQ(m.at(name), bytes) << name;
+      ASSERT_TRUE(m.count(wire)) << wire << "\n" << reply.body;
+      ASSERT_TRUE(m.count(compressed)) << compressed << "\n" << reply.body;
+      // What compression did: every payload went compressed, in fewer bytes.
+      EXPECT_EQ(m.at(compressed), static_cast<double>(kCalls)) << compressed;
+      EXPECT_LT(m.at(wire), bytes) << wire;
+    }
+  }
+  EXPECT_EQ(m.at("wheelrpc_server_undecodable_total"), 0);
+
+  // /status.json sums each side's methods: echo's traffic, as /metrics counted it.
+  const auto status = json::parse(fx.get("/status.json").body).as_object();
+  const std::pair<const char*, const json::value*> sides[] = {{"server", &status.at("server")},
+                                                              {"client", &status.at("clients").at(0)}};
+  for (const auto& [side, section] : sides) {
+    const auto& c = section->at("compression");
+    for (const char* direction : {"sent", "received"}) {
+      const std::string labels = std::string("{method=\"echo\",direction=\"") + direction + "\"}";
+      const auto& t = c.at(direction);
+      EXPECT_EQ(t.at("bytes").to_number<double>(), bytes) << side << " " << json::serialize(c);
+      EXPECT_EQ(t.at("wire_bytes").to_number<double>(),
+                m.at(std::string("wheelrpc_") + side + "_payload_wire_bytes_total" + labels))
+          << side << " " << json::serialize(c);
+      EXPECT_EQ(t.at("compressed").to_number<double>(),
+                m.at(std::string("wheelrpc_") + side + "_payloads_compressed_total" + labels))
+          << side << " " << json::serialize(c);
+      ASSERT_TRUE(t.at("ratio").is_number()) << side << " " << json::serialize(c);
+      // What compression did: bytes / wire_bytes.
+      EXPECT_GT(t.at("ratio").to_number<double>(), 1) << side << " " << json::serialize(c);
+    }
+  }
 }
 
 TEST(AdminServer, StreamsShowInMetricsConnectionsAndTimeouts) {

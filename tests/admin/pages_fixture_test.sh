@@ -3,8 +3,9 @@
 # starts tests/admin/fixture_server.py on a free loopback port, runs
 # browser_test.sh against it (with its layout checks: at 1280x900 no page
 # scrolls sideways and /connections shows its "in flight" column), checks what
-# the fixtures' rows rendered (a null heartbeats_sent as "-", the caller and
-# the provider labelled on /timeouts), checks that the pages polled, runs it
+# the fixtures' rows rendered (the server's and the client's compression ratios
+# on /status, a null heartbeats_sent as "-", the caller and the provider
+# labelled on /timeouts), checks that the pages polled, runs it
 # again against pages whose first fetch fails, and stops the server on the way
 # out.
 #
@@ -95,6 +96,11 @@ role() {
   { grep -oP '<td class="(?:[^"]* )?peer(?: [^"]*)?"[^>]*>.*?</td>' <<<"$1" || true; } |
     { grep -oP '<span class="(?:[^"]* )?role(?: [^"]*)?">\K[^<]*' || true; } | head -n 1
 }
+# /status: each side's compression ratios, the server's box first, then the client's.
+ratios=$(grep -oP '<span class="compression"[^>]*>\K[^<]*' "$out/status.dom.html" || true)
+expected=$'compression sent 4.21×, received 3.80×\ncompression sent 3.80×, received 4.21×'
+[ "$ratios" = "$expected" ] ||
+  fail "/status: the compression lines (server, then client) are '${ratios//$'\n'/' | '}', not '${expected//$'\n'/' | '}'"
 # One conn-row per line, as the page builds them.
 conn_rows=$(grep -oP '<tr class="conn-row[ "].*?</tr>' "$out/connections.dom.html" || true)
 row=$(grep -F '>127.0.0.1:40124<' <<<"$conn_rows" || true)
@@ -118,7 +124,7 @@ fi
 grep -qF 'class="timeline muted">timeline: queued 0.0 ms, sent 0.0, socket wrote 0.1, timer fired 51.1 (1.1 late), completed 51.2<' <<<"$row" ||
   fail "/timeouts: the client row does not show its timeline: $row"
 ((failures == 0)) || exit 1
-echo "fixtures: a null heartbeats_sent shows '-'; /timeouts labels the caller and the provider and shows the timeline"
+echo "fixtures: /status shows both sides' compression ratios; a null heartbeats_sent shows '-'; /timeouts labels the caller and the provider and shows the timeline"
 
 # Each page fetched its JSON on load and then every second: every Chromium
 # run above (a DOM dump and a screenshot per page, 3 s of page time each)
