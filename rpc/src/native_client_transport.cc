@@ -51,8 +51,7 @@ std::shared_ptr<NativeClientTransport> NativeClientTransport::create(boost::asio
 
 void NativeClientTransport::start(std::uint64_t hello_id, std::chrono::milliseconds heartbeat, std::uint32_t max_body) {
   channel_->start();
-  channel_->send(
-      make_hello(hello_id, heartbeat, true, max_body, ctx_->options.stream_window, ctx_->coding.accept));
+  channel_->send(make_hello(hello_id, heartbeat, true, max_body, ctx_->options.stream_window, ctx_->coding.accept));
 }
 
 ClientTransport::SendResult NativeClientTransport::send_request(OutgoingRequest& r, std::size_t& body,
@@ -68,21 +67,6 @@ ClientTransport::SendResult NativeClientTransport::send_request(OutgoingRequest&
   f.payload = std::move(r.payload);
   f.lent_key = r.extra_key;
   f.lent_value = r.extra_value;
-  // The payload goes compressed in a per-thread buffer, swapped back out
-  // after the send (the call keeps its own for a retry or hedge).
-  std::string original;
-  if (r.compression != transport::Compression::identity) [[unlikely]] {
-    if (ctx_->coding.accept.contains(r.compression)) f.header.reply_encoding = static_cast<std::uint8_t>(r.compression);
-    std::string& scratch = compression_scratch();
-    const auto used = compress_payload(f.payload, r.compression, r.compression_level, ctx_->coding.threshold,
-                                       transport::CompressionSet::from_bits(peer_accept_.load(std::memory_order_relaxed)),
-                                       scratch);
-    if (used != transport::Compression::identity) {
-      f.header.encoding = static_cast<std::uint8_t>(used);
-      original.swap(f.payload);
-      f.payload.swap(scratch);
-    }
-  }
   if (r.stream) [[unlikely]] {
     const std::uint32_t window = peer_stream_window_.load(std::memory_order_relaxed);
     if (window == 0) {
@@ -95,6 +79,21 @@ ClientTransport::SendResult NativeClientTransport::send_request(OutgoingRequest&
     const auto budget = (*r.stream)->remaining_budget().count();
     f.header.deadline_ms = static_cast<std::uint32_t>(std::clamp<long long>(budget, 0, 0xffffffffLL));
     opens_->add(r.id, *r.stream);  // before the send: the acceptance finds it
+  }
+  // The payload goes compressed in a per-thread buffer, swapped back out
+  // after the send (the call keeps its own for a retry or hedge).
+  std::string original;
+  if (r.compression != transport::Compression::identity) [[unlikely]] {
+    if (ctx_->coding.accept.contains(r.compression)) f.header.reply_encoding = static_cast<std::uint8_t>(r.compression);
+    std::string& scratch = compression_scratch();
+    const auto used =
+        compress_payload(f.payload, r.compression, r.compression_level, ctx_->coding.threshold,
+                         transport::CompressionSet::from_bits(peer_accept_.load(std::memory_order_relaxed)), scratch);
+    if (used != transport::Compression::identity) {
+      f.header.encoding = static_cast<std::uint8_t>(used);
+      original.swap(f.payload);
+      f.payload.swap(scratch);
+    }
   }
   // Over our own limit, or the server's (from its HELLO): the server would
   // close the connection on it, failing every call there.
@@ -149,9 +148,11 @@ void NativeClientTransport::on_frame(transport::Channel& ch, transport::Frame& f
   if (frame.header.is_stream()) [[unlikely]] {
     if (!on_stream_frame(ch, frame)) return;  // else: the answer to an OPEN, a reply
   }
-  IncomingReply reply{frame.header.request_id, static_cast<Status>(frame.header.status), frame.payload,
-                      frame.attachments, frame.payload.size(), frame.header.encoding != 0};
-  if (reply.compressed) [[unlikely]] decompress_reply(reply, frame.header.encoding);
+  IncomingReply reply{frame.header.request_id, static_cast<Status>(frame.header.status),
+                      frame.payload,           frame.attachments,
+                      frame.payload.size(),    frame.header.encoding != 0};
+  if (reply.compressed) [[unlikely]]
+    decompress_reply(reply, frame.header.encoding);
   events_->on_transport_reply(reply, ctx_->receipt_time(ch));
 }
 
@@ -179,8 +180,8 @@ bool NativeClientTransport::on_stream_frame(transport::Channel& ch, transport::F
 
 void NativeClientTransport::decompress_reply(IncomingReply& reply, std::uint8_t encoding) {
   std::string why;
-  const auto ec = decompress_payload(encoding, reply.payload, ctx_->coding, ctx_->options.channel.max_body,
-                                     "the reply", why);
+  const auto ec =
+      decompress_payload(encoding, reply.payload, ctx_->coding, ctx_->options.channel.max_body, "the reply", why);
   if (!ec) return;
   // The call fails with that status; the connection is fine (the frame's
   // boundary was intact).

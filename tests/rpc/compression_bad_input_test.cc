@@ -21,6 +21,7 @@
 #include "support/compression_bombs.h"
 #include "support/frame_peer.h"
 #include "support/rpc_fixture.h"
+#include "support/scripted_server.h"
 
 using wheelrpc::rpc::ServerOptions;
 using wheelrpc::rpc::Status;
@@ -67,8 +68,7 @@ TEST_P(EveryAlgorithm, CorruptInputIsDataLossAndTheConnectionGoesOn) {
   const std::string good = compressed(GetParam(), std::string(4096, 'x') + "the end");
   std::uint64_t id = 10;
   // Garbage; the real thing truncated; one byte flipped in its middle.
-  for (std::string bad : {std::string("definitely not compressed at all"), good.substr(0, good.size() / 2),
-                          [&] {
+  for (std::string bad : {std::string("definitely not compressed at all"), good.substr(0, good.size() / 2), [&] {
                             std::string b = good;
                             b[b.size() / 2] = static_cast<char>(b[b.size() / 2] ^ 0x5a);
                             return b;
@@ -88,7 +88,8 @@ TEST_P(EveryAlgorithm, AFrameThatClaimsAnotherAlgorithmIsDataLoss) {
   for (auto other : {Compression::zstd, Compression::lz4, Compression::gzip, Compression::deflate}) {
     if (other == GetParam()) continue;
     peer.request(id, "echo", compressed(other, std::string(8192, 'y')), byte(GetParam()));
-    expect_refused_then_usable(peer, id, StatusCode::data_loss, std::string(wheelrpc::transport::to_string(GetParam())));
+    expect_refused_then_usable(peer, id, StatusCode::data_loss,
+                               std::string(wheelrpc::transport::to_string(GetParam())));
     ++id;
   }
 }
@@ -202,6 +203,31 @@ TEST(CompressionBombs, AreRefusedWithinTheBodyLimitWhileAnotherClientGoesOn) {
   auto last = peer.read();
   ASSERT_TRUE(last);
   EXPECT_EQ(last->payload, "after the bombs");
+}
+
+TEST(CompressionBombs, AReplyBombFailsItsCallAndTheClientGoesOn) {
+  static const std::string bomb = wheelrpc::test::zstd_bomb(std::size_t{1} << 30);
+  wheelrpc::test::IoThreads threads;
+  wheelrpc::test::ScriptedServer server(threads.io.get_executor(), true,
+                                        [](wheelrpc::transport::Channel& ch, wheelrpc::transport::Frame& req) {
+                                          auto r = wheelrpc::test::ScriptedServer::reply_to(req, "fine");
+                                          if (req.method == "bomb") {
+                                            r.payload = bomb;
+                                            r.header.encoding = byte(Compression::zstd);
+                                          }
+                                          ch.send(r);
+                                        });
+  wheelrpc::timer::HashedWheelTimer timer;
+  wheelrpc::rpc::Client client(threads.io.get_executor(), timer,
+                               std::vector<boost::asio::ip::tcp::endpoint>{server.endpoint()});
+  auto out = wheelrpc::test::call_and_wait(client, "bomb");
+  EXPECT_EQ(out.ec, make_error_code(StatusCode::resource_exhausted));
+  EXPECT_NE(out.response.error_message.find("body limit"), std::string::npos) << out.response.error_message;
+  EXPECT_EQ(server.requests(), 1) << "an answer, not retried";
+  auto after = wheelrpc::test::call_and_wait(client, "other");
+  EXPECT_FALSE(after.ec) << after.response.error_message;
+  EXPECT_EQ(server.accepted(), 1) << "the same connection";
+  client.close();
 }
 
 TEST(CompressionBombs, ARatioPastTheLimitIsRefusedNamingIt) {

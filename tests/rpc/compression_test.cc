@@ -213,14 +213,12 @@ TEST(CompressionPeers, AnOldClientThatAnnouncesNothingGetsItsRepliesAsTheyAre) {
   wheelrpc::test::FramePeer peer(f.server.local_endpoint());
   auto hello = peer.hello();  // no accept_encoding
   ASSERT_TRUE(hello);
-  EXPECT_EQ(wheelrpc::transport::CompressionSet::all().to_string(),
-            [&] {
-              for (const auto& [k, v] : hello->attachments) {
-                if (k == "accept_encoding") return v;
-              }
-              return std::string();
-            }())
-      << "the server announces what it decodes";
+  EXPECT_EQ(wheelrpc::transport::CompressionSet::all().to_string(), [&] {
+    for (const auto& [k, v] : hello->attachments) {
+      if (k == "accept_encoding") return v;
+    }
+    return std::string();
+  }()) << "the server announces what it decodes";
   const std::string payload = json_like(16 * 1024);
   peer.request(7, "echo", payload, 0, static_cast<std::uint8_t>(Compression::zstd));
   auto reply = peer.read();
@@ -239,8 +237,7 @@ class Precedence : public ::testing::Test {
                                           [&](wheelrpc::transport::Channel& ch, wheelrpc::transport::Frame& req) {
                                             {
                                               std::lock_guard lock(seen.mu);
-                                              seen.frames.emplace_back(req.header.encoding,
-                                                                       req.header.reply_encoding);
+                                              seen.frames.emplace_back(req.header.encoding, req.header.reply_encoding);
                                             }
                                             ch.send(wheelrpc::test::ScriptedServer::reply_to(req, "fine"));
                                           });
@@ -287,8 +284,7 @@ TEST_F(Precedence, TheCallBeatsTheIdlBeatsTheClientDefault) {
 TEST(CompressionReplies, TheServerMirrorsTheCallOrUsesItsOwnWhenTheClientDecodesIt) {
   const std::string big = json_like(32 * 1024);
   auto reply_encoding = [&](ServerOptions so, std::uint8_t asked, std::string accept) {
-    RpcFixture f(so, {}, 2,
-                 [&](wheelrpc::rpc::Server& s) { s.handle("big", [&](auto, auto r) { r.reply(big); }); });
+    RpcFixture f(so, {}, 2, [&](wheelrpc::rpc::Server& s) { s.handle("big", [&](auto, auto r) { r.reply(big); }); });
     wheelrpc::test::FramePeer peer(f.server.local_endpoint());
     EXPECT_TRUE(peer.hello({{"accept_encoding", accept}}));
     peer.request(3, "big", "?", 0, asked);  // a request too small to compress
@@ -298,8 +294,8 @@ TEST(CompressionReplies, TheServerMirrorsTheCallOrUsesItsOwnWhenTheClientDecodes
     std::string plain = reply->payload;
     if (reply->header.encoding != 0) {
       std::string out;
-      EXPECT_FALSE(wheelrpc::transport::decompress(static_cast<Compression>(reply->header.encoding), reply->payload,
-                                                   {}, out));
+      EXPECT_FALSE(
+          wheelrpc::transport::decompress(static_cast<Compression>(reply->header.encoding), reply->payload, {}, out));
       plain = out;
     }
     EXPECT_EQ(plain, big);
