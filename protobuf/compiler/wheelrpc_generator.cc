@@ -1,5 +1,7 @@
 #include "wheelrpc_generator.h"
 
+#include <algorithm>
+#include <array>
 #include <map>
 #include <memory>
 #include <set>
@@ -11,6 +13,7 @@
 #include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/io/printer.h>
 #include <google/protobuf/io/zero_copy_stream.h>
+#include <google/protobuf/stubs/strutil.h>
 
 #include <wheelrpc/options.pb.h>
 
@@ -23,6 +26,10 @@ using Vars = std::map<std::string, std::string>;
 
 /// CallOptions::kMaxRetries: more is refused here rather than at every call.
 constexpr std::uint32_t kMaxRetries = 16;
+
+/// The names `compression` takes: transport::parse_compression's, each the
+/// transport::Compression enumerator of that name.
+constexpr std::array<std::string_view, 5> kCompressionNames = {"identity", "zstd", "lz4", "gzip", "deflate"};
 
 /// Where the generated code is wrapped (the `.clang-format`'s column limit).
 constexpr std::size_t kColumnLimit = 120;
@@ -112,6 +119,12 @@ std::vector<std::string> policy_fields(const wheelrpc::MethodPolicy& policy) {
   if (policy.has_first_message_timeout_ms()) {
     fields.push_back(".first_message_timeout = " + ms(policy.first_message_timeout_ms()));
   }
+  if (policy.has_compression()) {
+    fields.push_back(".compression = ::wheelrpc::transport::Compression::" + policy.compression());
+  }
+  if (policy.has_compression_level()) {
+    fields.push_back(".compression_level = " + std::to_string(policy.compression_level()));
+  }
   return fields;
 }
 
@@ -143,8 +156,8 @@ std::string method_kind(const pb::MethodDescriptor* method) {
   return method->server_streaming() ? "server_streaming" : "unary";
 }
 
-/// Refuses what cannot be generated: a policy out of range. (protoc prefixes
-/// the message with the file's name.)
+/// Refuses what cannot be generated: a policy out of range or naming no
+/// compression algorithm. (protoc prefixes the message with the file's name.)
 bool check(const pb::FileDescriptor* file, std::string* error) {
   for (int s = 0; s < file->service_count(); ++s) {
     const pb::ServiceDescriptor* service = file->service(s);
@@ -154,6 +167,14 @@ bool check(const pb::FileDescriptor* file, std::string* error) {
       if (policy.has_retries() && policy.retries() > kMaxRetries) {
         *error = method->full_name() + ": (wheelrpc.method).retries is " + std::to_string(policy.retries()) +
                  ", over the maximum of " + std::to_string(kMaxRetries);
+        return false;
+      }
+      if (policy.has_compression() &&
+          std::ranges::find(kCompressionNames, policy.compression()) == kCompressionNames.end()) {
+        std::string names;
+        for (std::string_view name : kCompressionNames) names += (names.empty() ? "" : ", ") + std::string(name);
+        *error = method->full_name() + ": (wheelrpc.method).compression is \"" + pb::CEscape(policy.compression()) +
+                 "\", not one of " + names;
         return false;
       }
     }

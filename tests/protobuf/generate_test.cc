@@ -35,6 +35,13 @@ TEST(ProtobufGenerate, MethodOptionReadsBack) {
   EXPECT_EQ(policy.hedge_delay_ms(), 50u);
   EXPECT_TRUE(policy.has_wait_for_ready());
   EXPECT_FALSE(policy.wait_for_ready());
+  EXPECT_FALSE(policy.has_compression());
+
+  const auto* compressed = tuned_method("Compressed");
+  ASSERT_NE(compressed, nullptr);
+  const wheelrpc::MethodPolicy& compressed_policy = compressed->options().GetExtension(wheelrpc::method);
+  EXPECT_EQ(compressed_policy.compression(), "zstd");
+  EXPECT_EQ(compressed_policy.compression_level(), 3);
 
   const auto* none = tuned_method("None");
   ASSERT_NE(none, nullptr);

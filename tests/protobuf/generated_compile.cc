@@ -39,6 +39,11 @@ static_assert(policies::Tuned::Methods::Stream::policy.stall_timeout == std::chr
 static_assert(policies::Tuned::Methods::Stream::policy.first_message_timeout == std::chrono::seconds(5));
 static_assert(policies::Tuned::Methods::StreamTimersOff::policy.message_timeout == std::chrono::milliseconds(0));
 static_assert(!policies::Tuned::Methods::StreamTimersOff::policy.stream_timeout.has_value());
+static_assert(policies::Tuned::Methods::Compressed::policy.compression == wheelrpc::transport::Compression::zstd);
+static_assert(policies::Tuned::Methods::Compressed::policy.compression_level == 3);
+static_assert(policies::Tuned::Methods::CompressedUpload::policy.compression == wheelrpc::transport::Compression::lz4);
+static_assert(!policies::Tuned::Methods::CompressedUpload::policy.compression_level.has_value());
+static_assert(!policies::Tuned::Methods::All::policy.compression.has_value());
 static_assert(kw::Keywords::Methods::stream_::kind == MethodKind::bidi_streaming);
 static_assert(kw::Keywords::Methods::kind_::path == "/kw.Keywords/kind");
 

@@ -364,6 +364,57 @@ TEST(TypedPolicy, FillPolicyTakesOnlyWhatTheCallLeftAlone) {
   EXPECT_FALSE(o.hedge_delay.given());
 }
 
+TEST(TypedPolicy, CompressionCallBeatsIdlBeatsClientDefault) {
+  using wheelrpc::transport::Compression;
+  constexpr auto idl = Probe::Methods::Compressed::policy;
+  static_assert(idl.compression == Compression::zstd);
+  static_assert(idl.compression_level == 5);
+  static_assert(!Probe::Methods::Echo::policy.compression.has_value());
+  ClientOptions copts;
+  copts.call_defaults.compression = Compression::gzip;
+  copts.call_defaults.compression_level = 9;
+  // What a typed call does with its CallOptions: the method's IDL policy,
+  // then the client's call_defaults.
+  const auto resolve = [&](CallOptions o, const wheelrpc::rpc::MethodPolicy& policy) {
+    wheelrpc::rpc::fill_policy(o, policy);
+    wheelrpc::rpc::fill_defaults(o, copts.call_defaults);
+    return o;
+  };
+
+  // Nothing at the call: the IDL's zstd at 5 beats the client's gzip at 9.
+  const CallOptions from_idl = resolve(CallOptions{}, idl);
+  EXPECT_EQ(*from_idl.compression, Compression::zstd);
+  EXPECT_EQ(*from_idl.compression_level, 5);
+  EXPECT_TRUE(from_idl.compression.given());
+
+  // The call's own beat the IDL, each field on its own: identity (off) at
+  // the call, the level still the IDL's.
+  CallOptions off;
+  off.compression = Compression::identity;
+  const CallOptions call_off = resolve(off, idl);
+  EXPECT_EQ(*call_off.compression, Compression::identity);
+  EXPECT_EQ(*call_off.compression_level, 5);
+  CallOptions both;
+  both.compression = Compression::lz4;
+  both.compression_level = 0;  // given, even though it is the default value
+  const CallOptions from_call = resolve(both, idl);
+  EXPECT_EQ(*from_call.compression, Compression::lz4);
+  EXPECT_EQ(*from_call.compression_level, 0);
+
+  // No IDL option (Echo): the client default.
+  const CallOptions from_client = resolve(CallOptions{}, Probe::Methods::Echo::policy);
+  EXPECT_EQ(*from_client.compression, Compression::gzip);
+  EXPECT_EQ(*from_client.compression_level, 9);
+
+  // None of the three: the built-in identity at level 0, not given.
+  CallOptions builtin;
+  wheelrpc::rpc::fill_policy(builtin, Probe::Methods::Echo::policy);
+  wheelrpc::rpc::fill_defaults(builtin, CallOptions{});
+  EXPECT_EQ(*builtin.compression, Compression::identity);
+  EXPECT_EQ(*builtin.compression_level, 0);
+  EXPECT_FALSE(builtin.compression.given());
+}
+
 TEST(TypedPolicy, TheGeneratedTraitsCarryTheIdlOption) {
   constexpr auto p = Probe::Methods::Budgeted::policy;
   static_assert(p.timeout == std::chrono::milliseconds(3000));
