@@ -150,7 +150,7 @@ TEST_P(EveryAlgorithm, EachStreamMessageGoesCompressedBothWays) {
 INSTANTIATE_TEST_SUITE_P(Compression, EveryAlgorithm,
                          ::testing::Values(Compression::zstd, Compression::lz4, Compression::gzip,
                                            Compression::deflate),
-                         [](const auto& info) { return std::string(wheelrpc::transport::to_string(info.param)); });
+                         [](const auto& p) { return std::string(wheelrpc::transport::to_string(p.param)); });
 
 TEST(CompressionPeers, AServerThatDecodesNothingGetsIdentityAndTheCallWorks) {
   ServerOptions so;
