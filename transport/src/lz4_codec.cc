@@ -130,13 +130,17 @@ boost::system::error_code run_error(const Run& r, const OutputCap& cap, std::str
   return {};
 }
 
-/// Frees the context on the way out when a frame's blocks made it allocate
-/// more than a 64 KiB-block frame needs.
-struct LargeBlockTrim {
+/// Frees the context on the way out unless the call decoded its frame to the
+/// end with blocks of 64 KiB: a frame with larger blocks made it allocate two
+/// buffers of a block each, and a frame left half-way (an error, a refusal)
+/// leaves state that LZ4F_resetDecompressionContext does not clear (lz4 1.9.4
+/// keeps the remaining content size of a frame with a size, and then fails the
+/// next frame without one with frameSize_wrong).
+struct ContextTrim {
   DCtxPtr& dctx;
-  bool large = false;
-  ~LargeBlockTrim() {
-    if (large) dctx.reset();
+  bool keep = false;
+  ~ContextTrim() {
+    if (!keep) dctx.reset();
   }
 };
 
@@ -179,8 +183,7 @@ void lz4_compress(std::string_view in, int level, std::string& out) {
 boost::system::error_code lz4_decompress(std::string_view in, const OutputCap& cap, std::string& out,
                                          std::string* why) {
   DCtxPtr& dctx = decompress_context();
-  LargeBlockTrim trim{dctx};
-  LZ4F_resetDecompressionContext(dctx.get());
+  ContextTrim trim{dctx};
 
   LZ4F_frameInfo_t info{};
   std::size_t header = in.size();
@@ -188,7 +191,7 @@ boost::system::error_code lz4_decompress(std::string_view in, const OutputCap& c
   if (LZ4F_isError(hint)) return corrupt(kAlg, error_name(hint), why);
   // Larger blocks make the context allocate two buffers of a block each.
   if (info.blockSizeID > LZ4F_max1MB) return corrupt(kAlg, "a block size over 1 MiB is not accepted", why);
-  trim.large = info.blockSizeID > LZ4F_max64KB;
+  const bool small_blocks = info.blockSizeID <= LZ4F_max64KB;  // LZ4F_default is 64 KiB
 
   // contentSize 0 means "not given"; a skippable frame has none.
   const bool known = info.frameType == LZ4F_frame && info.contentSize != 0;
@@ -206,6 +209,7 @@ boost::system::error_code lz4_decompress(std::string_view in, const OutputCap& c
       return corrupt(kAlg, "the payload decodes to " + std::to_string(r.total) + " bytes, not " + std::to_string(size),
                      why);
     }
+    trim.keep = small_blocks;
     return {};
   }
 
@@ -218,6 +222,7 @@ boost::system::error_code lz4_decompress(std::string_view in, const OutputCap& c
   const Run r = run(*dctx, in, out.data(), size, size);
   if (auto ec = run_error(r, cap, why)) return ec;
   if (r.total != size) return corrupt(kAlg, "the payload decodes differently a second time", why);
+  trim.keep = small_blocks;
   return {};
 }
 

@@ -26,6 +26,11 @@ constexpr int kMaxLevel = 9;
 /// A gzip member's fixed header (10 bytes) and trailer (CRC-32, ISIZE: 8 bytes).
 constexpr std::size_t kGzipMinSize = 18;
 
+/// Deflate's largest ratio: a 258-byte match costs at least 2 bits (a 1-bit
+/// length code, a 1-bit distance code), so a byte of input yields at most
+/// 4 x 258 bytes. An ISIZE beyond that is a damaged or truncated trailer.
+constexpr std::uint64_t kDeflateMaxRatio = 1032;
+
 std::string_view name(ZlibFormat format) noexcept { return format == ZlibFormat::gzip ? "gzip" : "deflate"; }
 
 int window_bits(ZlibFormat format) noexcept {
@@ -76,10 +81,15 @@ class Inflater {
   z_stream z_{};
 };
 
+/// This thread's deflate stream of `format`, created on first use (~260 KiB
+/// each: a thread that only ever writes one format holds one).
 z_stream& deflater(ZlibFormat format) {
-  thread_local Deflater gzip(ZlibFormat::gzip);
+  if (format == ZlibFormat::gzip) {
+    thread_local Deflater gzip(ZlibFormat::gzip);
+    return gzip.stream();
+  }
   thread_local Deflater zlib(ZlibFormat::zlib);
-  return format == ZlibFormat::gzip ? gzip.stream() : zlib.stream();
+  return zlib.stream();
 }
 
 z_stream& inflater(ZlibFormat format) {
@@ -216,6 +226,13 @@ boost::system::error_code zlib_decompress(ZlibFormat format, std::string_view in
   z_stream& z = inflater(format);
   if (format == ZlibFormat::gzip) {
     if (const auto isize = gzip_isize(in)) {
+      if (*isize > kDeflateMaxRatio * in.size()) {
+        return corrupt(alg,
+                       "the ISIZE trailer declares " + std::to_string(*isize) +
+                           " bytes, more than deflate can encode in " + std::to_string(in.size()) +
+                           " bytes (a damaged or truncated member)",
+                       why);
+      }
       if (*isize > cap.bytes) return declares_over(alg, *isize, cap, why);
       // Decoded straight into a buffer of the declared size; if the member
       // holds more, the rest is only counted (to the cap) to say which error.

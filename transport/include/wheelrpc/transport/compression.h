@@ -159,9 +159,11 @@ class CompressionSet {
 /// - deflate: one RFC 1950 zlib stream (windowBits 15, memLevel 8, Z_DEFAULT_STRATEGY).
 ///
 /// Any thread. Uses per-thread reusable contexts (a zstd context grown past
-/// 8 MiB by a high level on a large input is freed after the call). Throws
-/// std::bad_alloc when memory runs out, std::invalid_argument when `c` is
-/// no Compression.
+/// 8 MiB by a high level on a large input is freed after the call). `out`
+/// grows once, by the algorithm's bound for `in`, then shrinks to what was
+/// written. Throws std::bad_alloc when memory runs out, std::invalid_argument
+/// when `c` is no Compression, std::runtime_error if a library fails
+/// otherwise (with a bound-sized buffer, none does); `out` is then as it was.
 void compress(Compression c, std::string_view in, int level, std::string& out);
 
 /// Bounds on one decompression. The output cap is
@@ -193,9 +195,13 @@ struct DecompressLimits {
 /// - errc::corrupt_compression: `in` is not a valid stream of `c`: empty, bad
 ///   magic, a bad checksum, truncated, bytes after the last frame or member,
 ///   a size that does not match the declared one, an lz4 frame with blocks
-///   over 1 MiB, a value of `c` that is no Compression. `why` says what the
-///   library said, e.g. "zstd: Unknown frame descriptor", "lz4:
-///   ERROR_contentChecksum_invalid", "gzip: incorrect data check".
+///   over 1 MiB, a gzip ISIZE beyond deflate's largest ratio (1032:1: a
+///   damaged or truncated trailer), a zstd frame of a legacy format or that
+///   needs a dictionary, a value of `c` that is no Compression. `why` says
+///   what the library said, e.g. "zstd: Unknown frame descriptor", "lz4:
+///   contentChecksum_invalid", "gzip: incorrect data check", or what we found.
+/// gzip's ISIZE is the size mod 2^32: a member of 4 GiB or more (only
+/// possible with a cap that large) is refused as corrupt.
 /// identity copies `in`, still within the cap. On error `out` is cleared
 /// (its capacity kept) and `why` (when not null) set; on success `why` is
 /// left as it was. Throws std::bad_alloc when memory runs out.
