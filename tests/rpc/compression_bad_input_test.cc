@@ -59,9 +59,9 @@ void expect_refused_then_usable(FramePeer& peer, std::uint64_t id, StatusCode co
   EXPECT_EQ(good->payload, "still here");
 }
 
-class EveryAlgorithm : public ::testing::TestWithParam<Compression> {};
+class EveryAlgorithmBadInput : public ::testing::TestWithParam<Compression> {};
 
-TEST_P(EveryAlgorithm, CorruptInputIsDataLossAndTheConnectionGoesOn) {
+TEST_P(EveryAlgorithmBadInput, CorruptInputIsDataLossAndTheConnectionGoesOn) {
   RpcFixture f;
   FramePeer peer(f.server.local_endpoint());
   ASSERT_TRUE(peer.hello({{"accept_encoding", "zstd,lz4,gzip,deflate"}}));
@@ -80,7 +80,7 @@ TEST_P(EveryAlgorithm, CorruptInputIsDataLossAndTheConnectionGoesOn) {
   EXPECT_EQ(f.server.stats().undecodable, 3u);
 }
 
-TEST_P(EveryAlgorithm, AFrameThatClaimsAnotherAlgorithmIsDataLoss) {
+TEST_P(EveryAlgorithmBadInput, AFrameThatClaimsAnotherAlgorithmIsDataLoss) {
   RpcFixture f;
   FramePeer peer(f.server.local_endpoint());
   ASSERT_TRUE(peer.hello());
@@ -94,7 +94,7 @@ TEST_P(EveryAlgorithm, AFrameThatClaimsAnotherAlgorithmIsDataLoss) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Compression, EveryAlgorithm,
+INSTANTIATE_TEST_SUITE_P(Compression, EveryAlgorithmBadInput,
                          ::testing::Values(Compression::zstd, Compression::lz4, Compression::gzip,
                                            Compression::deflate),
                          [](const auto& p) { return std::string(wheelrpc::transport::to_string(p.param)); });
