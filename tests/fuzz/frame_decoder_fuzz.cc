@@ -2,8 +2,8 @@
 // as a connection would. Beyond "no crash, no sanitizer report" it checks:
 //   - a decoded frame consumed exactly 24 + body_len bytes;
 //   - every shorter prefix of it is need_more, with needed() right;
-//   - re-encoding it reproduces the input bytes (up to the reserved bits and
-//     bytes, and the 3-byte empty body that encodes as an empty one), and
+//   - re-encoding it reproduces the input bytes (up to the reserved flag
+//     bits, and the 3-byte empty body that encodes as an empty one), and
 //     encoded_size agrees;
 //   - an error is sticky.
 // Run it with scripts/fuzz.sh.
@@ -38,7 +38,9 @@ constexpr std::uint32_t kMaxBody = 1u << 16;
 
 bool same_fields(const Frame& a, const Frame& b) {
   return a.header.version == b.header.version && a.header.flags == b.header.flags &&
-         a.header.status == b.header.status && a.header.request_id == b.header.request_id &&
+         a.header.status == b.header.status && a.header.stream_op == b.header.stream_op &&
+         a.header.encoding == b.header.encoding && a.header.reply_encoding == b.header.reply_encoding &&
+         a.header.request_id == b.header.request_id &&
          a.header.deadline_ms == b.header.deadline_ms && a.method == b.method && a.attachments == b.attachments &&
          a.payload == b.payload;
 }
@@ -71,9 +73,8 @@ void check_frame(const std::uint8_t* wire, std::size_t consumed, const Frame& f)
   }
   const auto* enc = reinterpret_cast<const std::uint8_t*>(again.data());
   FUZZ_CHECK(std::memcmp(enc, wire, 3) == 0);             // magic, version
-  FUZZ_CHECK(enc[3] == (wire[3] & 0x07));                 // flags, reserved bits cleared
-  FUZZ_CHECK(enc[4] == wire[4]);                          // status
-  FUZZ_CHECK(enc[5] == 0 && enc[6] == 0 && enc[7] == 0);  // reserved
+  FUZZ_CHECK(enc[3] == (wire[3] & 0x0f));               // flags, reserved bits cleared
+  FUZZ_CHECK(std::memcmp(enc + 4, wire + 4, 4) == 0);  // status, stream_op, encoding, reply_encoding
   FUZZ_CHECK(std::memcmp(enc + 8, wire + 8, 12) == 0);    // request_id, deadline_ms
 
   FrameDecoder dec(kMaxBody);
