@@ -248,7 +248,7 @@ Subchannel::SendResult Subchannel::send(const Placed& placed, Call& call, std::c
     request.extra_value = std::string_view(call.traceparent.data(), call.traceparent.size());
   }
   const auto sent = placed.transport->send_request(request, body, limit);
-  if (sent == SendResult::sent && call.cells) {
+  if (sent == SendResult::sent && call.cells && !call.stream) {  // a stream counts its messages
     call.cells->payload(Direction::sent, call.payload.size(), request.wire_size, request.compressed);
   }
   return sent;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,12 +47,29 @@ std::string json_like(std::size_t size) {
   return out;
 }
 
-const MethodStats* find(const std::vector<MethodStats>& all, const std::string& method) {
+std::optional<MethodStats> find(const std::vector<MethodStats>& all, const std::string& method) {
   for (const auto& m : all) {
-    if (m.method == method) return &m;
+    if (m.method == method) return m;
   }
-  return nullptr;
+  return std::nullopt;
 }
+
+/// Echoes each message of a stream back; held only by its pending operations.
+struct ChatEcho : std::enable_shared_from_this<ChatEcho> {
+  explicit ChatEcho(wheelrpc::rpc::ServerStream s) : stream(std::move(s)) {}
+  void read() {
+    stream.async_read([self = shared_from_this()](boost::system::error_code ec, std::optional<std::string> m) {
+      if (ec || !m) {
+        self->stream.finish(wheelrpc::rpc::StatusCode::ok, "");
+        return;
+      }
+      self->stream.async_write(std::move(*m), [self](boost::system::error_code werr) {
+        if (!werr) self->read();
+      });
+    });
+  }
+  wheelrpc::rpc::ServerStream stream;
+};
 
 class EveryAlgorithm : public ::testing::TestWithParam<Compression> {};
 
@@ -64,8 +82,8 @@ TEST_P(EveryAlgorithm, ACallsRequestAndReplyGoCompressedAndComeBackWhole) {
   ASSERT_FALSE(out.ec) << out.response.error_message;
   EXPECT_EQ(out.response.payload, payload);
 
-  const auto* c = find(f.client->method_stats(), "echo");
-  ASSERT_NE(c, nullptr);
+  const auto c = find(f.client->method_stats(), "echo");
+  ASSERT_TRUE(c);
   EXPECT_EQ(c->sent.messages, 1u);
   EXPECT_EQ(c->sent.compressed, 1u);
   EXPECT_EQ(c->sent.bytes, payload.size());
@@ -74,8 +92,8 @@ TEST_P(EveryAlgorithm, ACallsRequestAndReplyGoCompressedAndComeBackWhole) {
   EXPECT_EQ(c->received.compressed, 1u);
   EXPECT_EQ(c->received.bytes, payload.size());
   EXPECT_GT(c->received.ratio(), 3.0);
-  const auto* s = find(f.server.method_stats(), "echo");
-  ASSERT_NE(s, nullptr);
+  const auto s = find(f.server.method_stats(), "echo");
+  ASSERT_TRUE(s);
   EXPECT_EQ(s->received.compressed, 1u);
   EXPECT_EQ(s->received.wire_bytes, c->sent.wire_bytes);
   EXPECT_EQ(s->sent.compressed, 1u);
@@ -89,8 +107,8 @@ TEST_P(EveryAlgorithm, BelowTheThresholdNothingIsCompressed) {
   auto out = wheelrpc::test::call_and_wait(*f.client, "echo", small, o);
   ASSERT_FALSE(out.ec) << out.response.error_message;
   EXPECT_EQ(out.response.payload, small);
-  const auto* c = find(f.client->method_stats(), "echo");
-  ASSERT_NE(c, nullptr);
+  const auto c = find(f.client->method_stats(), "echo");
+  ASSERT_TRUE(c);
   EXPECT_EQ(c->sent.compressed, 0u);
   EXPECT_EQ(c->sent.wire_bytes, small.size());
   EXPECT_EQ(c->received.compressed, 0u);
@@ -99,20 +117,7 @@ TEST_P(EveryAlgorithm, BelowTheThresholdNothingIsCompressed) {
 TEST_P(EveryAlgorithm, EachStreamMessageGoesCompressedBothWays) {
   RpcFixture f({}, {}, 2, [](wheelrpc::rpc::Server& server) {
     server.handle_stream("chat", [](wheelrpc::rpc::ServerStream s) {
-      auto loop = std::make_shared<std::function<void()>>();
-      *loop = [s, loop]() mutable {
-        s.async_read([s, loop](boost::system::error_code ec, std::optional<std::string> m) mutable {
-          if (ec || !m) {
-            s.finish(wheelrpc::rpc::StatusCode::ok, "");
-            *loop = nullptr;
-            return;
-          }
-          s.async_write(std::move(*m), [loop](boost::system::error_code werr) {
-            if (!werr && *loop) (*loop)();
-          });
-        });
-      };
-      (*loop)();
+      std::make_shared<ChatEcho>(std::move(s))->read();
     });
   });
   CallOptions o;
@@ -138,8 +143,8 @@ TEST_P(EveryAlgorithm, EachStreamMessageGoesCompressedBothWays) {
     EXPECT_EQ(*r, m);
   }
   stream.cancel();
-  const auto* c = find(f.client->method_stats(), "chat");
-  ASSERT_NE(c, nullptr);
+  const auto c = find(f.client->method_stats(), "chat");
+  ASSERT_TRUE(c);
   EXPECT_EQ(c->sent.messages, 3u);
   EXPECT_EQ(c->sent.compressed, 2u) << "the two messages over the threshold";
   EXPECT_EQ(c->received.messages, 3u);
@@ -162,8 +167,8 @@ TEST(CompressionPeers, AServerThatDecodesNothingGetsIdentityAndTheCallWorks) {
   auto out = wheelrpc::test::call_and_wait(*f.client, "echo", payload, o);
   ASSERT_FALSE(out.ec) << out.response.error_message;
   EXPECT_EQ(out.response.payload, payload);
-  const auto* c = find(f.client->method_stats(), "echo");
-  ASSERT_NE(c, nullptr);
+  const auto c = find(f.client->method_stats(), "echo");
+  ASSERT_TRUE(c);
   EXPECT_EQ(c->sent.compressed, 0u);
   EXPECT_EQ(c->received.compressed, 1u) << "the client still decodes zstd: the reply mirrors it";
 }

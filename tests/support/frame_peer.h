@@ -42,13 +42,13 @@ class FramePeer {
   void send(const transport::Frame& f) {
     std::string out;
     transport::encode_frame(f, out);
-    boost::asio::write(socket_, boost::asio::buffer(out));
+    send_bytes(out);
   }
+  void send_bytes(const std::string& bytes) { boost::asio::write(socket_, boost::asio::buffer(bytes)); }
 
-  /// A two-way request of `method` whose payload is sent as given, with the
-  /// header's encoding and reply_encoding bytes set as the test says.
-  void request(std::uint64_t id, std::string method, std::string payload, std::uint8_t encoding = 0,
-               std::uint8_t reply_encoding = 0) {
+  /// The bytes of a two-way request, as request() sends them.
+  static std::string request_bytes(std::uint64_t id, std::string method, std::string payload,
+                                   std::uint8_t encoding = 0, std::uint8_t reply_encoding = 0) {
     transport::Frame f;
     f.header.flags = transport::kFlagRequest | transport::kFlagTwoWay;
     f.header.request_id = id;
@@ -56,7 +56,16 @@ class FramePeer {
     f.header.reply_encoding = reply_encoding;
     f.method = std::move(method);
     f.payload = std::move(payload);
-    send(f);
+    std::string out;
+    transport::encode_frame(f, out);
+    return out;
+  }
+
+  /// A two-way request of `method` whose payload is sent as given, with the
+  /// header's encoding and reply_encoding bytes set as the test says.
+  void request(std::uint64_t id, std::string method, std::string payload, std::uint8_t encoding = 0,
+               std::uint8_t reply_encoding = 0) {
+    send_bytes(request_bytes(id, std::move(method), std::move(payload), encoding, reply_encoding));
   }
 
   /// The next frame, skipping the server's heartbeats; std::nullopt when
