@@ -420,7 +420,8 @@ void CallDriver::on_reply(Subchannel& sub, IncomingReply& reply, TimePoint recei
     return;
   }
   Call& call = *ptr;
-  if (call.cells && !call.stream) call.cells->payload(Direction::received, reply.payload.size(), reply.wire_size, reply.compressed);
+  if (call.cells && !call.stream)
+    call.cells->payload(Direction::received, reply.payload.size(), reply.wire_size, reply.compressed);
   Completion done;
   {
     CallLock lock(call.mu);

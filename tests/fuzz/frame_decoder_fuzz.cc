@@ -40,9 +40,8 @@ bool same_fields(const Frame& a, const Frame& b) {
   return a.header.version == b.header.version && a.header.flags == b.header.flags &&
          a.header.status == b.header.status && a.header.stream_op == b.header.stream_op &&
          a.header.encoding == b.header.encoding && a.header.reply_encoding == b.header.reply_encoding &&
-         a.header.request_id == b.header.request_id &&
-         a.header.deadline_ms == b.header.deadline_ms && a.method == b.method && a.attachments == b.attachments &&
-         a.payload == b.payload;
+         a.header.request_id == b.header.request_id && a.header.deadline_ms == b.header.deadline_ms &&
+         a.method == b.method && a.attachments == b.attachments && a.payload == b.payload;
 }
 
 void check_frame(const std::uint8_t* wire, std::size_t consumed, const Frame& f) {
@@ -72,10 +71,10 @@ void check_frame(const std::uint8_t* wire, std::size_t consumed, const Frame& f)
     FUZZ_CHECK(std::memcmp(again.data() + kHeaderSize, wire + kHeaderSize, consumed - kHeaderSize) == 0);
   }
   const auto* enc = reinterpret_cast<const std::uint8_t*>(again.data());
-  FUZZ_CHECK(std::memcmp(enc, wire, 3) == 0);             // magic, version
+  FUZZ_CHECK(std::memcmp(enc, wire, 3) == 0);           // magic, version
   FUZZ_CHECK(enc[3] == (wire[3] & 0x0f));               // flags, reserved bits cleared
-  FUZZ_CHECK(std::memcmp(enc + 4, wire + 4, 4) == 0);  // status, stream_op, encoding, reply_encoding
-  FUZZ_CHECK(std::memcmp(enc + 8, wire + 8, 12) == 0);    // request_id, deadline_ms
+  FUZZ_CHECK(std::memcmp(enc + 4, wire + 4, 4) == 0);   // status, stream_op, encoding, reply_encoding
+  FUZZ_CHECK(std::memcmp(enc + 8, wire + 8, 12) == 0);  // request_id, deadline_ms
 
   FrameDecoder dec(kMaxBody);
   Frame back;

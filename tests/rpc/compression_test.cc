@@ -116,9 +116,8 @@ TEST_P(EveryAlgorithm, BelowTheThresholdNothingIsCompressed) {
 
 TEST_P(EveryAlgorithm, EachStreamMessageGoesCompressedBothWays) {
   RpcFixture f({}, {}, 2, [](wheelrpc::rpc::Server& server) {
-    server.handle_stream("chat", [](wheelrpc::rpc::ServerStream s) {
-      std::make_shared<ChatEcho>(std::move(s))->read();
-    });
+    server.handle_stream("chat",
+                         [](wheelrpc::rpc::ServerStream s) { std::make_shared<ChatEcho>(std::move(s))->read(); });
   });
   CallOptions o;
   o.compression = GetParam();

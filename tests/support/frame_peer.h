@@ -47,8 +47,8 @@ class FramePeer {
   void send_bytes(const std::string& bytes) { boost::asio::write(socket_, boost::asio::buffer(bytes)); }
 
   /// The bytes of a two-way request, as request() sends them.
-  static std::string request_bytes(std::uint64_t id, std::string method, std::string payload,
-                                   std::uint8_t encoding = 0, std::uint8_t reply_encoding = 0) {
+  static std::string request_bytes(std::uint64_t id, std::string method, std::string payload, std::uint8_t encoding = 0,
+                                   std::uint8_t reply_encoding = 0) {
     transport::Frame f;
     f.header.flags = transport::kFlagRequest | transport::kFlagTwoWay;
     f.header.request_id = id;

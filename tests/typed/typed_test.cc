@@ -8,7 +8,9 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <mutex>
 #include <thread>
+#include <vector>
 #include <tuple>
 #include <type_traits>
 
@@ -111,17 +113,28 @@ class ProbeImpl : public Probe::Service {
   asio::awaitable<EchoReply> Budgeted(ServerContext& ctx, const EchoRequest& req) override { return Echo(ctx, req); }
 };
 
-// The callback form: replies later, from another thread.
+// The callback form: replies later, from another thread. The threads are
+// joined before the fixture's io_context goes: the last reference to a
+// connection may go with a responder on one of them.
 class CallbackProbeImpl : public Probe::CallbackService {
  public:
+  ~CallbackProbeImpl() override {
+    std::lock_guard lock(mu_);
+    for (auto& t : threads_) t.join();
+  }
   void Echo(ServerContext& ctx, const EchoRequest& req, wheelrpc::rpc::TypedResponder<EchoReply> responder) override {
     ctx.add_reply_metadata("served-by", "callback");
-    std::thread([req, responder = std::move(responder)]() mutable {
+    std::lock_guard lock(mu_);
+    threads_.emplace_back([req, responder = std::move(responder)]() mutable {
       EchoReply reply;
       reply.set_text("later: " + req.text());
       responder.reply(reply);
-    }).detach();
+    });
   }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::thread> threads_;
 };
 
 struct TypedFixture {
