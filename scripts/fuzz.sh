@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang in build/fuzz and fuzzes each for a
 # share of the time, starting from its seeds in tests/fuzz/corpus/<target>/:
-# frame_decoder_fuzz (the RPC frame decoder) and admin_http_fuzz (the admin
-# HTTP request parser), half the time each.
+# frame_decoder_fuzz (the RPC frame decoder), admin_http_fuzz (the admin HTTP
+# request parser) and compression_fuzz (the zstd, lz4, gzip and deflate
+# decompressors), a third of the time each.
 #   scripts/fuzz.sh        # 30 seconds in all
 #   scripts/fuzz.sh 600    # 10 minutes in all
 # Exits non-zero if a fuzzer finds a crash (the input is kept under
@@ -31,7 +32,7 @@ fi
 scripts/install_deps.sh
 CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DWHEELRPC_BUILD_FUZZ=ON -DWHEELRPC_BUILD_BENCH=OFF -DWHEELRPC_BUILD_EXAMPLES=OFF >/dev/null
-targets=(frame_decoder_fuzz admin_http_fuzz)
+targets=(frame_decoder_fuzz admin_http_fuzz compression_fuzz)
 cmake --build build/fuzz --target "${targets[@]}" -j 2
 
 # The time is split between the targets, at least a second each (libFuzzer

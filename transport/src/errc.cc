@@ -37,8 +37,8 @@ class TransportCategory final : public boost::system::error_category {
       case errc::tls_handshake_failed: return "the TLS handshake failed";
       case errc::tls_required: return "the peer speaks TLS and this end plaintext";
       case errc::tls_not_spoken: return "the peer does not speak TLS";
-      case errc::decompressed_too_large: return "a compressed payload inflates past the body or ratio limit";
-      case errc::corrupt_compression: return "a compressed payload is corrupt";
+      case errc::decompressed_too_large: return "the compressed payload inflates past the size or ratio limit";
+      case errc::corrupt_compression: return "the compressed payload is not a valid stream of its algorithm";
     }
     return "unknown wheelrpc.transport error " + std::to_string(ev);
   }
