@@ -3,7 +3,9 @@
 /// form `--name value`, `--name=value` or boolean `--name`, with range checks whose failures
 /// are usage errors (exit status 2).
 
+#include <algorithm>
 #include <charconv>
+#include <cstddef>
 #include <exception>
 #include <initializer_list>
 #include <stdexcept>
@@ -68,6 +70,26 @@ class Flags {
       if (n == name) return std::string(v);
     }
     return def;
+  }
+  /// Every value of a flag that may be given more than once, each split at
+  /// its commas, in order (`--x a,b --x c`: a, b, c).
+  std::vector<std::string> list(std::string_view name) const {
+    std::vector<std::string> items;
+    for (const auto& [n, v] : values_) {
+      if (n != name) continue;
+      for (auto& item : split(v)) items.push_back(std::move(item));
+    }
+    return items;
+  }
+  /// The items of a comma-separated list; empty ones dropped.
+  static std::vector<std::string> split(std::string_view text) {
+    std::vector<std::string> items;
+    for (std::size_t start = 0; start <= text.size();) {
+      const std::size_t comma = std::min(text.find(',', start), text.size());
+      if (comma > start) items.emplace_back(text.substr(start, comma - start));
+      start = comma + 1;
+    }
+    return items;
   }
   long long integer(std::string_view name, long long def, long long lo, long long hi) const {
     if (!has(name)) return def;

@@ -11,6 +11,9 @@
 #   # -> calls 77090 Ir 187987916 Ir/call 2438.6
 #
 # The server runs natively; only the client runs under callgrind.
+# CLIENT_FLAGS adds flags to the client, e.g. what --compression costs a
+# call too small to be compressed:
+#   CLIENT_FLAGS="--compression zstd" bench/callgrind_per_call.sh build/release/bench/rpc_bench 16 3
 set -euo pipefail
 bin=${1:?usage: callgrind_per_call.sh RPC_BENCH [C] [DURATION]}
 c=${2:-128}
@@ -26,10 +29,12 @@ trap cleanup EXIT
 "$bin" server --port 0 --port-file "$tmp/port" --lifetime $((d + 120)) &
 server_pid=$!
 for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
+# shellcheck disable=SC2086  # CLIENT_FLAGS are words
 line=$(valgrind --tool=callgrind --callgrind-out-file="$tmp/cg" --collect-atstart=no \
   '--toggle-collect=wheelrpc::rpc::detail::ClientCore::start_call*' \
   '--toggle-collect=wheelrpc::rpc::detail::ClientCore::on_reply*' \
-  "$bin" client --port "$(cat "$tmp/port")" --concurrency "$c" --payload 64 --warmup 0 --duration "$d" 2>"$tmp/vg")
+  "$bin" client --port "$(cat "$tmp/port")" --concurrency "$c" --payload 64 --warmup 0 --duration "$d" \
+  ${CLIENT_FLAGS:-} 2>"$tmp/vg")
 calls=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["calls"])' "$line")
 ir=$(awk '/^summary:/ { print $2; exit }' "$tmp/cg")
 python3 -c 'import sys; c, i = map(int, sys.argv[1:]); print(f"calls {c} Ir {i} Ir/call {i / c:.1f}")' "$calls" "$ir"

@@ -4,17 +4,20 @@
 /// the three side by side.
 ///
 ///   rpc_bench server [--port 0] [--port-file PATH] [--lifetime SECONDS] [--threads N] [--tls DIR]
-///                    [--typed[=callback]] [--interceptors N]
+///                    [--typed[=callback]] [--interceptors N] [--compression ALG[:LEVEL]]
 ///   rpc_bench client --port N [--concurrency 16] [--payload 64] [--warmup 1]
 ///                    [--duration 10] [--server-pid PID] [--no-deadline] [--host 127.0.0.1] [--tls DIR]
-///                    [--typed[=callback]] [--interceptors N]
+///                    [--typed[=callback]] [--interceptors N] [--compression ALG[:LEVEL]]
+///                    [--content fill|json|proto|random|zeros] [--via-proxy-kbps N]
 ///   rpc_bench client --port N --stream echo|oneway|idle [--streams 1] [--payload 64] [--warmup 1]
 ///                    [--duration 10] [--server-pid PID] [--host 127.0.0.1]
 ///   rpc_bench conn_scale [--connections N] [--heartbeat-ms H] [--duration-s S] ...
 ///   rpc_bench overload [--load 1,2,4] [--no-limiter] [--no-admission] ...
+///   rpc_bench codec [--compression zstd:3,...] [--content json,proto] [--payload 4096,65536] ...
 ///
 /// (conn_scale, what idle connections cost, is described in conn_scale.cc;
-/// overload, a server offered more than its capacity, in overload.cc; the
+/// overload, a server offered more than its capacity, in overload.cc;
+/// codec, the compression codecs alone, in codec_bench.cc; the
 /// client's --stream, streams against gRPC C++'s (workload "stream"), in
 /// stream_bench.cc: the server always registers its two stream methods,
 /// stream_echo and stream_sink, in the form --stream-handlers names,
@@ -50,6 +53,27 @@
 /// interceptors in the server's chain and in the client's per-call chain,
 /// each proceeding at once: what a chain costs (0, the default: none).
 ///
+/// --compression ALG[:LEVEL] (identity or none, zstd, lz4, gzip, deflate;
+/// field "compression": "zstd:3", or "zstd" at its default level): the
+/// client sets CallOptions::compression and compression_level on every call
+/// (the server needs nothing: its replies mirror the call's algorithm);
+/// given to the server, it sets ServerOptions::compression.reply and
+/// reply_level instead, for a one-sided test. Payloads under the default
+/// threshold (1024 bytes) go uncompressed either way. --content (field
+/// "content"; payload_gen.h) picks what the payloads hold: `fill` ('x'
+/// bytes, what rpc_bench always sent: the default), or the generator's
+/// `json`, `proto`, `random` or `zeros` of --payload bytes (seed 42); the
+/// call's sequence number still takes its first 8 bytes. Fields from the
+/// client's method stats (MethodStats::sent and received, over the whole
+/// run): "wire_bytes_per_call" (payload bytes on the wire, request and
+/// reply), "ratio" (payload bytes / wire bytes), "request_ratio" and
+/// "reply_ratio"; -1 with --no-metrics.
+///
+/// --via-proxy-kbps N (client; field "link_kbps", 0 without): the client
+/// connects through an in-process FaultProxy in front of the server with a
+/// `bandwidth` toxic of N KB/s on both directions (link_proxy.h), a slow
+/// link on loopback. The proxy's thread counts in "client_cpu_s".
+///
 /// --tls DIR: TLS on both ends (field "tls": "on"). The server makes throw-away
 /// certificates in DIR (support/test_certs.h: a CA and a certificate for
 /// 127.0.0.1) unless DIR/ca.pem exists; the client trusts DIR/ca.pem. Give
@@ -68,6 +92,7 @@
 #include <fstream>
 #include <functional>
 #include <initializer_list>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -82,6 +107,7 @@
 
 #include <wheelrpc/rpc/client.h>
 #include <wheelrpc/rpc/client_interceptor.h>
+#include <wheelrpc/rpc/introspection.h>
 #include <wheelrpc/rpc/server_interceptor.h>
 #include <wheelrpc/rpc/server.h>
 #include <wheelrpc/timer/hashed_wheel_timer.h>
@@ -91,9 +117,13 @@
 
 #include "bench_flags.h"
 #include "bench_util.h"
+#include "codec_bench.h"
+#include "compression_flag.h"
 #include "conn_scale.h"
 #include "echo.wheelrpc.h"  // bench/peers/echo.proto, the gRPC peer's service
+#include "link_proxy.h"
 #include "overload.h"
+#include "payload_gen.h"
 #include "stream_bench.h"
 
 namespace {
@@ -181,7 +211,7 @@ constexpr long long kMaxInterceptors = 64;
 
 int server(const Flags& flags) {
   flags.check_known({"port", "port-file", "lifetime", "threads", "host", "heartbeat-ms", "no-metrics", "tls", "typed",
-                     "interceptors", "stream-handlers"});
+                     "interceptors", "stream-handlers", "compression"});
   const Typed typed = typed_of(flags);
   const auto ep = endpoint_of(flags.str("host", "127.0.0.1"), flags.integer("port", 0, 0, 65535));
   const auto threads = static_cast<int>(flags.integer("threads", 1, 1, 64));
@@ -190,6 +220,11 @@ int server(const Flags& flags) {
   options.metrics = !flags.has("no-metrics");
   for (long long i = flags.integer("interceptors", 0, 0, kMaxInterceptors); i > 0; --i) {
     options.interceptors.push_back(std::make_shared<NoopServerInterceptor>());
+  }
+  if (flags.has("compression")) {
+    const auto reply = wb::parse_compression_flag(flags.str("compression", ""));
+    options.compression.reply = reply.algorithm;
+    options.compression.reply_level = reply.level;
   }
   if (flags.has("tls")) {
     const std::filesystem::path dir = flags.str("tls", "");
@@ -234,9 +269,14 @@ struct EchoRun {
   double warmup_s = 1;
   double duration_s = 10;
   long long deadline_ms = kDeadline.count();
-  bool metrics = true;   ///< ClientOptions::metrics (--no-metrics: off)
-  bool tls = false;      ///< --tls
-  int interceptors = 0;  ///< --interceptors N: no-op ones in the client's per-call chain
+  bool metrics = true;                   ///< ClientOptions::metrics (--no-metrics: off)
+  bool tls = false;                      ///< --tls
+  int interceptors = 0;                  ///< --interceptors N: no-op ones in the client's per-call chain
+  std::string compression = "identity";  ///< --compression, as CompressionFlag::label
+  std::string content = "fill";          ///< --content
+  long long link_kbps = 0;               ///< --via-proxy-kbps (0: direct)
+  /// What crossed the wire (MethodStats::sent and received, whole run); -1: unknown.
+  double wire_bytes_per_call = -1, ratio = -1, request_ratio = -1, reply_ratio = -1;
   pid_t server_pid = 0;
   wb::LatencyHistogram hist;  ///< latencies (ns) of successful calls completed inside the window
   std::uint64_t errors = 0;   ///< failed calls over the whole run (warm-up and drain included)
@@ -280,7 +320,33 @@ struct EchoRun {
         .str("metrics", metrics ? "on" : "off")
         .str("tls", tls ? "on" : "off")
         .num("interceptors", interceptors)
+        .str("compression", compression)
+        .str("content", content)
+        .num("link_kbps", link_kbps)
+        .num("wire_bytes_per_call", wire_bytes_per_call, 1)
+        .num("ratio", ratio, 3)
+        .num("request_ratio", request_ratio, 3)
+        .num("reply_ratio", reply_ratio, 3)
         .print();
+  }
+
+  /// The wire fields, from the client's method stats (every method: the
+  /// typed echo has its own name).
+  void count_traffic(const std::vector<rpc::MethodStats>& stats) {
+    rpc::PayloadTraffic sent, received;
+    for (const auto& m : stats) {
+      sent.messages += m.sent.messages;
+      sent.bytes += m.sent.bytes;
+      sent.wire_bytes += m.sent.wire_bytes;
+      received.bytes += m.received.bytes;
+      received.wire_bytes += m.received.wire_bytes;
+    }
+    if (sent.messages == 0) return;
+    const double wire = static_cast<double>(sent.wire_bytes + received.wire_bytes);
+    wire_bytes_per_call = wire / static_cast<double>(sent.messages);
+    ratio = wire > 0 ? static_cast<double>(sent.bytes + received.bytes) / wire : -1;
+    request_ratio = sent.ratio();
+    reply_ratio = received.ratio();
   }
 };
 
@@ -295,15 +361,19 @@ inline std::int64_t stamp_ns() noexcept { return wb::to_ns(wheelrpc::timer::fast
 template <bool kTyped>
 class LoadClient {
  public:
+  /// Every payload is `payload` with the call's sequence number over its
+  /// first 8 bytes; `compression`, when set, goes on every call.
   LoadClient(rpc::Client& client, EchoRun& run, std::chrono::milliseconds deadline, std::int64_t t_measure,
-             std::int64_t t_end)
+             std::int64_t t_end, const std::string& payload, std::optional<wb::CompressionFlag> compression)
       : client_(client),
         stub_(client),
         run_(run),
         deadline_(deadline),
         t_measure_(t_measure),
         t_end_(t_end),
-        payload_(static_cast<std::size_t>(run.payload)) {}
+        payload_(payload.size()),
+        template_(payload),
+        compression_(compression) {}
 
   std::function<void()> on_done;
 
@@ -317,10 +387,11 @@ class LoadClient {
     if constexpr (kTyped) {
       peers::echo::Blob request;
       std::string& payload = *request.mutable_payload();
-      payload.assign(payload_, 'x');
+      payload.assign(template_);
       std::memcpy(payload.data(), &seq, sizeof seq);
       rpc::CallOptions options;
       options.timeout = deadline_;
+      set_compression(options);
       ++outstanding_;
       const std::int64_t sent = stamp_ns();
       // The full error message would need CallOptions::reply_info (an
@@ -329,16 +400,23 @@ class LoadClient {
         on_reply(seq, sent, ec, r.payload(), kNoMessage);
       });
     } else {
-      std::string payload(payload_, 'x');
+      std::string payload(template_);
       std::memcpy(payload.data(), &seq, sizeof seq);
       rpc::CallOptions options;
       options.timeout = deadline_;
+      set_compression(options);
       ++outstanding_;
       const std::int64_t sent = stamp_ns();
       client_.async_call(
           "echo", std::move(payload), std::move(options),
           [this, seq, sent](error_code ec, rpc::Response r) { on_reply(seq, sent, ec, r.payload, r.error_message); });
     }
+  }
+
+  void set_compression(rpc::CallOptions& options) const {
+    if (!compression_) return;  // left alone: the default path, exactly as before
+    options.compression = compression_->algorithm;
+    options.compression_level = compression_->level;
   }
 
   void on_reply(std::uint64_t seq, std::int64_t sent, const error_code& ec, const std::string& payload,
@@ -371,6 +449,8 @@ class LoadClient {
   const std::chrono::milliseconds deadline_;
   const std::int64_t t_measure_, t_end_;
   const std::size_t payload_;
+  const std::string template_;
+  const std::optional<wb::CompressionFlag> compression_;
   std::uint64_t next_seq_ = 0;
   int outstanding_ = 0;
 };
@@ -378,7 +458,7 @@ class LoadClient {
 int client(const Flags& flags) {
   if (flags.has("stream")) return wb::stream_client(flags);
   flags.check_known({"port", "concurrency", "payload", "warmup", "duration", "server-pid", "no-deadline", "host",
-                     "no-metrics", "tls", "typed", "interceptors"});
+                     "no-metrics", "tls", "typed", "interceptors", "compression", "content", "via-proxy-kbps"});
   EchoRun run;
   run.concurrency = static_cast<int>(flags.integer("concurrency", 16, 1, 65536));
   run.payload = static_cast<int>(flags.integer("payload", 64, 8, 16 << 20));
@@ -396,7 +476,20 @@ int client(const Flags& flags) {
     if (no_deadline) run.workload += "_no_deadline";
   }
   if (!(run.duration_s > 0)) throw UsageError("--duration must be > 0");
-  const auto ep = endpoint_of(flags.str("host", "127.0.0.1"), flags.integer("port", 0, 1, 65535));
+  const auto server_ep = endpoint_of(flags.str("host", "127.0.0.1"), flags.integer("port", 0, 1, 65535));
+  std::optional<wb::CompressionFlag> compression;
+  if (flags.has("compression")) {
+    compression = wb::parse_compression_flag(flags.str("compression", ""));
+    run.compression = compression->label();
+  }
+  const auto content = wb::parse_content(flags.str("content", "fill"));
+  if (!content) throw UsageError("--content takes fill|json|proto|random|zeros");
+  run.content = std::string(wb::to_string(*content));
+  const std::string payload = wb::make_payload(*content, static_cast<std::size_t>(run.payload));
+  run.link_kbps = flags.integer("via-proxy-kbps", 0, 0, 100'000'000);
+  std::optional<wb::LinkProxy> link;  // --via-proxy-kbps: outlives the client
+  if (run.link_kbps > 0) link.emplace(server_ep, static_cast<std::uint64_t>(run.link_kbps));
+  const auto ep = link ? link->endpoint() : server_ep;
 
   asio::io_context io(1);
   wheelrpc::timer::HashedWheelTimer timer;  // outlives the client
@@ -416,8 +509,8 @@ int client(const Flags& flags) {
   const std::int64_t t_measure = t0 + static_cast<std::int64_t>(run.warmup_s * 1e9);
   const std::int64_t t_end = t_measure + static_cast<std::int64_t>(run.duration_s * 1e9);
   const auto deadline = no_deadline ? kNoDeadline : kDeadline;
-  LoadClient<false> load(client, run, deadline, t_measure, t_end);
-  LoadClient<true> typed_load(client, run, deadline, t_measure, t_end);  // --typed
+  LoadClient<false> load(client, run, deadline, t_measure, t_end, payload, compression);
+  LoadClient<true> typed_load(client, run, deadline, t_measure, t_end, payload, compression);  // --typed
 
   // CPU samples at the window's edges; a watchdog stops everything if calls stall.
   double c0 = 0, s0 = -1;
@@ -441,6 +534,7 @@ int client(const Flags& flags) {
 
   load.on_done = typed_load.on_done = [&] {
     watchdog.cancel();
+    run.count_traffic(client.method_stats());
     client.close();  // releases the io_context
   };
   asio::post(io, [&] { typed == Typed::off ? load.start() : typed_load.start(); });
@@ -455,9 +549,12 @@ int usage(const char* problem) {
                "usage: rpc_bench server [--port 0] [--port-file PATH] [--lifetime SECONDS] [--threads N]\n"
                "                        [--heartbeat-ms 15000] [--no-metrics] [--tls DIR] [--typed[=callback]]\n"
                "                        [--interceptors N] [--stream-handlers callback|coroutine]\n"
+               "                        [--compression ALG[:LEVEL]]\n"
                "       rpc_bench client --port N [--concurrency 16] [--payload 64] [--warmup 1] [--duration 10]\n"
                "                        [--server-pid PID] [--no-deadline] [--host 127.0.0.1] [--no-metrics]\n"
                "                        [--tls DIR] [--typed[=callback]] [--interceptors N]\n"
+               "                        [--compression identity|zstd|lz4|gzip|deflate[:LEVEL]]\n"
+               "                        [--content fill|json|proto|random|zeros] [--via-proxy-kbps N]\n"
                "       rpc_bench client --port N --stream echo|oneway|idle [--streams 1] [--payload 64]\n"
                "                        [--warmup 1] [--duration 10] [--server-pid PID] [--host 127.0.0.1]\n"
                "       rpc_bench conn_scale [--connections 1000] [--heartbeat-ms 1000] [--duration-s 20]\n"
@@ -465,7 +562,10 @@ int usage(const char* problem) {
                "                        [--host 127.0.0.1]\n"
                "       rpc_bench overload [--load 1,2,4] [--no-limiter] [--no-admission] [--cost-us 100]\n"
                "                        [--handler-threads 1] [--deadline-ms 100] [--warmup 1] [--duration 5]\n"
-               "                        [--capacity CALLS_PER_S]\n");
+               "                        [--capacity CALLS_PER_S]\n"
+               "       rpc_bench codec [--compression zstd:1,zstd:3,zstd:9,lz4:1,lz4:9,gzip:1,gzip:6,deflate:6]\n"
+               "                        [--content json,proto] [--payload 4096,65536] [--duration 1]\n"
+               "                        [--iterations N]\n");
   return 2;
 }
 
@@ -478,6 +578,7 @@ int main(int argc, char** argv) {
     if (mode == "client") return client(Flags(argc, argv, {"no-deadline", "no-metrics", "typed"}));
     if (mode == "conn_scale") return wb::conn_scale(Flags(argc, argv, {}));
     if (mode == "overload") return wb::overload(Flags(argc, argv, {"no-limiter", "no-admission"}));
+    if (mode == "codec") return wb::codec_bench(Flags(argc, argv, {}));
   } catch (const UsageError& e) {
     return usage(e.what());
   } catch (const std::exception& e) {
