@@ -51,8 +51,7 @@ std::shared_ptr<NativeClientTransport> NativeClientTransport::create(boost::asio
 
 void NativeClientTransport::start(std::uint64_t hello_id, std::chrono::milliseconds heartbeat, std::uint32_t max_body) {
   channel_->start();
-  channel_->send(
-      make_hello(hello_id, heartbeat, true, max_body, ctx_->options.stream_window, ctx_->coding.accept));
+  channel_->send(make_hello(hello_id, heartbeat, true, max_body, ctx_->options.stream_window, ctx_->coding.accept));
 }
 
 ClientTransport::SendResult NativeClientTransport::send_request(OutgoingRequest& r, std::size_t& body,
@@ -74,9 +73,9 @@ ClientTransport::SendResult NativeClientTransport::send_request(OutgoingRequest&
   if (r.compression != transport::Compression::identity) [[unlikely]] {
     if (ctx_->coding.accept.contains(r.compression)) f.header.reply_encoding = static_cast<std::uint8_t>(r.compression);
     std::string& scratch = compression_scratch();
-    const auto used = compress_payload(f.payload, r.compression, r.compression_level, ctx_->coding.threshold,
-                                       transport::CompressionSet::from_bits(peer_accept_.load(std::memory_order_relaxed)),
-                                       scratch);
+    const auto used =
+        compress_payload(f.payload, r.compression, r.compression_level, ctx_->coding.threshold,
+                         transport::CompressionSet::from_bits(peer_accept_.load(std::memory_order_relaxed)), scratch);
     if (used != transport::Compression::identity) {
       f.header.encoding = static_cast<std::uint8_t>(used);
       original.swap(f.payload);
@@ -149,9 +148,11 @@ void NativeClientTransport::on_frame(transport::Channel& ch, transport::Frame& f
   if (frame.header.is_stream()) [[unlikely]] {
     if (!on_stream_frame(ch, frame)) return;  // else: the answer to an OPEN, a reply
   }
-  IncomingReply reply{frame.header.request_id, static_cast<Status>(frame.header.status), frame.payload,
-                      frame.attachments, frame.payload.size(), frame.header.encoding != 0};
-  if (reply.compressed) [[unlikely]] decompress_reply(reply, frame.header.encoding);
+  IncomingReply reply{frame.header.request_id, static_cast<Status>(frame.header.status),
+                      frame.payload,           frame.attachments,
+                      frame.payload.size(),    frame.header.encoding != 0};
+  if (reply.compressed) [[unlikely]]
+    decompress_reply(reply, frame.header.encoding);
   events_->on_transport_reply(reply, ctx_->receipt_time(ch));
 }
 
@@ -179,8 +180,8 @@ bool NativeClientTransport::on_stream_frame(transport::Channel& ch, transport::F
 
 void NativeClientTransport::decompress_reply(IncomingReply& reply, std::uint8_t encoding) {
   std::string why;
-  const auto ec = decompress_payload(encoding, reply.payload, ctx_->coding, ctx_->options.channel.max_body,
-                                     "the reply", why);
+  const auto ec =
+      decompress_payload(encoding, reply.payload, ctx_->coding, ctx_->options.channel.max_body, "the reply", why);
   if (!ec) return;
   // The call fails with that status; the connection is fine (the frame's
   // boundary was intact).

@@ -18,9 +18,9 @@ namespace wheelrpc::rpc::detail {
 
 /// One side's compression settings, as its connections use them.
 struct PayloadCoding {
-  std::size_t threshold = 1024;       // smaller payloads go as they are
-  transport::CompressionSet accept;   // what this side decodes (its HELLO said so)
-  std::uint32_t max_ratio = 1024;     // decompressed / compressed beyond 1 MiB; 0: none
+  std::size_t threshold = 1024;      // smaller payloads go as they are
+  transport::CompressionSet accept;  // what this side decodes (its HELLO said so)
+  std::uint32_t max_ratio = 1024;    // decompressed / compressed beyond 1 MiB; 0: none
 };
 
 /// The algorithm to send `payload` with, and its compressed form in `out`:

@@ -83,10 +83,9 @@ bool ServerConnection::send_reply(std::uint64_t id, Status status, std::string& 
 bool ServerConnection::compress_reply(transport::Frame& f, const ReplyCoding& coding) {
   const ServerCore& core = *context_->core;
   std::string& scratch = compression_scratch();
-  const auto used = compress_payload(f.payload, coding.compression, coding.level, core.options().compression.threshold,
-                                     transport::CompressionSet::from_bits(context_->peer_accept.load(
-                                         std::memory_order_relaxed)),
-                                     scratch);
+  const auto used = compress_payload(
+      f.payload, coding.compression, coding.level, core.options().compression.threshold,
+      transport::CompressionSet::from_bits(context_->peer_accept.load(std::memory_order_relaxed)), scratch);
   if (used == transport::Compression::identity) return false;
   f.header.encoding = static_cast<std::uint8_t>(used);
   f.payload.swap(scratch);

@@ -222,8 +222,8 @@ void ServerCore::on_request(ServerTransport& transport, IncomingRequest& request
   }
   const ServerMethod* method = admission_.admit(*slot, Origin::channel);
   if (!method) return;
-  if (slot->cells) slot->cells->payload(Direction::received, request.payload.size(), request.wire_size,
-                                        request.compressed);
+  if (slot->cells)
+    slot->cells->payload(Direction::received, request.payload.size(), request.wire_size, request.compressed);
   // Kept to arm the deadline after the handler, if it has not answered by
   // then; and so that no other slot can take this one's address while the
   // handler runs (InlineRequest knows the slot by it).

@@ -208,8 +208,8 @@ boost::system::error_code StreamCore::open_result(const error_code& ec) const {
 void StreamCore::on_frame(transport::Frame& f) {
   const std::size_t wire = f.payload.size();
   std::string why;
-  const error_code bad = f.header.encoding != 0 && stream_op(f) == StreamOp::message ? decode_message(f, why)
-                                                                                      : error_code{};
+  const error_code bad =
+      f.header.encoding != 0 && stream_op(f) == StreamOp::message ? decode_message(f, why) : error_code{};
   Pending p;
   {
     common::LockGuard lock(mu_);

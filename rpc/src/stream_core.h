@@ -171,7 +171,7 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   const TimePoint start_;
   std::atomic<std::uint64_t> id_{0};
   std::atomic<std::uint8_t> peer_accept_{0};  // what the peer decodes (CompressionSet bits), from bind
-  transport::Attachments metadata_;  // server: the client's; set before the handler runs
+  transport::Attachments metadata_;           // server: the client's; set before the handler runs
   std::optional<TimePoint> deadline_at_;
 
   mutable common::SpinLock mu_;  // short sections: a frame queued at most
@@ -196,7 +196,7 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   std::string write_msg_ WHEELRPC_GUARDED_BY(mu_);
   std::uint32_t write_bytes_ WHEELRPC_GUARDED_BY(mu_) = 0;    // its size before compression
   std::uint8_t write_encoding_ WHEELRPC_GUARDED_BY(mu_) = 0;  // its compression (a Compression value)
-  StreamDoneHandler write_ WHEELRPC_GUARDED_BY(mu_);  // a write waiting for credit
+  StreamDoneHandler write_ WHEELRPC_GUARDED_BY(mu_);          // a write waiting for credit
   bool half_close_after_write_ WHEELRPC_GUARDED_BY(mu_) = false;
   StreamDoneHandler writes_done_h_ WHEELRPC_GUARDED_BY(mu_);
   std::vector<StreamDoneHandler> end_waiters_ WHEELRPC_GUARDED_BY(mu_);
