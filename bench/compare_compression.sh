@@ -4,7 +4,7 @@
 # link. Saves every JSON line and prints the tables and the two goals
 # (bench/compression_ratios.py). Runnable from any directory.
 #
-#   bench/compare_compression.sh                      # about 8 minutes with the defaults
+#   bench/compare_compression.sh                      # about 11 minutes with the defaults
 #   ROUNDS=5 DURATION=5 bench/compare_compression.sh
 #
 # Three parts, one rpc_bench binary:
@@ -16,13 +16,16 @@
 #      difference is what the plumbing costs).
 #   3. a 10 MB/s link: the client's in-process FaultProxy with a bandwidth
 #      toxic of LINK_KBPS KB/s each way (--via-proxy-kbps), 64 KiB payloads
-#      of each CONTENTS, without compression and with each of ALGS.
+#      of each CONTENTS, without compression and with each of ALGS; and the
+#      same compressed calls on plain loopback, without the link: how many
+#      calls/s the codecs' CPU allows at all here, the ceiling of part 3.
 # Parts 2 and 3 run ROUNDS rounds; a round runs every configuration once,
 # each on a fresh server (as bench/ab_rpc.sh), in an order rotated by one
 # from round to round so no configuration always runs first.
 #
 # Environment (whole seconds unless said): ROUNDS (default 3), DURATION
-#   (measured window, default 10), WARMUP (default 1), CONCURRENCY (default
+#   (measured window, default 10), WARMUP (default 1), CEILING=0 (skip the
+#   runs without the link in part 3), CONCURRENCY (default
 #   16, compare_rpc.sh's middle figure), LINK_KBPS (default 10000),
 #   LINK_PAYLOAD (bytes, default 65536), CONTENTS (default "json proto"),
 #   ALGS (default "zstd lz4 gzip"), CODEC_DURATION (seconds per codec loop,
@@ -69,7 +72,7 @@ machine_info "$repo"
 mkdir -p "$(dirname "$out")"
 machine_line bench=compression rounds="$ROUNDS" duration_s="$DURATION" warmup_s="$WARMUP" \
   concurrency="$CONCURRENCY" link_kbps="$LINK_KBPS" link_payload_bytes="$LINK_PAYLOAD" \
-  codec_duration_s="$CODEC_DURATION" >"$out"
+  codec_duration_s="$CODEC_DURATION" loadavg_before="$(cut -d' ' -f1-3 /proc/loadavg)" >"$out"
 save() { tee -a "$out" >&2; }
 
 tmp=$(mktemp -d)
@@ -82,7 +85,10 @@ trap cleanup EXIT
 per_client=$((WARMUP + DURATION + 30))
 
 # run ROUND CLIENT_FLAGS...: a fresh server, one client run; its line, with
-# the round, to the results file.
+# the round and the 1-minute load average as the run ended, to the results
+# file. (These VMs do not report steal time: when the host is busy, the
+# time the vCPU waits counts as CPU time of whatever it was running, so the
+# load beside a figure says how much to trust it.)
 run() {
   local round=$1 line
   shift
@@ -101,7 +107,7 @@ run() {
   kill "$server_pid" 2>/dev/null || true
   wait "$server_pid" 2>/dev/null || true
   server_pid=""
-  [ -n "$line" ] && echo "$line" | sed "s/^{/{\"round\":$round,/" | save
+  [ -n "$line" ] && echo "$line" | sed "s/^{/{\"round\":$round,\"loadavg\":$(cut -d' ' -f1 /proc/loadavg),/" | save
   return 0
 }
 
@@ -123,21 +129,31 @@ for round in $(seq "$ROUNDS"); do
   done
 done
 
-echo "== 3. a ${LINK_KBPS} KB/s link, ${LINK_PAYLOAD} B, C = $CONCURRENCY: none and $ALGS on $CONTENTS, $ROUNDS rounds" >&2
-read -r -a algs <<<"none $ALGS"
+echo "== 3. a ${LINK_KBPS} KB/s link, ${LINK_PAYLOAD} B, C = $CONCURRENCY: none and $ALGS on $CONTENTS," \
+  "and $ALGS without the link, $ROUNDS rounds" >&2
+configs=(none)
+for alg in $ALGS; do
+  configs+=("$alg")
+  [ "${CEILING:-1}" = 0 ] || configs+=("$alg/nolink")
+done
 for round in $(seq "$ROUNDS"); do
   for content in $CONTENTS; do
-    for alg in $(rotate "$round" "${algs[@]}"); do
-      flags=(--payload "$LINK_PAYLOAD" --content "$content" --via-proxy-kbps "$LINK_KBPS")
+    for config in $(rotate "$round" "${configs[@]}"); do
+      alg=${config%/nolink}
+      flags=(--payload "$LINK_PAYLOAD" --content "$content")
+      [ "$config" != "$alg" ] || flags+=(--via-proxy-kbps "$LINK_KBPS")
       [ "$alg" = none ] || flags+=(--compression "$alg")
       run "$round" "${flags[@]}"
     done
   done
 done
 
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "{\"meta\":\"load_after\",\"loadavg\":\"$load_after\"}" >>"$out"
 echo "# Compression"
 echo
 echo "- date: $when; commit $commit"
 echo "- machine: ${model:-unknown CPU}, $ncpu CPUs (nproc), kernel $kernel"
+echo "- load average (1, 5, 15 min) before: $(head -1 "$out" | python3 -c 'import json, sys; print(json.load(sys.stdin)["loadavg_before"])'), after: $load_after"
 echo "- ${WARMUP} s warm-up + ${DURATION} s per run, C = $CONCURRENCY, $ROUNDS rounds; raw results: $out"
 python3 "$repo/bench/compression_ratios.py" "$out"

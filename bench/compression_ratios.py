@@ -86,21 +86,23 @@ def verdict(met, x, *configs):
     return "**yes**" if met else "NO"
 
 
-def echo_rows(title, configs, order, ref):
-    """One table: a row per configuration, medians, and its ratio to `ref`."""
+def echo_rows(title, configs, order, ref, base=None):
+    """One table: a row per configuration, medians, and its ratio to `ref`
+    (or to `base`, runs of another table)."""
     print(f"\n**{title}**\n")
-    print("| compression | rounds | calls/s each round | calls/s (median) | vs none (median of rounds) "
+    print("| compression | rounds | calls/s each round | load each round | calls/s (median) | vs none (median of rounds) "
           "| vs none (of medians) | p50 µs | p99 µs | wire B/call | ratio | client CPU ns/call "
           "| server CPU ns/call | errors |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    base = configs.get(ref)
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    base = base if base is not None else configs.get(ref)
     for name in order:
         c = configs.get(name)
         if not c:
             continue
         rs = [c[k] for k in sorted(c)]
-        x_round, x_med, _ = paired(base, c) if base and name != ref else (None, None, None)
-        print(f"| {name} | {len(rs)} | {', '.join(num(r['calls_per_s']) for r in rs)} "
+        x_round, x_med, _ = paired(base, c) if base and c is not base else (None, None, None)
+        load = ", ".join(f"{r['loadavg']:.1f}" if "loadavg" in r else "-" for r in rs)
+        print(f"| {name} | {len(rs)} | {', '.join(num(r['calls_per_s']) for r in rs)} | {load} "
               f"| {num(med(r['calls_per_s'] for r in rs))} "
               f"| {'-' if x_round is None else f'{x_round:.3f}×'} | {'-' if x_med is None else f'{x_med:.3f}×'} "
               f"| {num(med(r['p50_us'] for r in rs))} | {num(med(r['p99_us'] for r in rs))} "
@@ -148,9 +150,22 @@ def main():
                 if wire and wire > 0:  # both directions carry half of a call's payload bytes
                     print(f"- {r['compression']}: the link allows at most "
                           f"{kbps * 1000 / (wire / 2):,.0f} calls/s of payload bytes alone")
+            free = by_config(r for r in echo if not r.get("link_kbps") and r["content"] == content
+                             and r["payload_bytes"] == size)
+            if free:
+                echo_rows(f"The same {size}-byte {content} calls without the link (plain loopback): what the "
+                          f"codecs' CPU allows here, the ceiling of the table above; \"vs none\" is against none "
+                          f"over the link", free, sorted(free), None, base=configs.get(NONE))
             for name in order:
                 if not name.startswith("zstd") or name not in configs or NONE not in configs:
                     continue
+                if name in free:
+                    x_round, x_med, _ = paired(configs[NONE], free[name])
+                    goals.append((f"{size} B {content}, {name} without the link (its CPU ceiling) vs none "
+                                  f"over the link", num(med(r["calls_per_s"] for r in free[name].values()), "/s"),
+                                  f"none {num(med(r['calls_per_s'] for r in configs[NONE].values()), '/s')}",
+                                  "-" if x_round is None else f"{x_round:.2f}× (of medians {x_med:.2f}×)",
+                                  "(info)", "-"))
                 x_round, x_med, _ = paired(configs[NONE], configs[name])
                 goals.append((f"{size} B {content} over {kbps / 1000:g} MB/s, {name} vs none: calls/s",
                               num(med(r["calls_per_s"] for r in configs[name].values()), "/s"),
