@@ -414,14 +414,12 @@ void CallDriver::attempt_failed(Call& call, const Subchannel* provider, Failure 
 // ---------------------------------------------------------------- replies and losses
 
 void CallDriver::on_reply(Subchannel& sub, IncomingReply& reply, TimePoint received) {
-  CallPtr ptr = sub.take(reply.id);
+  CallPtr ptr = sub.take(reply);
   if (!ptr) {
     ClientMetrics::count(ctx_.metrics.late);
     return;
   }
   Call& call = *ptr;
-  if (call.cells && !call.stream)
-    call.cells->payload(Direction::received, reply.payload.size(), reply.wire_size, reply.compressed);
   Completion done;
   {
     CallLock lock(call.mu);

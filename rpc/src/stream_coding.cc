@@ -1,11 +1,16 @@
-// StreamCore's compression of messages (docs/compression.md): done outside
-// the stream's lock, on the writer's thread for a write and on the
-// connection's strand for a message received.
+// StreamCore's messages as they come and go through compression
+// (docs/compression.md): compressed outside the stream's lock on the
+// writer's thread, decoded on the connection's strand before the lock, then
+// taken in under it (on_message: limits, credit, delivery).
 
+#include <fmt/format.h>
+
+#include <wheelrpc/rpc/errc.h>
 #include <wheelrpc/rpc/status_code.h>
 
 #include "payload_coding.h"
 #include "stream_core.h"
+#include "stream_pending.h"
 
 namespace wheelrpc::rpc::detail {
 
@@ -26,6 +31,53 @@ boost::system::error_code StreamCore::decode_message(transport::Frame& f, std::s
   static const PayloadCoding kNothing{0, {}, 0};
   return decompress_payload(f.header.encoding, f.payload, s_.coding ? *s_.coding : kNothing, s_.max_message,
                             "a message", why);
+}
+
+void StreamCore::on_message(transport::Frame& f, std::size_t wire_size, Pending& p) {
+  const Wire wire = s_.client ? Wire::reset : Wire::end;
+  if (peer_done_) {
+    end_locked(make_error_code(StatusCode::internal), "a message after the peer's half-close", StreamEnd::protocol,
+               wire, p);
+    return;
+  }
+  const std::size_t size = f.payload.size();
+  if (size > s_.max_message) {
+    end_locked(make_error_code(errc::resource_exhausted),
+               fmt::format("a message of {} bytes exceeds the limit of {} bytes", size, s_.max_message),
+               StreamEnd::protocol, wire, p);
+    return;
+  }
+  const std::uint64_t cost = message_cost(wire_size);
+  // A peer may send a message larger than the whole window only alone.
+  if (recv_outstanding_ + cost > s_.window && recv_outstanding_ != 0) {
+    end_locked(make_error_code(errc::resource_exhausted),
+               fmt::format("the peer sent {} bytes past its credit window of {} bytes",
+                           recv_outstanding_ + cost - s_.window, s_.window),
+               StreamEnd::protocol, wire, p);
+    return;
+  }
+  recv_outstanding_ += cost;
+  ++received_;
+  bytes_received_ += size;
+  if (s_.cells) s_.cells->payload(Direction::received, size, wire_size, f.header.encoding != 0);
+  last_message_ = now();
+  if (s_.counters) s_.counters->messages_in.fetch_add(1, std::memory_order_relaxed);
+  if (received_ == 1 && armed_[index(StreamTimer::first_message)]) {
+    timeouts_[index(StreamTimer::first_message)].cancel();
+    armed_[index(StreamTimer::first_message)] = false;
+  }
+  if (read_) {
+    consumed(cost);
+    p.read(read_, {}, std::move(f.payload));
+    f.payload.clear();
+    return;
+  }
+  if (inbox_head_ == inbox_.size()) {
+    inbox_.clear();
+    inbox_head_ = 0;
+  }
+  inbox_.push_back(std::move(f.payload));
+  f.payload.clear();
 }
 
 }  // namespace wheelrpc::rpc::detail

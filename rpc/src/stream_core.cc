@@ -96,8 +96,6 @@ void complete(const asio::any_io_executor& fallback, bool posted, Handler h, Arg
   }
 }
 
-std::size_t index(StreamTimer t) { return static_cast<std::size_t>(t); }
-
 }  // namespace
 
 template <class Handler>
@@ -249,53 +247,6 @@ void StreamCore::on_frame(transport::Frame& f) {
     }
   }
   run(p);
-}
-
-void StreamCore::on_message(transport::Frame& f, std::size_t wire_size, Pending& p) {
-  const Wire wire = s_.client ? Wire::reset : Wire::end;
-  if (peer_done_) {
-    end_locked(make_error_code(StatusCode::internal), "a message after the peer's half-close", StreamEnd::protocol,
-               wire, p);
-    return;
-  }
-  const std::size_t size = f.payload.size();
-  if (size > s_.max_message) {
-    end_locked(make_error_code(errc::resource_exhausted),
-               fmt::format("a message of {} bytes exceeds the limit of {} bytes", size, s_.max_message),
-               StreamEnd::protocol, wire, p);
-    return;
-  }
-  const std::uint64_t cost = message_cost(wire_size);
-  // A peer may send a message larger than the whole window only alone.
-  if (recv_outstanding_ + cost > s_.window && recv_outstanding_ != 0) {
-    end_locked(make_error_code(errc::resource_exhausted),
-               fmt::format("the peer sent {} bytes past its credit window of {} bytes",
-                           recv_outstanding_ + cost - s_.window, s_.window),
-               StreamEnd::protocol, wire, p);
-    return;
-  }
-  recv_outstanding_ += cost;
-  ++received_;
-  bytes_received_ += size;
-  if (s_.cells) s_.cells->payload(Direction::received, size, wire_size, f.header.encoding != 0);
-  last_message_ = now();
-  if (s_.counters) s_.counters->messages_in.fetch_add(1, std::memory_order_relaxed);
-  if (received_ == 1 && armed_[index(StreamTimer::first_message)]) {
-    timeouts_[index(StreamTimer::first_message)].cancel();
-    armed_[index(StreamTimer::first_message)] = false;
-  }
-  if (read_) {
-    consumed(cost);
-    p.read(read_, {}, std::move(f.payload));
-    f.payload.clear();
-    return;
-  }
-  if (inbox_head_ == inbox_.size()) {
-    inbox_.clear();
-    inbox_head_ = 0;
-  }
-  inbox_.push_back(std::move(f.payload));
-  f.payload.clear();
 }
 
 void StreamCore::on_credit(std::uint64_t n, Pending& p) {

@@ -47,6 +47,9 @@ namespace wheelrpc::rpc::detail {
 class StreamTable;
 class TimeoutLog;
 
+/// A stream timer's slot in StreamCore's per-timer arrays.
+inline constexpr std::size_t index(StreamTimer t) noexcept { return static_cast<std::size_t>(t); }
+
 class StreamCore : public std::enable_shared_from_this<StreamCore> {
  public:
   using TimePoint = std::chrono::steady_clock::time_point;

@@ -21,7 +21,6 @@ using boost::system::error_code;
 namespace asio = boost::asio;
 
 namespace {
-std::size_t index(StreamTimer t) { return static_cast<std::size_t>(t); }
 std::chrono::milliseconds ms_between(StreamCore::TimePoint from, StreamCore::TimePoint to) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(to - from);
 }

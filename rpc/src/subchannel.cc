@@ -254,6 +254,14 @@ Subchannel::SendResult Subchannel::send(const Placed& placed, Call& call, std::c
   return sent;
 }
 
+CallPtr Subchannel::take(const IncomingReply& reply) {
+  CallPtr call = take(reply.id);
+  if (call && call->cells && !call->stream) {  // a stream counts its messages
+    call->cells->payload(Direction::received, reply.payload.size(), reply.wire_size, reply.compressed);
+  }
+  return call;
+}
+
 CallPtr Subchannel::take(std::uint64_t id) {
   CallPtr entry;
   std::uint64_t before = 0;

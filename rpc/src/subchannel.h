@@ -116,6 +116,9 @@ class Subchannel final : public ClientTransportEvents, public std::enable_shared
   /// Takes the attempt `id` out of the table (null if it is gone: answered,
   /// swept or lost) and frees its slot.
   CallPtr take(std::uint64_t id);
+  /// take(reply.id), counting the reply's payload in its call's method
+  /// metrics (as send counts the request's).
+  CallPtr take(const IncomingReply& reply);
   /// Notes the abandoned attempt `id` in `done`, to be told to the server
   /// once the call's lock is released (deliver()).
   void abandon(std::uint64_t id, Completion& done);
