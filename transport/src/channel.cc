@@ -13,6 +13,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
+#include <fmt/format.h>
 
 #include <wheelrpc/timer/clock.h>
 #include <wheelrpc/transport/errc.h>
@@ -75,6 +76,7 @@ Channel::Channel(asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> h
       strand_(asio::make_strand(socket.get_executor())),
       socket_(std::move(socket)),
       handler_(std::move(handler)),
+      raw_(options.raw),
       last_read_(now_rep()),
       last_write_(now_rep()),
       read_(std::make_unique<detail::ReadBuffer>(options.read_buffer_bytes)),
@@ -90,7 +92,7 @@ Channel::Channel(asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> h
   local_ = ec ? "?" : endpoint_text(local);
   if (tls) {
     tls_ = std::make_unique<Tls>(*tls, socket_);
-    detail::prepare_tls(*tls_, tls->role(), server_name, remote);
+    detail::prepare_tls(*tls_, tls->role(), server_name, remote, options.raw);
   }
   g_counters.opened.fetch_add(1, std::memory_order_relaxed);
 }
@@ -237,6 +239,14 @@ void Channel::on_read(const error_code& ec, std::size_t n) {
 
 bool Channel::deliver_frames() {
   assert(strand_.running_in_this_thread());
+  if (!raw_.load(std::memory_order_relaxed) && options_.accept_http2 && read_->frames_in() == 0) {
+    switch (sniff_http2()) {
+      case 2: return true;   // a partial preface: read on
+      case 3: return false;  // closed
+      default: break;
+    }
+  }
+  if (raw_.load(std::memory_order_relaxed)) return deliver_bytes();
   frames_since_flush_ = 0;
   // Held for the whole batch (one count, not one per frame): a frame's
   // handler may close the channel, which lets go of handler_.
@@ -312,6 +322,53 @@ bool Channel::deliver_frames() {
   return true;
 }
 
+namespace {
+constexpr std::string_view kHttp2Preface("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24);
+}  // namespace
+
+int Channel::sniff_http2() {
+  const std::size_t n = std::min(read_->pending_size(), kHttp2Preface.size());
+  if (n == 0) return 2;
+  if (std::string_view(reinterpret_cast<const char*>(read_->pending()), n) != kHttp2Preface.substr(0, n)) return 1;
+  if (n < kHttp2Preface.size()) return 2;
+  return switch_to_http2("the HTTP/2 client preface") ? 0 : 3;
+}
+
+bool Channel::switch_to_http2(const char* why) {
+  assert(strand_.running_in_this_thread());
+  const std::shared_ptr<ChannelHandler> old = handler_;
+  std::shared_ptr<ChannelHandler> next = old ? old->on_http2(*this) : nullptr;
+  if (!next) {
+    g_counters.bad_input.fetch_add(1, std::memory_order_relaxed);
+    do_close(make_error_code(errc::protocol_error), fmt::format("{}, and this port serves no HTTP/2", why));
+    read_->release();
+    return false;
+  }
+  detail::logger()->debug("conn={} peer={} HTTP/2 ({})", id_, remote_, why);
+  handler_ = std::move(next);
+  raw_.store(true, std::memory_order_release);
+  return true;
+}
+
+bool Channel::deliver_bytes() {
+  const std::shared_ptr<ChannelHandler> handler = handler_;
+  const std::size_t n = read_->pending_size();
+  if (handler && n > 0) {
+    const Channel* outer = std::exchange(t_delivering, tls_ ? nullptr : this);
+    handler->on_data(*this, std::string_view(reinterpret_cast<const char*>(read_->pending()), n));
+    t_delivering = outer;
+    read_->consume_frame(n);
+    handler->on_frames_delivered(*this);
+  } else {
+    read_->consume_frame(n);
+  }
+  if (!is_open()) {
+    read_->release();
+    return false;
+  }
+  return true;
+}
+
 bool Channel::flush_delivered() {
   flush_early(0);
   if (is_open()) return true;
@@ -364,6 +421,18 @@ error_code Channel::send(const Frame& frame) {
   if (const error_code ec = writes_->push(frame, options_.max_write_queue_bytes, kick)) return ec;
   // Posted, not dispatched: frames sent while the strand is busy (say, replies
   // to a batch of requests just read) go out together in one write.
+  if (kick) asio::post(strand_, [self = shared_from_this()] { self->do_write(); });
+  return {};
+}
+
+error_code Channel::send_bytes(std::string_view bytes) {
+  if (delivering_here() && writes_->strand_path_open()) {
+    const error_code ec = writes_->push_strand(bytes, options_.max_write_queue_bytes);
+    if (!ec) strand_sent_ = true;
+    return ec;
+  }
+  bool kick = false;
+  if (const error_code ec = writes_->push(bytes, options_.max_write_queue_bytes, kick)) return ec;
   if (kick) asio::post(strand_, [self = shared_from_this()] { self->do_write(); });
   return {};
 }

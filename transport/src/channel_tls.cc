@@ -72,6 +72,12 @@ void Channel::on_tls_handshake(const error_code& ec) {
   SSL* ssl = tls_->stream.native_handle();
   detail::logger()->debug("conn={} peer={} TLS handshake done: {} {}", id_, remote_, SSL_get_version(ssl),
                           SSL_get_cipher_name(ssl));
+  if (tls_->ctx.role() == TlsRole::server && options_.accept_http2) {
+    const unsigned char* alpn = nullptr;
+    unsigned int alpn_len = 0;
+    SSL_get0_alpn_selected(ssl, &alpn, &alpn_len);
+    if (alpn_len == 2 && alpn[0] == 'h' && alpn[1] == '2' && !switch_to_http2("ALPN h2")) return;
+  }
   do_write();  // what was sent meanwhile (or writing_ = false)
   do_read();
 }

@@ -125,6 +125,32 @@ std::string tls_options_problem(const TlsOptions& o, TlsRole role) {
   return {};
 }
 
+namespace {
+// A server's ALPN choice: `h2` (HTTP/2, gRPC) when offered, else `wheelrpc`
+// (the framed protocol); a client that offers neither goes on without ALPN
+// (its first bytes then tell the protocol).
+int select_alpn(SSL*, const unsigned char** out, unsigned char* outlen, const unsigned char* in, unsigned int inlen,
+                void*) {
+  const unsigned char* native = nullptr;
+  for (unsigned int i = 0; i < inlen;) {
+    const unsigned int len = in[i];
+    if (i + 1 + len > inlen) break;
+    const std::string_view proto(reinterpret_cast<const char*>(in + i + 1), len);
+    if (proto == "h2") {
+      *out = in + i + 1;
+      *outlen = static_cast<unsigned char>(len);
+      return SSL_TLSEXT_ERR_OK;
+    }
+    if (proto == "wheelrpc") native = in + i + 1;
+    i += 1 + len;
+  }
+  if (!native) return SSL_TLSEXT_ERR_NOACK;
+  *out = native;
+  *outlen = 8;
+  return SSL_TLSEXT_ERR_OK;
+}
+}  // namespace
+
 TlsContext TlsContext::make(const TlsOptions& o, TlsRole role) {
   if (!o.enabled) throw std::invalid_argument(fmt::format("TLS {}: TlsOptions::enabled is false", role_name(role)));
   if (auto problem = tls_options_problem(o, role); !problem.empty()) throw std::invalid_argument(problem);
@@ -133,6 +159,7 @@ TlsContext TlsContext::make(const TlsOptions& o, TlsRole role) {
   // TLS 1.2 at least; OpenSSL prefers 1.3 when both ends speak it.
   SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
   impl->ssl.set_options(ssl::context::default_workarounds | ssl::context::no_compression | ssl::context::single_dh_use);
+  if (role == TlsRole::server) SSL_CTX_set_alpn_select_cb(native, &select_alpn, nullptr);
   error_code ec;
   if (!o.cert_file.empty()) {
     check_readable("certificate file", o.cert_file);
@@ -197,9 +224,17 @@ const TlsOptions& TlsContext::options() const noexcept { return impl_->options; 
 
 namespace detail {
 
-void prepare_tls(Channel::Tls& tls, TlsRole role, const std::string& server_name, const asio::ip::tcp::endpoint& peer) {
+void prepare_tls(Channel::Tls& tls, TlsRole role, const std::string& server_name, const asio::ip::tcp::endpoint& peer,
+                 bool http2) {
   if (role != TlsRole::client) return;
   SSL* ssl = tls.stream.native_handle();
+  static const unsigned char kH2[] = {2, 'h', '2'};
+  static const unsigned char kNative[] = {8, 'w', 'h', 'e', 'e', 'l', 'r', 'p', 'c'};
+  if (http2) {
+    SSL_set_alpn_protos(ssl, kH2, sizeof kH2);
+  } else {
+    SSL_set_alpn_protos(ssl, kNative, sizeof kNative);
+  }
   tls.verified_name = server_name.empty() ? peer.address().to_string() : server_name;
   error_code ec;
   asio::ip::make_address(tls.verified_name, ec);

@@ -43,8 +43,9 @@ inline constexpr std::uint8_t kTlsAlertRecord = 0x15;
 
 // Prepares `tls` for its handshake: the name a client verifies (and sends as
 // SNI): `server_name`, or the peer's address when empty.
+// A client offers ALPN `h2` when `http2`, else `wheelrpc`.
 void prepare_tls(Channel::Tls& tls, TlsRole role, const std::string& server_name,
-                 const boost::asio::ip::tcp::endpoint& peer);
+                 const boost::asio::ip::tcp::endpoint& peer, bool http2);
 
 // Why a TLS operation failed, in words that name the reason (unknown CA,
 // name mismatch, expired certificate, a peer that does not speak TLS, a

@@ -19,13 +19,14 @@ std::size_t heap_bytes(const std::string& s) noexcept {
   return s.capacity() > kSmallStringCapacity ? s.capacity() + 1 : 0;
 }
 
-boost::system::error_code WriteQueue::push(const Frame& frame, std::size_t limit, bool& kick) {
+template <class Append>
+boost::system::error_code WriteQueue::push_any(const Append& append, std::size_t limit, bool& kick) {
   common::LockGuard lock(mu_);
   if (closed_ || refuse_.load(std::memory_order_relaxed)) return make_error_code(errc::closed);
   if (queued_.size() + strand_queued_bytes_.load(std::memory_order_relaxed) >= limit) {
     return make_error_code(errc::write_queue_full);
   }
-  encode_frame(frame, queued_);
+  append(queued_);
   queued_any_.store(true, std::memory_order_release);
   frames_out_.add();
   if (!writing_) {
@@ -35,14 +36,31 @@ boost::system::error_code WriteQueue::push(const Frame& frame, std::size_t limit
   return {};
 }
 
-boost::system::error_code WriteQueue::push_strand(const Frame& frame, std::size_t limit) {
+template <class Append>
+boost::system::error_code WriteQueue::push_strand_any(const Append& append, std::size_t limit) {
   if (closed_on_strand() || refuse_.load(std::memory_order_relaxed)) return make_error_code(errc::closed);
   if (strand_queued_.size() >= limit) return make_error_code(errc::write_queue_full);
-  encode_frame(frame, strand_queued_);
+  append(strand_queued_);
   strand_queued_bytes_.store(strand_queued_.size(), std::memory_order_relaxed);
   strand_capacity_stat_.store(heap_bytes(strand_queued_), std::memory_order_relaxed);
   strand_frames_out_.add();
   return {};
+}
+
+boost::system::error_code WriteQueue::push(const Frame& frame, std::size_t limit, bool& kick) {
+  return push_any([&](std::string& out) { encode_frame(frame, out); }, limit, kick);
+}
+
+boost::system::error_code WriteQueue::push_strand(const Frame& frame, std::size_t limit) {
+  return push_strand_any([&](std::string& out) { encode_frame(frame, out); }, limit);
+}
+
+boost::system::error_code WriteQueue::push(std::string_view bytes, std::size_t limit, bool& kick) {
+  return push_any([&](std::string& out) { out.append(bytes); }, limit, kick);
+}
+
+boost::system::error_code WriteQueue::push_strand(std::string_view bytes, std::size_t limit) {
+  return push_strand_any([&](std::string& out) { out.append(bytes); }, limit);
 }
 
 WriteQueue::Take WriteQueue::take(bool trim_inflight) {

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <boost/system/error_code.hpp>
 
@@ -38,6 +39,9 @@ class WriteQueue {
   /// push() for the channel's handler on the strand, lock-free: these frames
   /// go out before what push() queued.
   boost::system::error_code push_strand(const Frame& frame, std::size_t limit);
+  /// push() and push_strand() of bytes as they are (a byte channel).
+  boost::system::error_code push(std::string_view bytes, std::size_t limit, bool& kick) WHEELRPC_EXCLUDES(mu_);
+  boost::system::error_code push_strand(std::string_view bytes, std::size_t limit);
 
   enum class Take {
     batch,    ///< inflight() holds the next batch
@@ -81,6 +85,11 @@ class WriteQueue {
   std::uint64_t bytes_out() const noexcept { return bytes_out_.load(); }
 
  private:
+  template <class Append>
+  boost::system::error_code push_any(const Append& append, std::size_t limit, bool& kick) WHEELRPC_EXCLUDES(mu_);
+  template <class Append>
+  boost::system::error_code push_strand_any(const Append& append, std::size_t limit);
+
   mutable common::Mutex mu_;
   std::string queued_ WHEELRPC_GUARDED_BY(mu_);  // encoded by any thread
   bool writing_ WHEELRPC_GUARDED_BY(mu_);        // a write cycle is under way

@@ -235,7 +235,18 @@ struct CompressionOptions {
 };
 
 /// Per client; fixed at construction.
+/// The wire protocol a client speaks to its providers (docs/grpc.md).
+enum class WireProtocol : std::uint8_t {
+  native,  ///< wheelrpc's framed protocol (docs/protocol.md)
+  grpc,    ///< gRPC over HTTP/2: any gRPC server, or a wheelrpc server (which serves both on one port)
+};
+
 struct ClientOptions {
+  /// The protocol to every provider (WireProtocol). Every client feature
+  /// (deadlines, retries, hedging, heartbeats, reconnects, the registry)
+  /// works the same on either. Default native.
+  WireProtocol protocol = WireProtocol::native;
+
   /// Limit on one connect attempt: the TCP connect, and then again the HELLO
   /// exchange (a peer that accepts but never answers is dropped after it).
   /// Default 3000 ms.

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -45,6 +46,21 @@ class ChannelHandler {
   /// the channel (then after on_close). What a handler set up for the
   /// batch (say, a reference it would otherwise take per frame) ends here.
   virtual void on_frames_delivered(Channel& channel) { (void)channel; }
+  /// A byte channel's bytes, as read (ChannelOptions::raw, or after
+  /// on_http2). The view is valid only during the call; every byte is
+  /// taken. A read ends with on_frames_delivered as a frame read does.
+  virtual void on_data(Channel& channel, std::string_view bytes) {
+    (void)channel;
+    (void)bytes;
+  }
+  /// The peer opened with the HTTP/2 client preface (or chose ALPN `h2`) on
+  /// a channel with ChannelOptions::accept_http2: returns the handler that
+  /// takes this channel's bytes from now on (the preface first; on_close
+  /// goes to it), or null to close the channel.
+  virtual std::shared_ptr<ChannelHandler> on_http2(Channel& channel) {
+    (void)channel;
+    return nullptr;
+  }
 };
 
 /// Counters of every channel in the process (monotonic).
@@ -158,6 +174,12 @@ class Channel : public std::enable_shared_from_this<Channel> {
   /// errc::write_queue_full when the queue is over its limit (the frame is not
   /// queued). Any thread.
   boost::system::error_code send(const Frame& frame);
+  /// Queues bytes as they are (a byte channel: ChannelOptions::raw, or
+  /// after on_http2). The same errors and threads as send().
+  boost::system::error_code send_bytes(std::string_view bytes);
+  /// True once the channel carries bytes rather than frames (strand, or
+  /// after the handler switched). Any thread.
+  bool is_raw() const noexcept { return raw_.load(std::memory_order_acquire); }
 
   /// True while this (plaintext) channel delivers a read on the calling
   /// thread: on its strand, inside its handler's on_frame, where the channel
@@ -241,6 +263,14 @@ class Channel : public std::enable_shared_from_this<Channel> {
   /// Decodes and delivers the complete frames in the read buffer; false if
   /// the channel closed or reading was paused meanwhile (no read follows).
   bool deliver_frames();
+  /// A byte channel's read: all of it to the handler (on_data).
+  bool deliver_bytes();
+  /// The first bytes of an accept_http2 channel: the HTTP/2 preface switches
+  /// it to bytes (0), anything else stays frames (1), a partial preface
+  /// waits for more (2), a refused switch closed it (3).
+  int sniff_http2();
+  /// Hands the channel to the handler's on_http2 (strand); false: closed.
+  bool switch_to_http2(const char* why);
   /// resume_reading() on the strand.
   void on_resume();
   /// After a delivery: writes what its frames queued (flush_early); false,
@@ -265,6 +295,7 @@ class Channel : public std::enable_shared_from_this<Channel> {
   std::string remote_, local_;
   std::atomic<ChannelState> state_{ChannelState::ready};
   std::atomic<bool> paused_{false};  // pause_reading() (set on the strand)
+  std::atomic<bool> raw_{false};     // bytes, not frames (set at creation or on the strand)
   bool parked_ = false;              // strand only: paused with no read pending
   // strand only: while parked (no read holds the channel) a wait that never
   // expires holds it instead, as a pending read would: cancelled by the

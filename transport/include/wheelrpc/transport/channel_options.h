@@ -43,6 +43,15 @@ struct ChannelOptions {
   /// memory; costs an allocation whenever more than Channel::kInlineReadBytes
   /// arrive at once).
   std::chrono::microseconds busy_read_interval{10'000};
+  /// A byte channel from the start: no frames are decoded or encoded; what
+  /// is read goes to ChannelHandler::on_data and send_bytes() writes. A TLS
+  /// client offers ALPN `h2` (HTTP/2); a frame channel offers `wheelrpc`.
+  /// Default false.
+  bool raw = false;
+  /// Server: a connection that opens with the HTTP/2 client preface (or, on
+  /// TLS, whose ALPN chose `h2`) becomes a byte channel: the handler's
+  /// on_http2() gives the handler that takes its bytes. Default false.
+  bool accept_http2 = false;
 };
 
 }  // namespace wheelrpc::transport
