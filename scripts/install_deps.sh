@@ -13,6 +13,7 @@ PKGS=(g++ cmake ninja-build pkg-config libboost1.81-dev libspdlog-dev libfmt-dev
       protobuf-compiler libprotobuf-dev libprotoc-dev  # protoc, and protoc-gen-wheelrpc's libraries
       libssl-dev openssl  # TLS (Asio SSL over OpenSSL 3); openssl: the TLS tests' certificates
       libzstd-dev liblz4-dev zlib1g-dev  # the payload compression codecs (zstd, lz4, gzip/deflate)
+      libnghttp2-dev        # HTTP/2 for the gRPC wire (docs/grpc.md)
       etcd-server etcd-client curl  # etcd 3.4 (/usr/bin/etcd, etcdctl) for the registry tests; curl: scripts/etcd.sh
       prometheus            # promtool: the admin tests check the /metrics exposition with it
       chromium              # headless: the admin pages' browser tests

@@ -41,6 +41,7 @@
 #include "payload_coding.h"
 #include "stream_counters.h"
 #include "stream_frames.h"
+#include "stream_wire.h"
 
 namespace wheelrpc::rpc::detail {
 
@@ -98,9 +99,11 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   /// credit the peer granted (its HELLO). The connection's strand. False
   /// (nothing bound) if it ended meanwhile: the caller resets it on the wire.
   /// `peer_accept`: what the peer decodes (its HELLO).
+  /// `wire`: the connection's protocol when it is not the native one (its
+  /// frames then go through it; null: on `channel` as they are).
   bool bind(const std::shared_ptr<transport::Channel>& channel, std::weak_ptr<StreamTable> table, std::uint64_t id,
             std::uint32_t peer_window, std::uint32_t peer_max_body, std::string peer,
-            transport::CompressionSet peer_accept);
+            transport::CompressionSet peer_accept, std::shared_ptr<StreamWire> wire = nullptr);
   /// Server: the client's metadata and deadline, from its OPEN.
   void set_request(transport::Attachments metadata, std::optional<TimePoint> deadline);
   /// Client: its opening failed (refused, unreachable, timed out).
@@ -153,6 +156,8 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   /// A message the application took: credit back to the peer past half the window.
   void consumed(std::uint64_t cost) WHEELRPC_REQUIRES(mu_);
   void send(transport::Frame& f) WHEELRPC_REQUIRES(mu_);
+  /// The frame to the connection: through `wire_`, or on `channel_`.
+  boost::system::error_code put(transport::Frame& f) WHEELRPC_REQUIRES(mu_);
   /// The exactly-once end: completes what waits, stops the timers, leaves
   /// the table. `wire`: what to tell the peer (a RESET or an END; none).
   /// `message` says what happened; its full text (error_message()) adds the
@@ -179,6 +184,7 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
 
   mutable common::SpinLock mu_;  // short sections: a frame queued at most
   std::shared_ptr<transport::Channel> channel_ WHEELRPC_GUARDED_BY(mu_);
+  std::shared_ptr<StreamWire> wire_ WHEELRPC_GUARDED_BY(mu_);  // a non-native connection's (see bind)
   std::weak_ptr<StreamTable> table_ WHEELRPC_GUARDED_BY(mu_);
   std::string peer_ WHEELRPC_GUARDED_BY(mu_);
   bool bound_ WHEELRPC_GUARDED_BY(mu_) = false;

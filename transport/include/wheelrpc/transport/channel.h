@@ -61,6 +61,12 @@ class ChannelHandler {
     (void)channel;
     return nullptr;
   }
+  /// A byte channel's heartbeat in its handler's protocol (HTTP/2: a PING):
+  /// true if one was sent. See Channel::send_heartbeat.
+  virtual bool send_heartbeat(Channel& channel) {
+    (void)channel;
+    return false;
+  }
 };
 
 /// Counters of every channel in the process (monotonic).
@@ -232,6 +238,9 @@ class Channel : public std::enable_shared_from_this<Channel> {
   void resume_reading();
   /// True between pause_reading() and the resume; any thread.
   bool reading_paused() const noexcept { return paused_.load(std::memory_order_acquire); }
+  /// A byte channel: asks its handler to send a heartbeat of its protocol
+  /// (ChannelHandler::send_heartbeat), counted when sent. Strand only.
+  void send_heartbeat();
   /// Counts a heartbeat sent on this channel (by whoever sends them); any thread.
   void note_heartbeat_sent() noexcept { heartbeats_sent_.fetch_add(1, std::memory_order_relaxed); }
   /// When the channel was created (connection made or accepted).
