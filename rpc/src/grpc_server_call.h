@@ -72,10 +72,12 @@ struct GrpcServerConnection::Call {
       problem_status = 415;
       problem_code = StatusCode::internal;
       problem = fmt::format("content-type '{}' is not application/grpc", content_type);
-    } else if (method.size() < 3 || method[0] != '/' || method.find('/', 1) == std::string::npos) {
+    } else if (method.size() < 2 || method[0] != '/') {
       problem_status = 200;
       problem_code = StatusCode::unimplemented;
       problem = fmt::format("malformed :path '{}' (/package.Service/Method)", method);
+    } else if (method.find('/', 1) == std::string::npos) {
+      method.erase(0, 1);  // "/echo": a method without a service, as a native client names it ("echo")
     }
   }
 
@@ -111,7 +113,8 @@ struct GrpcServerConnection::Call {
   std::size_t held = 0;  // stream: bytes received and not yet given back to the window
   // stream: each message received and not yet credited: (its cost, its HTTP/2 bytes)
   std::deque<std::pair<std::uint64_t, std::size_t>> unconsumed;
-  std::uint64_t credit = 0;  // credited by the stream, not yet matched to whole messages
+  std::uint64_t credit = 0;       // credited by the stream, not yet matched to whole messages
+  std::size_t partial_taken = 0;  // bytes of the incomplete message already given back to the window
 
   // The call's course.
   bool remote_closed = false;    // the client's END_STREAM

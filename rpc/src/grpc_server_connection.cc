@@ -228,7 +228,9 @@ int GrpcServerConnection::on_chunk(std::int32_t stream_id, std::string_view byte
   } else {
     c->held += bytes.size();
   }
-  if (!c->reader.feed(bytes, [&](std::string& m, bool compressed) { on_message(*c, m, compressed); })) {
+  const bool fed = c->reader.feed(bytes, [&](std::string& m, bool compressed) { on_message(*c, m, compressed); });
+  if (fed && c->is_stream) take_partial(*c);
+  if (!fed) {
     const bool too_large = c->reader.error().find("exceeds") != std::string::npos;
     if (c->is_stream) {
       Delivery d{Delivery::Kind::reset, stream_id};
@@ -242,6 +244,19 @@ int GrpcServerConnection::on_chunk(std::int32_t stream_id, std::string_view byte
     }
   }
   return 0;
+}
+
+void GrpcServerConnection::take_partial(Call& c) {
+  // A message not yet complete is taken as it comes: it may be larger than
+  // the window, and the handler cannot read it before it is whole (its
+  // size is bounded by the message limit). Whole messages the handler has
+  // not read are what holds the window.
+  const std::size_t partial = c.reader.partial_bytes();
+  if (partial <= c.partial_taken) return;
+  const std::size_t n = std::min(partial - c.partial_taken, c.held);
+  nghttp2_session_consume(session_.get(), c.id, n);
+  c.held -= n;
+  c.partial_taken += n;
 }
 
 void GrpcServerConnection::on_message(Call& c, std::string& message, bool compressed) {
@@ -260,7 +275,10 @@ void GrpcServerConnection::on_message(Call& c, std::string& message, bool compre
     return;
   }
   if (c.is_stream) {
-    c.unconsumed.emplace_back(message_cost(message.size()), kGrpcPrefix + message.size());
+    // Its bytes open the window again once the handler reads it; what of it
+    // was taken while it was incomplete (take_partial) is not counted twice.
+    c.unconsumed.emplace_back(message_cost(message.size()), kGrpcPrefix + message.size() - c.partial_taken);
+    c.partial_taken = 0;
     Delivery d{Delivery::Kind::message, c.id};
     d.payload = std::move(message);
     d.compressed = compressed;
@@ -472,11 +490,7 @@ void GrpcServerConnection::deliver(std::vector<Delivery>& batch) {
 }
 
 std::uint32_t GrpcServerConnection::stream_receive_window() const noexcept {
-  // A stream's credit counts a message as its native frame (message_cost), a
-  // few bytes more than its HTTP/2 bytes: the window the client may fill in
-  // HTTP/2 bytes, in the stream's units, with the smallest messages.
-  const std::uint64_t w = std::uint64_t{options_.stream_window} * (message_cost(0) + kGrpcPrefix) / kGrpcPrefix;
-  return static_cast<std::uint32_t>(std::min<std::uint64_t>(w, kMaxStreamWindow));
+  return detail::stream_receive_window(options_.stream_window);
 }
 
 void GrpcServerConnection::on_close(transport::Channel& channel, const error_code& ec, const std::string& reason) {

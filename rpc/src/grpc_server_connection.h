@@ -93,6 +93,8 @@ class GrpcServerConnection final : public transport::ChannelHandler,
       WHEELRPC_REQUIRES(mu_);
   /// A unary call's one message, or a stream's next one.
   void on_message(Call& c, std::string& message, bool compressed) WHEELRPC_REQUIRES(mu_);
+  /// A stream's message not yet complete: its bytes so far are taken from the window.
+  void take_partial(Call& c) WHEELRPC_REQUIRES(mu_);
   /// Refuses a call before it reaches the server (its headers or its first
   /// message were wrong): a trailers-only answer, or HTTP `http_status`.
   void refuse(Call& c, StatusCode code, std::string message, int http_status = 200) WHEELRPC_REQUIRES(mu_);

@@ -5,6 +5,7 @@
 // names of grpc-encoding, and the 5-byte prefix of a message. Pure
 // functions; thread-safe.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -69,6 +70,15 @@ transport::CompressionSet parse_grpc_accept_encoding(std::string_view value) noe
 /// What we decode, as grpc-accept-encoding: the gRPC names in `set`.
 std::string grpc_accept_encoding(transport::CompressionSet set);
 
+/// The window a StreamCore grants for an HTTP/2 stream window of
+/// `http2_window` bytes: its credit counts a message as a native frame
+/// (message_cost, 27 bytes over the message), HTTP/2 as 5 bytes over it,
+/// so the same messages cost up to 27/5 as much in the stream's units.
+inline std::uint32_t stream_receive_window(std::uint32_t http2_window) noexcept {
+  const std::uint64_t w = std::uint64_t{http2_window} * 27 / kGrpcPrefix + 1;
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(w, std::uint64_t{1} << 30));
+}
+
 /// Appends a message's prefix (compressed flag, big-endian length).
 void append_grpc_prefix(std::string& out, bool compressed, std::size_t length);
 
@@ -84,6 +94,8 @@ class GrpcMessageReader {
   bool feed(std::string_view bytes, const OnMessage& on_message);
   /// True when no partial message is buffered (a stream may end here).
   bool at_boundary() const noexcept { return have_ == 0; }
+  /// Bytes of the message not yet complete (its prefix included).
+  std::size_t partial_bytes() const noexcept { return have_ < kGrpcPrefix ? have_ : kGrpcPrefix + body_.size(); }
   const std::string& error() const noexcept { return error_; }
   /// Bytes of the partial message buffered now.
   std::size_t buffered() const noexcept { return body_.size(); }

@@ -49,10 +49,10 @@ void StreamCore::on_message(transport::Frame& f, std::size_t wire_size, Pending&
   }
   const std::uint64_t cost = message_cost(wire_size);
   // A peer may send a message larger than the whole window only alone.
-  if (recv_outstanding_ + cost > s_.window && recv_outstanding_ != 0) {
+  if (recv_outstanding_ + cost > window_ && recv_outstanding_ != 0) {
     end_locked(make_error_code(errc::resource_exhausted),
                fmt::format("the peer sent {} bytes past its credit window of {} bytes",
-                           recv_outstanding_ + cost - s_.window, s_.window),
+                           recv_outstanding_ + cost - window_, window_),
                StreamEnd::protocol, wire, p);
     return;
   }

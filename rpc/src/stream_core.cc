@@ -112,6 +112,7 @@ void StreamCore::watch_cancellation(Handler& h) {
 
 StreamCore::StreamCore(Settings s) : s_(std::move(s)), start_(now()) {
   last_message_ = start_;
+  window_ = s_.window;
   if (s_.counters) {
     s_.counters->opened.fetch_add(1, std::memory_order_relaxed);
     s_.counters->open.fetch_add(1, std::memory_order_relaxed);
@@ -154,10 +155,12 @@ void StreamCore::set_request(transport::Attachments metadata, std::optional<Time
 
 bool StreamCore::bind(const std::shared_ptr<transport::Channel>& channel, std::weak_ptr<StreamTable> table,
                       std::uint64_t id, std::uint32_t peer_window, std::uint32_t peer_max_body, std::string peer,
-                      transport::CompressionSet peer_accept, std::shared_ptr<StreamWire> wire) {
+                      transport::CompressionSet peer_accept, std::shared_ptr<StreamWire> wire,
+                      std::uint32_t receive_window) {
   peer_accept_.store(peer_accept.bits(), std::memory_order_relaxed);
   common::LockGuard lock(mu_);
   if (ended_) return false;
+  if (receive_window != 0) window_ = receive_window;
   channel_ = channel;
   wire_ = std::move(wire);
   table_ = std::move(table);
@@ -389,7 +392,7 @@ void StreamCore::send_message(std::string& payload, Pending& p) {
 
 void StreamCore::consumed(std::uint64_t cost) {
   recv_consumed_ += cost;
-  if (recv_consumed_ < s_.window / 2 || !bound_ || ended_ || peer_done_) return;
+  if (recv_consumed_ < window_ / 2 || !bound_ || ended_ || peer_done_) return;
   auto f = make_stream_frame(StreamOp::credit, id(), s_.client);
   f.header.deadline_ms = static_cast<std::uint32_t>(recv_consumed_);
   recv_outstanding_ -= std::min(recv_outstanding_, recv_consumed_);

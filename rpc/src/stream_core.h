@@ -87,6 +87,8 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
 
   bool is_client() const noexcept { return s_.client; }
   const std::string& method() const noexcept { return s_.method; }
+  /// The largest message it takes (Settings::max_message).
+  std::uint32_t max_message() const noexcept { return s_.max_message; }
   const boost::asio::any_io_executor& executor() const noexcept { return s_.ex; }
   TimePoint now() const noexcept { return s_.clock ? s_.clock->now() : timer::fast_steady_now(); }
   /// The stream's remaining budget (0: none), for the OPEN frame.
@@ -100,10 +102,12 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   /// (nothing bound) if it ended meanwhile: the caller resets it on the wire.
   /// `peer_accept`: what the peer decodes (its HELLO).
   /// `wire`: the connection's protocol when it is not the native one (its
-  /// frames then go through it; null: on `channel` as they are).
+  /// frames then go through it; null: on `channel` as they are), and the
+  /// window it grants in the stream's units (0: Settings::window).
   bool bind(const std::shared_ptr<transport::Channel>& channel, std::weak_ptr<StreamTable> table, std::uint64_t id,
             std::uint32_t peer_window, std::uint32_t peer_max_body, std::string peer,
-            transport::CompressionSet peer_accept, std::shared_ptr<StreamWire> wire = nullptr);
+            transport::CompressionSet peer_accept, std::shared_ptr<StreamWire> wire = nullptr,
+            std::uint32_t receive_window = 0);
   /// Server: the client's metadata and deadline, from its OPEN.
   void set_request(transport::Attachments metadata, std::optional<TimePoint> deadline);
   /// Client: its opening failed (refused, unreachable, timed out).
@@ -215,6 +219,7 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   std::uint32_t peer_window_ WHEELRPC_GUARDED_BY(mu_) = 0;
   std::uint32_t peer_max_body_ WHEELRPC_GUARDED_BY(mu_) = transport::kDefaultMaxBody;
   std::uint64_t recv_outstanding_ WHEELRPC_GUARDED_BY(mu_) = 0;
+  std::uint32_t window_ WHEELRPC_GUARDED_BY(mu_) = 0;  // what we grant: Settings::window, or bind's
   std::uint64_t recv_consumed_ WHEELRPC_GUARDED_BY(mu_) = 0;
   // Figures.
   std::uint64_t sent_ WHEELRPC_GUARDED_BY(mu_) = 0, received_ WHEELRPC_GUARDED_BY(mu_) = 0;
