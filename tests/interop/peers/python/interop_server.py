@@ -89,20 +89,25 @@ def check_compression(request, was_compressed):
                      'compressed' if was_compressed else 'uncompressed'))
 
 
-def aborting(handler, streaming_response):
-    """Turns Abort raised by handler into the call's status."""
+def serving(handler, streaming_response):
+    """Calls handler(request, call) with the call's Call, and turns Abort
+    into the call's status (the echoed initial metadata still sent first)."""
     if streaming_response:
         def run_stream(request, context):
+            call = Call(context)
             try:
-                yield from handler(request, context)
+                yield from handler(request, call)
             except Abort as abort:
+                call.send_initial()
                 context.abort(abort.code, abort.details)
         return run_stream
 
     def run(request, context):
+        call = Call(context)
         try:
-            return handler(request, context)
+            return handler(request, call)
         except Abort as abort:
+            call.send_initial()
             context.abort(abort.code, abort.details)
     return run
 
@@ -119,13 +124,12 @@ class TestService:
             raise Abort(grpc.StatusCode.INVALID_ARGUMENT, 'negative payload size %d' % size)
         return self.m.Payload(type=response_type, body=b'\0' * size)
 
-    def EmptyCall(self, request, context):
-        Call(context).send_initial()
+    def EmptyCall(self, request, call):
+        call.send_initial()
         return self.empty_pb2.Empty()
 
-    def UnaryCall(self, request, context):
+    def UnaryCall(self, request, call):
         request, was_compressed = request
-        call = Call(context)
         check_compression(request, was_compressed)
         response = self.m.SimpleResponse(payload=self.payload(request.response_type, request.response_size))
         call.send_initial(compress=request.response_compressed.value)
@@ -133,8 +137,7 @@ class TestService:
             call.finish(request.response_status)
         return response
 
-    def CacheableUnaryCall(self, request, context):
-        call = Call(context)
+    def CacheableUnaryCall(self, request, call):
         call.initial.append(('cache-control', 'max-age=60, public'))
         call.send_initial()
         return self.m.SimpleResponse(payload=self.m.Payload(body=str(time.time_ns()).encode()))
@@ -154,16 +157,14 @@ class TestService:
     def wants_compression(requests):
         return any(p.compressed.value for r in requests for p in r.response_parameters)
 
-    def StreamingOutputCall(self, request, context):
+    def StreamingOutputCall(self, request, call):
         request, _ = request
-        call = Call(context)
         call.send_initial(compress=self.wants_compression([request]))
         yield from self.stream_responses(call, request)
         if request.HasField('response_status'):
             call.finish(request.response_status)
 
-    def StreamingInputCall(self, requests, context):
-        call = Call(context)
+    def StreamingInputCall(self, requests, call):
         total = 0
         for request, was_compressed in requests:
             check_compression(request, was_compressed)
@@ -171,8 +172,7 @@ class TestService:
         call.send_initial()
         return self.m.StreamingInputCallResponse(aggregated_payload_size=total)
 
-    def FullDuplexCall(self, requests, context):
-        call = Call(context)
+    def FullDuplexCall(self, requests, call):
         for request, _ in requests:
             call.send_initial(compress=self.wants_compression([request]))
             if request.HasField('response_status'):
@@ -181,8 +181,7 @@ class TestService:
             yield from self.stream_responses(call, request)
         call.send_initial()
 
-    def HalfDuplexCall(self, requests, context):
-        call = Call(context)
+    def HalfDuplexCall(self, requests, call):
         buffered = [request for request, _ in requests]
         call.send_initial(compress=self.wants_compression(buffered))
         for request in buffered:
@@ -208,21 +207,21 @@ def make_handler(service, messages, empty_pb2):
     out = m.StreamingOutputCallResponse.SerializeToString
     handlers = {
         'EmptyCall': grpc.unary_unary_rpc_method_handler(
-            aborting(service.EmptyCall, False), parse_plain(empty_pb2.Empty), empty_pb2.Empty.SerializeToString),
+            serving(service.EmptyCall, False), parse_plain(empty_pb2.Empty), empty_pb2.Empty.SerializeToString),
         'UnaryCall': grpc.unary_unary_rpc_method_handler(
-            aborting(service.UnaryCall, False), parse(m.SimpleRequest), m.SimpleResponse.SerializeToString),
+            serving(service.UnaryCall, False), parse(m.SimpleRequest), m.SimpleResponse.SerializeToString),
         'CacheableUnaryCall': grpc.unary_unary_rpc_method_handler(
-            aborting(service.CacheableUnaryCall, False), parse_plain(m.SimpleRequest),
+            serving(service.CacheableUnaryCall, False), parse_plain(m.SimpleRequest),
             m.SimpleResponse.SerializeToString),
         'StreamingOutputCall': grpc.unary_stream_rpc_method_handler(
-            aborting(service.StreamingOutputCall, True), parse(m.StreamingOutputCallRequest), out),
+            serving(service.StreamingOutputCall, True), parse(m.StreamingOutputCallRequest), out),
         'StreamingInputCall': grpc.stream_unary_rpc_method_handler(
-            aborting(service.StreamingInputCall, False), parse(m.StreamingInputCallRequest),
+            serving(service.StreamingInputCall, False), parse(m.StreamingInputCallRequest),
             m.StreamingInputCallResponse.SerializeToString),
         'FullDuplexCall': grpc.stream_stream_rpc_method_handler(
-            aborting(service.FullDuplexCall, True), parse(m.StreamingOutputCallRequest), out),
+            serving(service.FullDuplexCall, True), parse(m.StreamingOutputCallRequest), out),
         'HalfDuplexCall': grpc.stream_stream_rpc_method_handler(
-            aborting(service.HalfDuplexCall, True), parse(m.StreamingOutputCallRequest), out),
+            serving(service.HalfDuplexCall, True), parse(m.StreamingOutputCallRequest), out),
     }
     return grpc.method_handlers_generic_handler('grpc.testing.TestService', handlers)
 
