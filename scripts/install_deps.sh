@@ -5,6 +5,7 @@
 #   scripts/install_deps.sh         # what the build and the tests need
 #   scripts/install_deps.sh fuzz    # plus clang and libFuzzer (scripts/fuzz.sh)
 #   scripts/install_deps.sh clang   # plus clang and clang-format (the clang-tsa preset; scripts/format.sh)
+#   scripts/install_deps.sh interop # plus the gRPC interop peers' stacks (tests/interop/peers/README.md)
 set -euo pipefail
 
 PKGS=(g++ cmake ninja-build pkg-config libboost1.81-dev libspdlog-dev libfmt-dev
@@ -21,6 +22,10 @@ PKGS=(g++ cmake ninja-build pkg-config libboost1.81-dev libspdlog-dev libfmt-dev
 case "${1:-}" in
   fuzz) PKGS+=(clang libclang-rt-14-dev) ;;
   clang) PKGS+=(clang clang-format) ;;  # clang 14 over libstdc++ 12: the clang-tsa preset; the format check
+  interop)  # gRPC C++ 1.51 and grpc_cpp_plugin, grpcio for /usr/bin/python3 and grpc_python_plugin;
+    PKGS+=(libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-protobuf)
+    # Node and npm for the grpc-js peer, unless an npm is already there (Debian's would conflict with it)
+    command -v npm >/dev/null || PKGS+=(nodejs npm) ;;
 esac
 
 missing=()
