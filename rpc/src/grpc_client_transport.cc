@@ -261,9 +261,7 @@ void GrpcClientTransport::on_data(transport::Channel&, std::string_view bytes) {
         nghttp2_session_mem_recv(session_.get(), reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
     if (rv < 0) goaway_reason_ = fmt::format("HTTP/2: {}", nghttp2_strerror(static_cast<int>(rv)));
     flush();
-    if (rv < 0) {
-      channel_->close(transport::make_error_code(transport::errc::protocol_error), goaway_reason_);
-    }
+    if (rv < 0) close_later(transport::make_error_code(transport::errc::protocol_error), goaway_reason_);
     batch.swap(batch_);
   }
   deliver(batch);

@@ -95,6 +95,8 @@ class GrpcClientTransport final : public ClientTransport,
   void finish(Call& c, Status status, std::string message) WHEELRPC_REQUIRES(mu_);
   void activity(int delta) WHEELRPC_REQUIRES(mu_);
   void flush() WHEELRPC_REQUIRES(mu_);
+  /// Closes the channel after `mu_` is released (posted to the strand).
+  void close_later(const boost::system::error_code& ec, std::string reason);
   static nghttp2_data_provider data_provider() noexcept;
   /// The heartbeat the handshake reports: the one start() was given.
   std::optional<std::chrono::milliseconds> heartbeat_for_handshake() const WHEELRPC_NO_THREAD_SAFETY_ANALYSIS;

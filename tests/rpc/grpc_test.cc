@@ -6,6 +6,7 @@
 // at once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <optional>
@@ -214,6 +215,10 @@ TEST(GrpcWire, NativeAndGrpcClientsShareTheServersPort) {
                                std::vector<boost::asio::ip::tcp::endpoint>{f.server.local_endpoint()});
   auto a = call_and_wait(native, "/test.Echo/Echo", "native");
   auto b = call_and_wait(*f.client, "/test.Echo/Echo", "grpc");
+  std::vector<std::string> protocols;
+  for (const auto& c : f.server.connections()) protocols.push_back(c.protocol);
+  std::sort(protocols.begin(), protocols.end());
+  EXPECT_EQ(protocols, (std::vector<std::string>{"grpc", "native"}));
   native.close();
   ASSERT_FALSE(a.ec) << a.response.error_message;
   ASSERT_FALSE(b.ec) << b.response.error_message;
