@@ -108,6 +108,7 @@ class GrpcClientTransport final : public ClientTransport,
   std::shared_ptr<ClientTransportEvents> events_;  // the Subchannel
   const std::shared_ptr<const ClientContext> ctx_;
   const std::string authority_;
+  const std::string accept_encoding_;  // grpc-accept-encoding: what ctx_ decodes, made once
   std::shared_ptr<transport::Channel> channel_;
   const std::shared_ptr<StreamTable> streams_ = std::make_shared<StreamTable>();
 
