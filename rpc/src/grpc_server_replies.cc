@@ -229,11 +229,15 @@ void GrpcServerConnection::flush(bool failed) {
   if (failed || !ok || (!nghttp2_session_want_read(session_.get()) && !nghttp2_session_want_write(session_.get()))) {
     closing_ = true;
     if (!ok && fail_reason_.empty()) fail_reason_ = fmt::format("HTTP/2: {}", nghttp2_strerror(rv));
-    const std::string why = fail_reason_.empty() ? std::string("HTTP/2 session ended (GOAWAY)") : fail_reason_;
-    channel->close_after_flush(
-        transport::make_error_code(failed || !ok || goaway_sent_ ? transport::errc::protocol_error
-                                                                 : transport::errc::closed),
-        why, std::chrono::milliseconds(1000));
+    std::string why = fail_reason_.empty() ? std::string("HTTP/2 session ended (GOAWAY)") : fail_reason_;
+    const auto ec = transport::make_error_code(failed || !ok || goaway_sent_ ? transport::errc::protocol_error
+                                                                             : transport::errc::closed);
+    // Posted, not called: with nothing left to write, close_after_flush
+    // closes at once when called on the strand (a read's), and on_close
+    // takes `mu_`, held here.
+    asio::post(channel->strand(), [channel, ec, why = std::move(why)]() mutable {
+      channel->close_after_flush(ec, std::move(why), std::chrono::milliseconds(1000));
+    });
   }
 }
 
