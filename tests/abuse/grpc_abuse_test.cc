@@ -106,6 +106,19 @@ TEST_F(GrpcAbuse, GarbageAfterThePrefaceIsAnsweredWithGoawayAndTheClose) {
     EXPECT_NE(g->error_code(), kNoError);
     EXPECT_TRUE(c.wait_eof()) << "round " << i;
   }
+  // After a proper SETTINGS: a frame header announcing 16 MiB (over
+  // SETTINGS_MAX_FRAME_SIZE), then noise.
+  for (int i = 0; i < 20; ++i) {
+    h2::RawConnection c(f_.port());
+    std::string garbage(4096, '\0');
+    for (auto& ch : garbage) ch = static_cast<char>(rng());
+    garbage[0] = '\xff';
+    c.send(h2::opening() + garbage);
+    const auto g = c.wait_goaway();
+    ASSERT_TRUE(g) << "round " << i;
+    EXPECT_NE(g->error_code(), kNoError);
+    EXPECT_TRUE(c.wait_eof()) << "round " << i;
+  }
   expect_undisturbed();
 }
 

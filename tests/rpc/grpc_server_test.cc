@@ -315,8 +315,9 @@ TEST_F(GrpcServer, GracefulShutdownSendsTheTwoStepGoawayAndAnInFlightCallComplet
   H2Client c(f.port());
   const auto id = c.grpc_call("/test.Echo/Hold", "x");
   ASSERT_TRUE(c.wait([&] { return f.state->held_count() == 1; }));
-  std::promise<boost::system::error_code> done;
-  f.rpc.server.async_shutdown(20s, [&](boost::system::error_code ec) { done.set_value(ec); });
+  auto done = std::make_shared<std::promise<boost::system::error_code>>();
+  auto shut = done->get_future();
+  f.rpc.server.async_shutdown(20s, [done](boost::system::error_code ec) { done->set_value(ec); });
   // First: the last stream id 2^31-1 (every stream already on its way is
   // taken); then, once the client answered the PING, the real one.
   ASSERT_TRUE(c.wait([&] { return c.goaways().size() >= 2; })) << c.goaways().size() << " GOAWAY";
@@ -329,9 +330,8 @@ TEST_F(GrpcServer, GracefulShutdownSendsTheTwoStepGoawayAndAnInFlightCallComplet
   ASSERT_TRUE(c.wait_closed(id));
   EXPECT_EQ(c.stream(id).messages(), std::vector<std::string>{"finished"});
   EXPECT_EQ(c.stream(id).grpc_status(), 0);
-  auto fut = done.get_future();
-  ASSERT_EQ(fut.wait_for(20s), std::future_status::ready);
-  EXPECT_FALSE(fut.get()) << "every call in flight was answered";
+  ASSERT_EQ(shut.wait_for(20s), std::future_status::ready);
+  EXPECT_FALSE(shut.get()) << "every call in flight was answered";
 }
 
 TEST_F(GrpcServer, TheNativeProtocolAndGrpcShareThePort) {
