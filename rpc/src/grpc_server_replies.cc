@@ -219,7 +219,15 @@ void GrpcServerConnection::flush(bool failed) {
   const bool ok = take_output(session_.get(), out_, rv);
   const auto channel = channel_.lock();
   if (!channel) return;
-  if (!out_.empty()) channel->send_bytes(out_);
+  if (!out_.empty() && channel->send_bytes(out_) == transport::errc::write_queue_full && !closing_) {
+    // The client reads nothing of what its windows let the session write:
+    // closed, as a native slow reader is (the bytes just refused would leave
+    // a hole in the HTTP/2 stream).
+    context_->core->count_slow_reader();
+    fail_reason_ = fmt::format("the client reads nothing: over {} bytes queued (ChannelOptions::max_write_queue_bytes)",
+                               context_->core->options().channel.max_write_queue_bytes);
+    failed = true;
+  }
   if (out_.capacity() > 64 * 1024) std::string().swap(out_);
   if (!credits_.empty() && !credit_posted_) {
     credit_posted_ = true;
