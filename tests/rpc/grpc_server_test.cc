@@ -14,6 +14,7 @@
 #include "support/compression_bombs.h"
 #include "support/grpc_test_server.h"
 #include "support/h2_client.h"
+#include "support/h2_frames.h"
 #include "support/wait.h"
 
 namespace {
@@ -309,6 +310,25 @@ TEST_F(GrpcServer, AServerWritingToAClientThatNeverOpensItsWindowWaitsUntilItDoe
   EXPECT_EQ(c.stream(id).messages().size(), static_cast<std::size_t>(kMessages));
   EXPECT_EQ(c.stream(id).grpc_status(), 0);
   EXPECT_EQ(f.state->count_writes.load(), kMessages);
+}
+
+TEST(GrpcServerSlowReader, AClientThatOpensHugeWindowsAndReadsNothingIsClosedAtTheWriteQueueBound) {
+  auto options = server_options();
+  options.channel.max_write_queue_bytes = 256u << 10;
+  GrpcFixture f(options);
+  namespace h2 = wheelrpc::test::h2;
+  h2::RawConnection c(f.port());
+  c.set_receive_buffer(4096);
+  // Windows of 2^31 - 1 bytes, then 16 MiB asked for, and nothing read.
+  ASSERT_TRUE(c.send(std::string(h2::kPreface) + h2::settings({{4 /* INITIAL_WINDOW_SIZE */, 0x7fffffff}}) +
+                     h2::window_update(0, 0x7fffffff - 65535)));
+  ASSERT_TRUE(c.read_until([](const h2::Frame& x) { return x.type == h2::kSettings && (x.flags & h2::kAck) == 0; }));
+  ASSERT_TRUE(c.send(h2::headers(1, grpc_request_headers("/test.Echo/Count"), false) +
+                     h2::data(1, grpc_frame("256 65536"), true)));
+  // Cut off, not left with a hole in its HTTP/2 stream where bytes were refused.
+  EXPECT_TRUE(wheelrpc::test::wait_until([&] { return f.rpc.server.stats().slow_reader_closes == 1; }, 30s))
+      << f.state->count_writes.load() << " writes of 64 KiB done";
+  EXPECT_LT(f.state->count_writes.load(), 256);
 }
 
 TEST_F(GrpcServer, GracefulShutdownSendsTheTwoStepGoawayAndAnInFlightCallCompletes) {
