@@ -219,7 +219,15 @@ void GrpcServerConnection::flush(bool failed) {
   const bool ok = take_output(session_.get(), out_, rv);
   const auto channel = channel_.lock();
   if (!channel) return;
-  if (!out_.empty()) channel->send_bytes(out_);
+  if (!out_.empty() && channel->send_bytes(out_) == transport::errc::write_queue_full && !closing_) {
+    // The client reads nothing of what its windows let the session write:
+    // closed, as a native slow reader is (the bytes just refused would leave
+    // a hole in the HTTP/2 stream).
+    context_->core->count_slow_reader();
+    fail_reason_ = fmt::format("the client reads nothing: over {} bytes queued (ChannelOptions::max_write_queue_bytes)",
+                               context_->core->options().channel.max_write_queue_bytes);
+    failed = true;
+  }
   if (out_.capacity() > 64 * 1024) std::string().swap(out_);
   if (!credits_.empty() && !credit_posted_) {
     credit_posted_ = true;
@@ -229,11 +237,15 @@ void GrpcServerConnection::flush(bool failed) {
   if (failed || !ok || (!nghttp2_session_want_read(session_.get()) && !nghttp2_session_want_write(session_.get()))) {
     closing_ = true;
     if (!ok && fail_reason_.empty()) fail_reason_ = fmt::format("HTTP/2: {}", nghttp2_strerror(rv));
-    const std::string why = fail_reason_.empty() ? std::string("HTTP/2 session ended (GOAWAY)") : fail_reason_;
-    channel->close_after_flush(
-        transport::make_error_code(failed || !ok || goaway_sent_ ? transport::errc::protocol_error
-                                                                 : transport::errc::closed),
-        why, std::chrono::milliseconds(1000));
+    std::string why = fail_reason_.empty() ? std::string("HTTP/2 session ended (GOAWAY)") : fail_reason_;
+    const auto ec = transport::make_error_code(failed || !ok || goaway_sent_ ? transport::errc::protocol_error
+                                                                             : transport::errc::closed);
+    // Posted, not called: with nothing left to write, close_after_flush
+    // closes at once when called on the strand (a read's), and on_close
+    // takes `mu_`, held here.
+    asio::post(channel->strand(), [channel, ec, why = std::move(why)]() mutable {
+      channel->close_after_flush(ec, std::move(why), std::chrono::milliseconds(1000));
+    });
   }
 }
 
