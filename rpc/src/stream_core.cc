@@ -262,7 +262,7 @@ void StreamCore::on_credit(std::uint64_t n, Pending& p) {
 
 void StreamCore::on_end_frame(transport::Frame& f, Pending& p) {
   const auto status = static_cast<Status>(f.header.status);
-  trailers_ = std::move(f.attachments);
+  take_end_metadata(f.attachments);
   peer_done_ = true;
   if (status == Status::ok) {
     end_locked({}, {}, StreamEnd::ok, Wire::none, p);
@@ -303,6 +303,8 @@ void StreamCore::read(StreamReadHandler h) {
     if (read_) {
       p.read(h, make_error_code(errc::bad_request), std::nullopt);  // one read at a time
     } else if (inbox_head_ < inbox_.size()) {
+      last_read_compressed_.store(inbox_head_ < inbox_compressed_.size() && inbox_compressed_[inbox_head_],
+                                  std::memory_order_relaxed);
       std::string m = std::move(inbox_[inbox_head_++]);
       if (!ended_) consumed(message_cost(m.size()));
       p.read(h, {}, std::move(m));
@@ -318,9 +320,9 @@ void StreamCore::read(StreamReadHandler h) {
   run(p);
 }
 
-void StreamCore::write(std::string message, StreamDoneHandler h) {
+void StreamCore::write(std::string message, StreamDoneHandler h, bool compress) {
   const auto bytes = static_cast<std::uint32_t>(std::min<std::size_t>(message.size(), 0xffffffffu));
-  const std::uint8_t encoding = compress_message(message);
+  const std::uint8_t encoding = compress_message(message, compress);
   Pending p;
   p.posted = true;
   {
@@ -370,6 +372,10 @@ void StreamCore::send_message(std::string& payload, Pending& p) {
   auto f = make_stream_frame(StreamOp::message, id(), s_.client);
   f.header.encoding = write_encoding_;
   f.payload = std::move(payload);
+  if (!s_.client && !initial_sent_) {  // the initial metadata goes with the first message
+    initial_sent_ = true;
+    f.attachments = std::move(initial_metadata_);
+  }
   const error_code ec = channel_->send(f);
   payload = std::move(f.payload);
   if (ec == transport::errc::write_queue_full) {
@@ -526,7 +532,7 @@ void StreamCore::end_locked(error_code ec, std::string message, StreamEnd cause,
       auto f = make_stream_frame(StreamOp::end, id(), false);
       f.header.status = static_cast<std::uint8_t>(ec ? error_status(ec) : Status::ok);
       if (ec) f.payload = std::move(message);  // what happened; the client says where
-      f.attachments = std::move(trailers_);
+      f.attachments = end_metadata();
       channel_->send(f);
     }
   }
