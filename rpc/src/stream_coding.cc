@@ -83,11 +83,11 @@ void StreamCore::on_message(transport::Frame& f, std::size_t wire_size, Pending&
   }
   if (inbox_head_ == inbox_.size()) {
     inbox_.clear();
-    inbox_compressed_.clear();
+    inbox_received_.clear();
     inbox_head_ = 0;
   }
   inbox_.push_back(std::move(f.payload));
-  inbox_compressed_.push_back(compressed);
+  inbox_received_.push_back({cost, compressed});
   f.payload.clear();
 }
 

@@ -303,10 +303,10 @@ void StreamCore::read(StreamReadHandler h) {
     if (read_) {
       p.read(h, make_error_code(errc::bad_request), std::nullopt);  // one read at a time
     } else if (inbox_head_ < inbox_.size()) {
-      last_read_compressed_.store(inbox_head_ < inbox_compressed_.size() && inbox_compressed_[inbox_head_],
-                                  std::memory_order_relaxed);
+      const Received r = inbox_received_[inbox_head_];  // the same length as inbox_
+      last_read_compressed_.store(r.compressed, std::memory_order_relaxed);
       std::string m = std::move(inbox_[inbox_head_++]);
-      if (!ended_) consumed(message_cost(m.size()));
+      if (!ended_) consumed(r.cost);  // the cost it was counted at (not its decoded size)
       p.read(h, {}, std::move(m));
     } else if (ended_ && (end_ec_ || !peer_done_)) {
       p.read(h, end_ec_ ? end_ec_ : make_error_code(errc::stream_closed), std::nullopt);
@@ -394,7 +394,11 @@ void StreamCore::send_message(std::string& payload, Pending& p) {
 
 void StreamCore::consumed(std::uint64_t cost) {
   recv_consumed_ += cost;
-  if (recv_consumed_ < s_.window / 2 || !bound_ || ended_ || peer_done_) return;
+  // Credit goes back past half the window, or once everything received was
+  // read: a peer waiting to send a message larger than the credit it has
+  // left (more than half the window) gets it back then, not never.
+  const bool drained = recv_consumed_ >= recv_outstanding_;
+  if ((recv_consumed_ < s_.window / 2 && !drained) || !bound_ || ended_ || peer_done_) return;
   auto f = make_stream_frame(StreamOp::credit, id(), s_.client);
   f.header.deadline_ms = static_cast<std::uint32_t>(recv_consumed_);
   recv_outstanding_ -= std::min(recv_outstanding_, recv_consumed_);
@@ -542,6 +546,7 @@ void StreamCore::end_locked(error_code ec, std::string message, StreamEnd cause,
   }
   if (ec) {  // what was received and not read is dropped with the error
     inbox_.clear();
+    inbox_received_.clear();
     inbox_head_ = 0;
   }
   const error_code write_ec = ec ? ec : make_error_code(errc::stream_closed);

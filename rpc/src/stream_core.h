@@ -223,7 +223,13 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   // bytes up front, more than the rest of an idle stream).
   std::vector<std::string> inbox_ WHEELRPC_GUARDED_BY(mu_);
   std::size_t inbox_head_ WHEELRPC_GUARDED_BY(mu_) = 0;
-  std::vector<bool> inbox_compressed_ WHEELRPC_GUARDED_BY(mu_);  // beside inbox_: which came compressed
+  // Beside inbox_, per message: its credit cost (of its size as it came) and
+  // whether it came compressed.
+  struct Received {
+    std::uint64_t cost;
+    bool compressed;
+  };
+  std::vector<Received> inbox_received_ WHEELRPC_GUARDED_BY(mu_);
   StreamReadHandler read_ WHEELRPC_GUARDED_BY(mu_);
   std::string write_msg_ WHEELRPC_GUARDED_BY(mu_);
   std::uint32_t write_bytes_ WHEELRPC_GUARDED_BY(mu_) = 0;    // its size before compression
