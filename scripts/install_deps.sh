@@ -5,6 +5,7 @@
 #   scripts/install_deps.sh         # what the build and the tests need
 #   scripts/install_deps.sh fuzz    # plus clang and libFuzzer (scripts/fuzz.sh)
 #   scripts/install_deps.sh clang   # plus clang and clang-format (the clang-tsa preset; scripts/format.sh)
+#   scripts/install_deps.sh interop # plus the gRPC interop peers' stacks (tests/interop/peers/README.md)
 set -euo pipefail
 
 PKGS=(g++ cmake ninja-build pkg-config libboost1.81-dev libspdlog-dev libfmt-dev
@@ -13,6 +14,7 @@ PKGS=(g++ cmake ninja-build pkg-config libboost1.81-dev libspdlog-dev libfmt-dev
       protobuf-compiler libprotobuf-dev libprotoc-dev  # protoc, and protoc-gen-wheelrpc's libraries
       libssl-dev openssl  # TLS (Asio SSL over OpenSSL 3); openssl: the TLS tests' certificates
       libzstd-dev liblz4-dev zlib1g-dev  # the payload compression codecs (zstd, lz4, gzip/deflate)
+      libnghttp2-dev        # HTTP/2 for the gRPC wire (docs/grpc.md)
       etcd-server etcd-client curl  # etcd 3.4 (/usr/bin/etcd, etcdctl) for the registry tests; curl: scripts/etcd.sh
       prometheus            # promtool: the admin tests check the /metrics exposition with it
       chromium              # headless: the admin pages' browser tests
@@ -20,6 +22,10 @@ PKGS=(g++ cmake ninja-build pkg-config libboost1.81-dev libspdlog-dev libfmt-dev
 case "${1:-}" in
   fuzz) PKGS+=(clang libclang-rt-14-dev) ;;
   clang) PKGS+=(clang clang-format) ;;  # clang 14 over libstdc++ 12: the clang-tsa preset; the format check
+  interop)  # gRPC C++ 1.51 and grpc_cpp_plugin, grpcio for /usr/bin/python3 and grpc_python_plugin;
+    PKGS+=(libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-protobuf)
+    # Node and npm for the grpc-js peer, unless an npm is already there (Debian's would conflict with it)
+    command -v npm >/dev/null || PKGS+=(nodejs npm) ;;
 esac
 
 missing=()

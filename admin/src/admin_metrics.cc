@@ -235,7 +235,8 @@ std::string AdminCore::metrics_text() const {
                                                              {"oversize_frame", server_stats.oversize_frames},
                                                              {"malformed_frame", server_stats.malformed_frames},
                                                              {"no_hello", server_stats.no_hello},
-                                                             {"hello_timeout", server_stats.hello_timeouts}};
+                                                             {"hello_timeout", server_stats.hello_timeouts},
+                                                             {"http2", server_stats.http2_errors}};
     for (const auto& [reason, n] : reasons) out.sample({{"reason", reason}}, static_cast<double>(n));
   }
 

@@ -16,6 +16,7 @@ const char* bad_input_name(BadInput kind) noexcept {
     case BadInput::malformed_frame: return "malformed_frame";
     case BadInput::no_hello: return "no_hello";
     case BadInput::hello_timeout: return "hello_timeout";
+    case BadInput::http2: return "http2";
   }
   return "unknown";
 }

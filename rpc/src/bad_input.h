@@ -23,8 +23,9 @@ enum class BadInput : std::uint8_t {
   malformed_frame,  ///< a body whose lengths overrun it
   no_hello,         ///< a first frame that was not a HELLO (a request before HELLO)
   hello_timeout,    ///< no complete HELLO within ServerOptions::keepalive.hello_timeout
+  http2,            ///< HTTP/2 the gRPC wire could not take (a flood, a broken session)
 };
-inline constexpr std::size_t kBadInputKinds = 6;
+inline constexpr std::size_t kBadInputKinds = 7;
 
 /// The reason's name, as /metrics labels it ("bad_magic", ...).
 const char* bad_input_name(BadInput kind) noexcept;

@@ -161,6 +161,10 @@ void HeartbeatTimerTask::do_task(const WatchedChannel& w, std::chrono::steady_cl
   const auto id = next_id_.fetch_add(1, std::memory_order_relaxed);
   sent_.fetch_add(1, std::memory_order_relaxed);
   boost::asio::post(w.channel->strand(), [ch = w.channel, id] {
+    if (ch->is_raw()) {  // HTTP/2: a PING, whose ACK counts as a read
+      ch->send_heartbeat();
+      return;
+    }
     transport::Frame f;
     f.header.flags = transport::kFlagRequest | transport::kFlagTwoWay | transport::kFlagEvent;
     f.header.request_id = id;

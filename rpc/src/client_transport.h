@@ -68,6 +68,9 @@ class ClientTransportEvents {
   virtual void on_transport_closed(const boost::system::error_code& ec, const std::string& reason) = 0;
   /// The events of one read were delivered.
   virtual void on_batch_end() = 0;
+  /// The server refused our heartbeats as too frequent (gRPC's GOAWAY
+  /// too_many_pings): the next connection pings less often. Any thread.
+  virtual void on_too_many_pings() {}
 
  protected:
   ~ClientTransportEvents() = default;

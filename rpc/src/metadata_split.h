@@ -7,8 +7,9 @@
 // protocol carries it as it is (the marker is an ordinary attachment on the
 // wire), the gRPC transport splits it into HEADERS and trailers, and the
 // client splits it back before the user sees it (Response::attachments and
-// Response::trailers). A stream's END carries the same shape when initial
-// metadata the server added was not sent with a message before it.
+// Response::trailers). A stream's END carries the same shape: the initial
+// metadata the server added if no message carried it, then the marker and
+// the trailers.
 
 #include <algorithm>
 #include <string>
@@ -18,12 +19,13 @@
 #include <wheelrpc/rpc/response.h>
 #include <wheelrpc/transport/frame.h>
 
+#include "grpc_wire.h"
+
 namespace wheelrpc::rpc::detail {
 
-/// The marker's key (its value is empty). A key starting with ':' is never
-/// user metadata (HTTP/2 reserves them for pseudo-headers), so it cannot
-/// clash with one.
-inline constexpr std::string_view kTrailersMarker = ":trailers";
+// The marker's key, kTrailersMarker (":trailers", its value empty), is
+// grpc_wire.h's: a key starting with ':' is never user metadata (HTTP/2
+// reserves them for pseudo-headers), so it cannot clash with one.
 
 /// Appends the marker and `trailing` to `initial` when `trailing` is not
 /// empty; `initial` is then what to send.

@@ -9,6 +9,7 @@
 
 #include "bad_input.h"
 #include "control_frames.h"
+#include "grpc_server_connection.h"
 #include "log.h"
 #include "payload_coding.h"
 #include "server_core.h"
@@ -219,6 +220,13 @@ void ServerConnection::pause_if_full(transport::Channel& channel) {
     context_->core->count_read_pause();
     channel.pause_reading();
   }
+}
+
+std::shared_ptr<transport::ChannelHandler> ServerConnection::on_http2(transport::Channel& channel) {
+  if (!context_->core->options().grpc.enabled) return nullptr;
+  hello_done_ = true;  // no HELLO on this connection: its timeout is off
+  hello_timeout_.cancel();
+  return GrpcServerConnection::create(context_, channel.shared_from_this(), heartbeat_ms_);
 }
 
 void ServerConnection::on_close(transport::Channel& channel, const boost::system::error_code& ec,

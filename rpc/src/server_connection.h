@@ -121,6 +121,9 @@ class ServerConnection final : public transport::ChannelHandler, public ServerTr
 
   void on_frame(transport::Channel& channel, transport::Frame& frame) override;
   void on_close(transport::Channel& channel, const boost::system::error_code& ec, const std::string& reason) override;
+  /// The client opened with the HTTP/2 preface (or ALPN h2): its gRPC
+  /// connection (GrpcServerConnection) takes the channel over.
+  std::shared_ptr<transport::ChannelHandler> on_http2(transport::Channel& channel) override;
 
   /// The heartbeat interval agreed in the HELLO (ms; 0 before it): read by
   /// the timer tasks and connections(), from any thread.

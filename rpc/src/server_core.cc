@@ -156,7 +156,9 @@ void ServerCore::on_accept(asio::ip::tcp::socket socket) {
     return;
   }
   auto handler = std::make_shared<ServerConnection>(shared_from_this());
-  auto channel = transport::Channel::create(std::move(socket), handler, options_.channel, tls_ ? &*tls_ : nullptr);
+  auto channel_options = options_.channel;
+  channel_options.accept_http2 = options_.grpc.enabled;
+  auto channel = transport::Channel::create(std::move(socket), handler, channel_options, tls_ ? &*tls_ : nullptr);
   handler->attach(handler, channel);
   {
     common::UniqueLock lock(mu_);
@@ -493,6 +495,17 @@ void ServerCore::stop(bool flush) {
   shutdown_.on_stopped();
 }
 
+void ServerCore::announce_drain() {
+  std::vector<std::shared_ptr<ServerTransport>> transports;
+  {
+    common::LockGuard lock(mu_);
+    for (const auto& [id, c] : channels_) {
+      if (auto t = c.context ? c.context->transport.lock() : nullptr) transports.push_back(std::move(t));
+    }
+  }
+  for (auto& t : transports) t->drain();
+}
+
 bool ServerCore::stopped() const {
   common::LockGuard lock(mu_);
   return stopped_;
@@ -552,6 +565,7 @@ ServerStats ServerCore::stats() const {
   s.malformed_frames = bad_input_.count(BadInput::malformed_frame);
   s.no_hello = bad_input_.count(BadInput::no_hello);
   s.hello_timeouts = bad_input_.count(BadInput::hello_timeout);
+  s.http2_errors = bad_input_.count(BadInput::http2);
   s.in_flight = in_flight();
   s.refused_connections = refused_connections_.load(std::memory_order_relaxed);
   s.slow_reader_closes = slow_reader_closes_.load(std::memory_order_relaxed);

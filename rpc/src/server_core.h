@@ -73,6 +73,7 @@
 #include "server_liveness.h"
 #include "server_shutdown.h"
 #include "stream_counters.h"
+#include "stream_wire.h"
 
 namespace wheelrpc::rpc::detail {
 
@@ -91,8 +92,16 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   }
   /// A client's OPEN (its connection's strand): admitted and accepted, the
   /// handler started; or refused with a status.
-  void on_stream_open(ServerConnection& conn, transport::Channel& channel, transport::Frame& frame,
-                      const ConnContextPtr& context);
+  /// `wire`: the connection's protocol when it is not the native one (the
+  /// answer and the stream's frames go through it).
+  void on_stream_open(ServerTransport& conn, transport::Channel& channel, transport::Frame& frame,
+                      const ConnContextPtr& context, const StreamWireBinding* wire = nullptr);
+  /// Whether `method` is a stream method (Server::handle_stream). Any thread
+  /// once listening.
+  bool is_stream_method(const std::string& method) const { return stream_handlers_.count(method) != 0; }
+  /// A graceful shutdown began: each connection whose protocol says so
+  /// (gRPC's GOAWAY) tells its client. Any thread.
+  void announce_drain();
   void count_unknown_stream_frame() { unknown_stream_frames_.fetch_add(1, std::memory_order_relaxed); }
   /// Registers every method of `service` (Server::add_service). Before listening.
   void add_service(const Service& service);

@@ -170,6 +170,7 @@ void ServerShutdown::start(std::chrono::milliseconds drain_timeout,
 void ServerShutdown::begin_drain(std::chrono::milliseconds drain_timeout) {
   if (finished_.load() || draining_.exchange(true)) return;  // from now on every new request is refused
   core_.close_acceptor();
+  core_.announce_drain();
   std::error_code tec;
   {
     common::LockGuard lock(shutdown_mu_);

@@ -32,13 +32,20 @@ void ServerCore::on_stream_end(const void* core) {
   const_cast<ServerCore*>(self)->shutdown().recheck_drained();
 }
 
-void ServerCore::on_stream_open(ServerConnection& conn, transport::Channel& channel, transport::Frame& frame,
-                                const ConnContextPtr& context) {
+void ServerCore::on_stream_open(ServerTransport& conn, transport::Channel& channel, transport::Frame& frame,
+                                const ConnContextPtr& context, const StreamWireBinding* wire) {
   const std::uint64_t id = frame.header.request_id;
+  auto answer = [&](transport::Frame f) {
+    if (wire) {
+      wire->wire->send_stream_frame(f);
+    } else {
+      channel.send(f);
+    }
+  };
   auto refuse = [&](Status status, std::string message) {
     streams_refused_.fetch_add(1, std::memory_order_relaxed);
     logger()->debug("conn={} stream '{}' refused: {}", channel.id(), frame.method, message);
-    channel.send(open_answer(id, status, std::move(message)));
+    answer(open_answer(id, status, std::move(message)));
   };
   if (shutdown_.draining() || !shutdown_.listening()) {
     return refuse(Status::shutting_down, fmt::format("server shutting down: stream '{}' not opened", frame.method));
@@ -68,7 +75,7 @@ void ServerCore::on_stream_open(ServerConnection& conn, transport::Channel& chan
   s.timeout_log = &timeout_log_;
   s.message_timeout = options_.streams.message_timeout;
   s.stall_timeout = options_.streams.stall_timeout;
-  s.window = options_.streams.window;
+  s.window = wire ? wire->receive_window : options_.streams.window;
   s.max_message = options_.streams.max_message;
   s.on_end = &ServerCore::on_stream_end;
   // Its messages mirror the call's algorithm unless the server has its own.
@@ -83,14 +90,17 @@ void ServerCore::on_stream_open(ServerConnection& conn, transport::Channel& chan
   }
   stream->set_request(std::move(frame.attachments), deadline);
   const std::uint32_t window = context->peer_stream_window.load(std::memory_order_relaxed);
-  if (!stream->bind(channel.shared_from_this(), context->streams, id, window == 0 ? kMinStreamWindow : window,
-                    context->peer_max_body.load(std::memory_order_relaxed), conn.remote(),
-                    transport::CompressionSet::from_bits(context->peer_accept.load(std::memory_order_relaxed))) ||
+  const auto peer_accept =
+      wire ? wire->accept : transport::CompressionSet::from_bits(context->peer_accept.load(std::memory_order_relaxed));
+  if (!stream->bind(channel.shared_from_this(), context->streams, id,
+                    wire ? options_.streams.window : (window == 0 ? kMinStreamWindow : window),
+                    context->peer_max_body.load(std::memory_order_relaxed), conn.remote(), peer_accept,
+                    wire ? wire->wire : nullptr) ||
       !context->streams->add(id, stream)) {
     stream->end_local(make_error_code(errc::bad_request), "a stream id already open", StreamEnd::protocol);
     return refuse(Status::bad_request, fmt::format("stream id {} is already open on this connection", id));
   }
-  channel.send(open_answer(id, Status::ok, {}));
+  answer(open_answer(id, Status::ok, {}));
   stream->start();
   auto run = [handler = &it->second, stream]() mutable {
     try {

@@ -73,6 +73,9 @@ class ServerTransport {
   /// Where its requests are delivered (the channel's strand): where a
   /// handler runs inline. Empty once the connection is gone. Any thread.
   virtual boost::asio::any_io_executor executor() const = 0;
+  /// A graceful shutdown began: a protocol that can tell its client to stop
+  /// sending new calls does (gRPC: the two-step GOAWAY). Any thread.
+  virtual void drain() {}
 
  protected:
   ~ServerTransport() = default;

@@ -54,10 +54,10 @@ void StreamCore::on_message(transport::Frame& f, std::size_t wire_size, Pending&
   }
   const std::uint64_t cost = message_cost(wire_size);
   // A peer may send a message larger than the whole window only alone.
-  if (recv_outstanding_ + cost > s_.window && recv_outstanding_ != 0) {
+  if (recv_outstanding_ + cost > window_ && recv_outstanding_ != 0) {
     end_locked(make_error_code(errc::resource_exhausted),
                fmt::format("the peer sent {} bytes past its credit window of {} bytes",
-                           recv_outstanding_ + cost - s_.window, s_.window),
+                           recv_outstanding_ + cost - window_, window_),
                StreamEnd::protocol, wire, p);
     return;
   }
@@ -114,12 +114,14 @@ void StreamCore::set_compression(transport::Compression compression, int level) 
 }
 
 transport::Attachments StreamCore::end_metadata() {
-  if (initial_sent_ || initial_metadata_.empty()) return std::move(trailers_);
-  // No message went: the initial metadata, the marker, then the trailers
-  // (the marker even without trailers: it says what came before it).
-  initial_sent_ = true;
-  transport::Attachments all = std::move(initial_metadata_);
-  all.emplace_back(std::string(kTrailersMarker), std::string());
+  // The initial metadata no message carried, then the marker and the
+  // trailers (the gRPC transport sends what follows the marker as trailers).
+  transport::Attachments all;
+  if (!initial_sent_) {
+    initial_sent_ = true;
+    all = std::move(initial_metadata_);
+  }
+  if (!all.empty() || !trailers_.empty()) all.emplace_back(std::string(kTrailersMarker), std::string());
   for (auto& kv : trailers_) all.push_back(std::move(kv));
   trailers_.clear();
   return all;

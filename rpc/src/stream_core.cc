@@ -112,6 +112,7 @@ void StreamCore::watch_cancellation(Handler& h) {
 
 StreamCore::StreamCore(Settings s) : s_(std::move(s)), start_(now()) {
   last_message_ = start_;
+  window_ = s_.window;
   if (s_.counters) {
     s_.counters->opened.fetch_add(1, std::memory_order_relaxed);
     s_.counters->open.fetch_add(1, std::memory_order_relaxed);
@@ -154,11 +155,14 @@ void StreamCore::set_request(transport::Attachments metadata, std::optional<Time
 
 bool StreamCore::bind(const std::shared_ptr<transport::Channel>& channel, std::weak_ptr<StreamTable> table,
                       std::uint64_t id, std::uint32_t peer_window, std::uint32_t peer_max_body, std::string peer,
-                      transport::CompressionSet peer_accept) {
+                      transport::CompressionSet peer_accept, std::shared_ptr<StreamWire> wire,
+                      std::uint32_t receive_window) {
   peer_accept_.store(peer_accept.bits(), std::memory_order_relaxed);
   common::LockGuard lock(mu_);
   if (ended_) return false;
+  if (receive_window != 0) window_ = receive_window;
   channel_ = channel;
+  wire_ = std::move(wire);
   table_ = std::move(table);
   id_.store(id, std::memory_order_relaxed);
   peer_window_ = peer_window;
@@ -376,7 +380,7 @@ void StreamCore::send_message(std::string& payload, Pending& p) {
     initial_sent_ = true;
     f.attachments = std::move(initial_metadata_);
   }
-  const error_code ec = channel_->send(f);
+  const error_code ec = put(f);
   payload = std::move(f.payload);
   if (ec == transport::errc::write_queue_full) {
     end_locked(make_error_code(errc::resource_exhausted),
@@ -398,7 +402,7 @@ void StreamCore::consumed(std::uint64_t cost) {
   // read: a peer waiting to send a message larger than the credit it has
   // left (more than half the window) gets it back then, not never.
   const bool drained = recv_consumed_ >= recv_outstanding_;
-  if ((recv_consumed_ < s_.window / 2 && !drained) || !bound_ || ended_ || peer_done_) return;
+  if ((recv_consumed_ < window_ / 2 && !drained) || !bound_ || ended_ || peer_done_) return;
   auto f = make_stream_frame(StreamOp::credit, id(), s_.client);
   f.header.deadline_ms = static_cast<std::uint32_t>(recv_consumed_);
   recv_outstanding_ -= std::min(recv_outstanding_, recv_consumed_);
@@ -406,8 +410,13 @@ void StreamCore::consumed(std::uint64_t cost) {
   send(f);
 }
 
+error_code StreamCore::put(transport::Frame& f) {
+  if (wire_) return wire_->send_stream_frame(f);
+  return channel_ ? channel_->send(f) : make_error_code(transport::errc::closed);
+}
+
 void StreamCore::send(transport::Frame& f) {
-  if (channel_) channel_->send(f);
+  if (channel_ || wire_) put(f);
 }
 
 void StreamCore::writes_done(StreamDoneHandler h) {
@@ -528,16 +537,16 @@ void StreamCore::end_locked(error_code ec, std::string message, StreamEnd cause,
   ended_ = true;
   end_ec_ = ec;
   end_message_ = raw || message.empty() ? message : describe(message);
-  if (bound_ && channel_) {
+  if (bound_ && (channel_ || wire_)) {
     if (wire == Wire::reset) {
       auto f = make_stream_frame(StreamOp::reset, id(), true);
-      channel_->send(f);
+      put(f);
     } else if (wire == Wire::end) {
       auto f = make_stream_frame(StreamOp::end, id(), false);
       f.header.status = static_cast<std::uint8_t>(ec ? error_status(ec) : Status::ok);
       if (ec) f.payload = std::move(message);  // what happened; the client says where
       f.attachments = end_metadata();
-      channel_->send(f);
+      put(f);
     }
   }
   for (std::size_t i = 0; i < timeouts_.size(); ++i) {
@@ -558,6 +567,7 @@ void StreamCore::end_locked(error_code ec, std::string message, StreamEnd cause,
   end_waiters_.clear();
   if (auto t = table_.lock()) t->remove(id(), this);
   channel_.reset();
+  wire_.reset();
   if (s_.counters) {
     s_.counters->open.fetch_sub(1, std::memory_order_relaxed);
     s_.counters->ends[static_cast<std::size_t>(cause)].fetch_add(1, std::memory_order_relaxed);

@@ -41,6 +41,7 @@
 #include "payload_coding.h"
 #include "stream_counters.h"
 #include "stream_frames.h"
+#include "stream_wire.h"
 
 namespace wheelrpc::rpc::detail {
 
@@ -86,6 +87,8 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
 
   bool is_client() const noexcept { return s_.client; }
   const std::string& method() const noexcept { return s_.method; }
+  /// The largest message it takes (Settings::max_message).
+  std::uint32_t max_message() const noexcept { return s_.max_message; }
   const boost::asio::any_io_executor& executor() const noexcept { return s_.ex; }
   TimePoint now() const noexcept { return s_.clock ? s_.clock->now() : timer::fast_steady_now(); }
   /// The stream's remaining budget (0: none), for the OPEN frame.
@@ -98,9 +101,13 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   /// credit the peer granted (its HELLO). The connection's strand. False
   /// (nothing bound) if it ended meanwhile: the caller resets it on the wire.
   /// `peer_accept`: what the peer decodes (its HELLO).
+  /// `wire`: the connection's protocol when it is not the native one (its
+  /// frames then go through it; null: on `channel` as they are), and the
+  /// window it grants in the stream's units (0: Settings::window).
   bool bind(const std::shared_ptr<transport::Channel>& channel, std::weak_ptr<StreamTable> table, std::uint64_t id,
             std::uint32_t peer_window, std::uint32_t peer_max_body, std::string peer,
-            transport::CompressionSet peer_accept);
+            transport::CompressionSet peer_accept, std::shared_ptr<StreamWire> wire = nullptr,
+            std::uint32_t receive_window = 0);
   /// Server: the client's metadata and deadline, from its OPEN.
   void set_request(transport::Attachments metadata, std::optional<TimePoint> deadline);
   /// Client: its opening failed (refused, unreachable, timed out).
@@ -161,8 +168,9 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   /// compressed in place if worth it (its encoding byte returned), and a
   /// compressed one received decoded in place (an error ends the stream).
   std::uint8_t compress_message(std::string& message, bool allowed) const;
-  /// Server: the END's metadata (initial metadata not sent yet, the marker,
-  /// then the trailers); client: an END's metadata taken in.
+  /// Server: the END's metadata (the initial metadata no message carried,
+  /// then, if there is any metadata, the marker and the trailers); client:
+  /// an END's metadata taken in (all of it trailers without a marker).
   transport::Attachments end_metadata() WHEELRPC_REQUIRES(mu_);
   void take_end_metadata(transport::Attachments& all) WHEELRPC_REQUIRES(mu_);
   boost::system::error_code decode_message(transport::Frame& f, std::string& why) const;
@@ -175,6 +183,8 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   /// A message the application took: credit back to the peer past half the window.
   void consumed(std::uint64_t cost) WHEELRPC_REQUIRES(mu_);
   void send(transport::Frame& f) WHEELRPC_REQUIRES(mu_);
+  /// The frame to the connection: through `wire_`, or on `channel_`.
+  boost::system::error_code put(transport::Frame& f) WHEELRPC_REQUIRES(mu_);
   /// The exactly-once end: completes what waits, stops the timers, leaves
   /// the table. `wire`: what to tell the peer (a RESET or an END; none).
   /// `message` says what happened; its full text (error_message()) adds the
@@ -201,6 +211,7 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
 
   mutable common::SpinLock mu_;  // short sections: a frame queued at most
   std::shared_ptr<transport::Channel> channel_ WHEELRPC_GUARDED_BY(mu_);
+  std::shared_ptr<StreamWire> wire_ WHEELRPC_GUARDED_BY(mu_);  // a non-native connection's (see bind)
   std::weak_ptr<StreamTable> table_ WHEELRPC_GUARDED_BY(mu_);
   std::string peer_ WHEELRPC_GUARDED_BY(mu_);
   bool bound_ WHEELRPC_GUARDED_BY(mu_) = false;
@@ -244,6 +255,7 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   std::uint32_t peer_window_ WHEELRPC_GUARDED_BY(mu_) = 0;
   std::uint32_t peer_max_body_ WHEELRPC_GUARDED_BY(mu_) = transport::kDefaultMaxBody;
   std::uint64_t recv_outstanding_ WHEELRPC_GUARDED_BY(mu_) = 0;
+  std::uint32_t window_ WHEELRPC_GUARDED_BY(mu_) = 0;  // what we grant: Settings::window, or bind's
   std::uint64_t recv_consumed_ WHEELRPC_GUARDED_BY(mu_) = 0;
   // Figures.
   std::uint64_t sent_ WHEELRPC_GUARDED_BY(mu_) = 0, received_ WHEELRPC_GUARDED_BY(mu_) = 0;

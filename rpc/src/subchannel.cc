@@ -17,6 +17,7 @@
 #include "completion.h"
 #include "idle_limit.h"
 #include "log.h"
+#include "grpc_client_transport.h"
 #include "native_client_transport.h"
 #include "subchannel_listener.h"
 
@@ -123,14 +124,28 @@ void Subchannel::on_connected(error_code ec, asio::ip::tcp::socket socket) {
     listener->on_connect_failed(*this, /*refused=*/true);
     return;
   }
-  auto t = NativeClientTransport::create(std::move(socket), shared_from_this(), ctx_);
+  std::shared_ptr<ClientTransport> t;
+  auto heartbeat = options.heartbeat;
+  if (options.protocol == WireProtocol::grpc) {
+    heartbeat *= 1 << std::min(ping_backoff_.load(std::memory_order_relaxed), 16);
+    t = GrpcClientTransport::create(std::move(socket), shared_from_this(), ctx_,
+                                    options.tls.server_name.empty() ? peer_ : options.tls.server_name);
+  } else {
+    t = NativeClientTransport::create(std::move(socket), shared_from_this(), ctx_);
+  }
   transport_ = t;
   watched_channel_.store(t->channel());
   idle_timeout_ms_.store(options.connect_timeout.count(), std::memory_order_relaxed);
   set_state(State::handshaking);
   lock.unlock();
   reconnect_task_->check_within(options.connect_timeout);  // a HELLO that never comes
-  t->start(ctx_->next_event_id.fetch_add(1, std::memory_order_relaxed), options.heartbeat, options.channel.max_body);
+  t->start(ctx_->next_event_id.fetch_add(1, std::memory_order_relaxed), heartbeat, options.channel.max_body);
+}
+
+void Subchannel::on_too_many_pings() {
+  const int n = ping_backoff_.fetch_add(1, std::memory_order_relaxed) + 1;
+  logger()->warn("{} answered GOAWAY too_many_pings: its next connections ping every {} ms", peer_,
+                 (ctx_->options.heartbeat * (1 << std::min(n, 16))).count());
 }
 
 void Subchannel::on_handshake(std::optional<std::chrono::milliseconds> proposed, std::uint32_t max_body) {
@@ -536,6 +551,10 @@ bool Subchannel::watched(std::vector<WatchedChannel>& out) {
     w.channel = watched_channel_.load();
     w.heartbeat = std::chrono::milliseconds(s == State::ready ? heartbeat_ms_.load(std::memory_order_relaxed) : 0);
     w.idle_timeout = std::chrono::milliseconds(idle_timeout_ms_.load(std::memory_order_relaxed));
+    if (s == State::ready && w.channel && w.channel->keepalive_paused()) {  // gRPC without calls: no PINGs
+      w.heartbeat = std::chrono::milliseconds(0);
+      w.idle_timeout = std::chrono::milliseconds(0);
+    }
   }
   if (s == State::idle && !draining) {
     w.reconnect = [self = shared_from_this()](TimePoint) {

@@ -150,6 +150,7 @@ class Subchannel final : public ClientTransportEvents, public std::enable_shared
 
   // ---- transport events (the connection's strand)
   void on_handshake(std::optional<std::chrono::milliseconds> heartbeat, std::uint32_t max_body) override;
+  void on_too_many_pings() override;
   void on_transport_reply(IncomingReply& reply, TimePoint received) override;
   void on_transport_closed(const boost::system::error_code& ec, const std::string& reason) override;
   void on_batch_end() override;
@@ -199,6 +200,7 @@ class Subchannel final : public ClientTransportEvents, public std::enable_shared
   std::atomic<std::uint64_t> failures_{0};                       // attempts that failed
   std::atomic<std::uint64_t> cancelled_{0};                      // attempts abandoned in flight
   std::atomic<std::int64_t> heartbeat_ms_{0};                    // agreed in the HELLO exchange
+  std::atomic<int> ping_backoff_{0};  // gRPC: how often a server answered too_many_pings (each doubles the interval)
   std::atomic<std::int64_t> idle_timeout_ms_{0};  // the reconnect task's limit (handshake: connect_timeout)
   SharedPtrCell<transport::Channel> watched_channel_;
 

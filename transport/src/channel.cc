@@ -437,6 +437,11 @@ error_code Channel::send_bytes(std::string_view bytes) {
   return {};
 }
 
+void Channel::send_heartbeat() {
+  assert(strand_.running_in_this_thread());
+  if (handler_ && is_open() && handler_->send_heartbeat(*this)) note_heartbeat_sent();
+}
+
 bool Channel::delivering_here() const noexcept { return t_delivering == this; }
 
 void Channel::recycle(std::string&& bytes) noexcept {

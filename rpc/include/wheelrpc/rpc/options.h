@@ -413,6 +413,43 @@ struct ServerStreamOptions {
   std::chrono::milliseconds stall_timeout{0};
 };
 
+/// gRPC over HTTP/2 on a server's port (docs/grpc.md): its HTTP/2 settings
+/// and its defences. The server's other options (limits, deadlines,
+/// overload, streams, compression, keepalive) apply to gRPC calls as to
+/// native ones.
+struct GrpcServerOptions {
+  /// Serve gRPC beside the native protocol: a connection that opens with
+  /// the HTTP/2 preface (or, on TLS, chooses ALPN h2) speaks it. Default true.
+  bool enabled = true;
+  /// SETTINGS_MAX_CONCURRENT_STREAMS: calls and streams open at once on one
+  /// connection; the client's HTTP/2 stack queues the rest. Default 1024.
+  std::uint32_t max_concurrent_streams = 1024;
+  /// SETTINGS_INITIAL_WINDOW_SIZE (bytes a client may send on one call or
+  /// stream ahead of what the server took; a streaming handler's reads give
+  /// it back) and the connection's own window. Defaults 1 MiB and 16 MiB.
+  std::uint32_t stream_window = 1u << 20;
+  std::uint32_t connection_window = 16u << 20;
+  /// SETTINGS_MAX_HEADER_LIST_SIZE: bytes of one request's headers, decoded
+  /// (HPACK bombs stop here); beyond it the call is refused
+  /// (RESOURCE_EXHAUSTED) and its stream reset. Default 16 KiB.
+  std::uint32_t max_header_list_bytes = 16u << 10;
+  /// Keepalive enforcement (gRPC's): a client's PING sooner than this after
+  /// the previous one, with no call's data in between, is a strike; beyond
+  /// `max_ping_strikes`, GOAWAY ENHANCE_YOUR_CALM "too_many_pings". Defaults
+  /// 1 s and 2 (gRPC servers allow one PING per 5 minutes; wheelrpc clients
+  /// ping when a connection is idle for their heartbeat).
+  std::chrono::milliseconds min_ping_interval{1000};
+  int max_ping_strikes = 2;
+  /// Rapid reset (CVE-2023-44487): streams a client may reset, as a token
+  /// bucket of `max_resets_burst` refilled by `resets_per_second`; beyond
+  /// it, GOAWAY ENHANCE_YOUR_CALM. Defaults 200 and 100.
+  std::uint32_t max_resets_burst = 200;
+  std::uint32_t resets_per_second = 100;
+  /// Requests refused for their headers (bad content-type, malformed
+  /// metadata, oversize headers) on one connection before GOAWAY. Default 64.
+  std::uint32_t max_bad_requests = 64;
+};
+
 /// A server's compression (docs/compression.md).
 struct ServerCompressionOptions : CompressionOptions {
   /// The algorithm of its replies (and of the messages its stream handlers
@@ -470,6 +507,9 @@ struct ServerOptions {
 
   /// Streams (docs/streams.md).
   ServerStreamOptions streams;
+
+  /// gRPC over HTTP/2 on the same port (docs/grpc.md).
+  GrpcServerOptions grpc;
 
   /// What the server decodes, its ratio limit, and how it compresses replies.
   ServerCompressionOptions compression;

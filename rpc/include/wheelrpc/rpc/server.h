@@ -140,6 +140,7 @@ struct ServerStats {
   std::uint64_t malformed_frames = 0;  ///< of which: a body whose lengths overrun it
   std::uint64_t no_hello = 0;          ///< of which: a first frame that was not a HELLO
   std::uint64_t hello_timeouts = 0;    ///< of which: no HELLO within ServerOptions::keepalive.hello_timeout
+  std::uint64_t http2_errors = 0;      ///< of which: HTTP/2 the gRPC wire could not take (docs/grpc.md)
   std::uint64_t heartbeats_sent = 0;   ///< heartbeats sent (ServerOptions::keepalive.send_heartbeats)
   std::uint64_t idle_closes = 0;       ///< connections closed by the CloseTimerTask
   std::uint64_t in_flight = 0;         ///< requests not yet answered on the open connections (now)

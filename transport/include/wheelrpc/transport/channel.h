@@ -61,6 +61,12 @@ class ChannelHandler {
     (void)channel;
     return nullptr;
   }
+  /// A byte channel's heartbeat in its handler's protocol (HTTP/2: a PING):
+  /// true if one was sent. See Channel::send_heartbeat.
+  virtual bool send_heartbeat(Channel& channel) {
+    (void)channel;
+    return false;
+  }
 };
 
 /// Counters of every channel in the process (monotonic).
@@ -232,6 +238,18 @@ class Channel : public std::enable_shared_from_this<Channel> {
   void resume_reading();
   /// True between pause_reading() and the resume; any thread.
   bool reading_paused() const noexcept { return paused_.load(std::memory_order_acquire); }
+  /// Keepalive off while the protocol forbids it (gRPC: no PING on a
+  /// connection without calls, or the server disconnects the client): the
+  /// owner's heartbeat and idle checks skip the channel meanwhile. Turning
+  /// it back on counts as a read now (the silence was ours). Any thread.
+  void pause_keepalive(bool paused) noexcept {
+    if (!paused) last_read_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
+    keepalive_paused_.store(paused, std::memory_order_release);
+  }
+  bool keepalive_paused() const noexcept { return keepalive_paused_.load(std::memory_order_acquire); }
+  /// A byte channel: asks its handler to send a heartbeat of its protocol
+  /// (ChannelHandler::send_heartbeat), counted when sent. Strand only.
+  void send_heartbeat();
   /// Counts a heartbeat sent on this channel (by whoever sends them); any thread.
   void note_heartbeat_sent() noexcept { heartbeats_sent_.fetch_add(1, std::memory_order_relaxed); }
   /// When the channel was created (connection made or accepted).
@@ -294,9 +312,10 @@ class Channel : public std::enable_shared_from_this<Channel> {
   std::shared_ptr<ChannelHandler> handler_;  // strand only; reset after on_close
   std::string remote_, local_;
   std::atomic<ChannelState> state_{ChannelState::ready};
-  std::atomic<bool> paused_{false};  // pause_reading() (set on the strand)
-  std::atomic<bool> raw_{false};     // bytes, not frames (set at creation or on the strand)
-  bool parked_ = false;              // strand only: paused with no read pending
+  std::atomic<bool> paused_{false};            // pause_reading() (set on the strand)
+  std::atomic<bool> raw_{false};               // bytes, not frames (set at creation or on the strand)
+  std::atomic<bool> keepalive_paused_{false};  // pause_keepalive()
+  bool parked_ = false;                        // strand only: paused with no read pending
   // strand only: while parked (no read holds the channel) a wait that never
   // expires holds it instead, as a pending read would: cancelled by the
   // resume or the close, and dropped with the io_context's other pending

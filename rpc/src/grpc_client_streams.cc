@@ -1,0 +1,139 @@
+// GrpcClientTransport, what goes out: a stream's frames said in HTTP/2, the
+// session's writes, credit for what was written, and PING heartbeats
+// (grpc_client_transport.h).
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <optional>
+
+#include <boost/asio/post.hpp>
+#include <fmt/format.h>
+
+#include <wheelrpc/transport/errc.h>
+
+#include "grpc_client_call.h"
+#include "grpc_client_transport.h"
+#include "grpc_wire.h"
+#include "stream_core.h"
+#include "stream_frames.h"
+
+namespace wheelrpc::rpc::detail {
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+error_code GrpcClientTransport::send_stream_frame(transport::Frame& f) {
+  common::LockGuard lock(mu_);
+  if (!session_ || closed_) return transport::make_error_code(transport::errc::closed);
+  Call* c = find(static_cast<std::int32_t>(f.header.request_id));
+  if (!c) return transport::make_error_code(transport::errc::closed);
+  switch (stream_op(f)) {
+    case StreamOp::message:
+      append_grpc_prefix(c->out, f.header.encoding != 0, f.payload.size());
+      c->out.append(f.payload);
+      c->out_costs.emplace_back(c->out.size(), message_cost(f.payload.size()));
+      nghttp2_session_resume_data(session_.get(), c->stream_id);
+      break;
+    case StreamOp::half_close:
+      c->out_end = true;
+      nghttp2_session_resume_data(session_.get(), c->stream_id);
+      break;
+    case StreamOp::reset:
+      c->finished = true;  // it ended itself: nothing more is delivered to it
+      nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, c->stream_id, NGHTTP2_CANCEL);
+      break;
+    case StreamOp::credit:
+      c->credit += f.header.deadline_ms;
+      while (!c->unconsumed.empty() && c->unconsumed.front().first <= c->credit) {
+        c->credit -= c->unconsumed.front().first;
+        const std::size_t bytes = std::min(c->unconsumed.front().second, c->held);
+        nghttp2_session_consume(session_.get(), c->stream_id, bytes);
+        c->held -= bytes;
+        c->unconsumed.pop_front();
+      }
+      break;
+    default: break;  // a server's op
+  }
+  flush();
+  return {};
+}
+
+ssize_t GrpcClientTransport::read_out(std::int32_t stream_id, std::uint8_t* buf, std::size_t length,
+                                      std::uint32_t* flags) {
+  Call* c = find(stream_id);
+  if (!c) {
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return 0;
+  }
+  const std::size_t n = std::min(c->out.size() - c->out_pos, length);
+  if (n > 0) {
+    std::memcpy(buf, c->out.data() + c->out_pos, n);
+    c->out_pos += n;
+    while (!c->out_costs.empty() && c->out_costs.front().first <= c->out_pos) {
+      credits_.emplace_back(stream_id, c->out_costs.front().second);
+      c->out_costs.pop_front();
+    }
+    if (c->out_pos == c->out.size()) {
+      c->out_pos = 0;
+      if (c->out.capacity() > 64 * 1024) {
+        std::string().swap(c->out);
+      } else {
+        c->out.clear();
+      }
+    }
+  }
+  if (c->out.empty() && c->out_end) {
+    *flags |= NGHTTP2_DATA_FLAG_EOF;  // END_STREAM: the request's (or the stream's half-close)
+    return static_cast<ssize_t>(n);
+  }
+  if (n == 0) return NGHTTP2_ERR_DEFERRED;
+  return static_cast<ssize_t>(n);
+}
+
+void GrpcClientTransport::flush() {
+  int rv = 0;
+  out_.clear();
+  const bool ok = take_output(session_.get(), out_, rv);
+  if (!out_.empty()) channel_->send_bytes(out_);
+  if (out_.capacity() > 64 * 1024) std::string().swap(out_);
+  if (!credits_.empty() && !credit_posted_) {
+    credit_posted_ = true;
+    asio::post(channel_->strand(), [self = shared_from_this()] { self->deliver_credits(); });
+  }
+  if (!ok) {
+    channel_->close(transport::make_error_code(transport::errc::protocol_error),
+                    fmt::format("HTTP/2: {}", nghttp2_strerror(rv)));
+  } else if (goaway_ && calls_.empty() && !nghttp2_session_want_write(session_.get())) {
+    // The server said GOAWAY and every call on it ended: a new connection takes over.
+    channel_->close(transport::make_error_code(transport::errc::closed),
+                    goaway_reason_.empty() ? std::string("GOAWAY") : goaway_reason_);
+  }
+}
+
+void GrpcClientTransport::deliver_credits() {
+  std::vector<std::pair<std::int32_t, std::uint64_t>> credits;
+  {
+    common::LockGuard lock(mu_);
+    credits.swap(credits_);
+    credit_posted_ = false;
+  }
+  for (const auto& [id, cost] : credits) {
+    if (auto s = streams_->find(static_cast<std::uint64_t>(id))) {
+      auto f = make_stream_frame(StreamOp::credit, static_cast<std::uint64_t>(id), false);
+      f.header.deadline_ms = static_cast<std::uint32_t>(cost);
+      s->on_frame(f);
+    }
+  }
+}
+
+bool GrpcClientTransport::send_heartbeat() {
+  common::LockGuard lock(mu_);
+  if (!session_ || closed_ || active_ == 0) return false;  // no PING without calls (gRPC servers forbid it)
+  nghttp2_submit_ping(session_.get(), NGHTTP2_FLAG_NONE, reinterpret_cast<const std::uint8_t*>("wrpc-hb!"));
+  flush();
+  return true;
+}
+
+std::optional<std::chrono::milliseconds> GrpcClientTransport::heartbeat_for_handshake() const { return heartbeat_; }
+
+}  // namespace wheelrpc::rpc::detail

@@ -1,0 +1,276 @@
+// GrpcServerConnection, what goes out: unary replies, the frames of its
+// streams said in HTTP/2, heartbeats, the two-step GOAWAY, and the writes
+// (grpc_server_connection.h).
+
+#include <algorithm>
+#include <cstring>
+
+#include <boost/asio/post.hpp>
+#include <fmt/format.h>
+
+#include <wheelrpc/transport/errc.h>
+
+#include "grpc_server_call.h"
+#include "grpc_server_connection.h"
+#include "log.h"
+#include "payload_coding.h"
+#include "server_core.h"
+#include "stream_core.h"
+#include "stream_frames.h"
+
+namespace wheelrpc::rpc::detail {
+namespace asio = boost::asio;
+using boost::system::error_code;
+
+namespace {
+
+/// Reply metadata: the initial fields, then (after kTrailersMarker) the trailing ones.
+void add_metadata(HeaderBlock& h, const transport::Attachments& md, bool trailing) {
+  bool in_trailers = false;
+  for (const auto& [k, v] : md) {
+    if (k == kTrailersMarker) {
+      in_trailers = true;
+      continue;
+    }
+    if (in_trailers != trailing || is_reserved_header(k) || !valid_metadata_key(k)) continue;
+    if (is_binary_key(k)) {
+      h.add(k, base64_encode(v));
+    } else {
+      h.add(k, v);
+    }
+  }
+}
+
+void add_status(HeaderBlock& h, StatusCode code, std::string_view message) {
+  h.add("grpc-status", fmt::format("{}", static_cast<int>(code)));
+  if (!message.empty()) h.add("grpc-message", percent_encode(message));
+}
+
+}  // namespace
+
+bool GrpcServerConnection::send_reply(std::uint64_t id, Status status, std::string& payload,
+                                      transport::Attachments& attachments, std::string_view, ReplyCoding& coding,
+                                      bool) {
+  common::LockGuard lock(mu_);
+  if (!session_ || closed_) return false;
+  Call* c = find(static_cast<std::int32_t>(id));
+  if (!c || c->ended_here) return true;  // the client reset it: nothing to answer
+  if (status != Status::ok) {
+    submit_end(*c, grpc_code_of(status), payload, &attachments, 200, true);
+    flush(false);
+    return true;
+  }
+  const ServerCore& core = *context_->core;
+  std::string* body = &payload;
+  transport::Compression used = transport::Compression::identity;
+  if (coding.compression == transport::Compression::gzip || coding.compression == transport::Compression::deflate) {
+    used = compress_payload(payload, coding.compression, coding.level, core.options().compression.threshold, c->accept,
+                            compression_scratch());
+    if (used != transport::Compression::identity) body = &compression_scratch();
+  }
+  c->response_encoding = used;
+  submit_headers(*c, &attachments);
+  queue_message(*c, *body, used != transport::Compression::identity);
+  coding.wire_size = body->size();
+  coding.compressed = used != transport::Compression::identity;
+  submit_end(*c, StatusCode::ok, {}, &attachments, 200, false);
+  flush(false);
+  return true;
+}
+
+error_code GrpcServerConnection::send_stream_frame(transport::Frame& f) {
+  common::LockGuard lock(mu_);
+  if (!session_ || closed_ || closing_) return transport::make_error_code(transport::errc::closed);
+  Call* c = find(static_cast<std::int32_t>(f.header.request_id));
+  if (!c) return transport::make_error_code(transport::errc::closed);
+  switch (stream_op(f)) {
+    case StreamOp::open:  // the server's answer to the stream's opening
+      if (f.header.status == static_cast<std::uint8_t>(Status::ok)) {
+        // The stream's messages go in the algorithm it would use, if the client decodes it.
+        const auto& opts = context_->core->options().compression;
+        const auto alg = opts.reply.value_or(c->encoding);
+        if ((alg == transport::Compression::gzip || alg == transport::Compression::deflate) &&
+            c->accept.contains(alg)) {
+          c->response_encoding = alg;
+        }
+        submit_headers(*c, &f.attachments);
+      } else {
+        submit_end(*c, grpc_code_of(static_cast<Status>(f.header.status)), f.payload, nullptr, 200, true);
+      }
+      break;
+    case StreamOp::message:
+      if (!c->headers_sent) submit_headers(*c, nullptr);
+      queue_message(*c, f.payload, f.header.encoding != 0);
+      break;
+    case StreamOp::end:
+      submit_end(*c, f.header.status == 0 ? StatusCode::ok : grpc_code_of(static_cast<Status>(f.header.status)),
+                 f.payload, &f.attachments, 200, true);
+      break;
+    case StreamOp::credit: {
+      // The handler took messages: their HTTP/2 bytes open the client's window again.
+      c->credit += f.header.deadline_ms;
+      while (!c->unconsumed.empty() && c->unconsumed.front().first <= c->credit) {
+        c->credit -= c->unconsumed.front().first;
+        const std::size_t bytes = std::min(c->unconsumed.front().second, c->held);
+        nghttp2_session_consume(session_.get(), c->id, bytes);
+        c->held -= bytes;
+        c->unconsumed.pop_front();
+      }
+      break;
+    }
+    default: break;  // a client's op: never sent by a server's stream
+  }
+  flush(false);
+  return {};
+}
+
+void GrpcServerConnection::submit_headers(Call& c, transport::Attachments* initial) {
+  if (c.headers_sent) return;
+  c.headers_sent = true;
+  data_since_ping_ = true;
+  ping_strikes_ = 0;
+  HeaderBlock h;
+  h.add(":status", "200");
+  h.add("content-type", "application/grpc");
+  if (c.response_encoding != transport::Compression::identity) {
+    h.add("grpc-encoding", grpc_encoding_name(c.response_encoding));
+  }
+  h.add("grpc-accept-encoding", accept_encoding_);
+  if (initial) add_metadata(h, *initial, false);
+  const auto prd = data_provider();
+  const auto& nv = h.nv();
+  nghttp2_submit_response(session_.get(), c.id, nv.data(), nv.size(), &prd);
+}
+
+void GrpcServerConnection::submit_end(Call& c, StatusCode code, std::string_view message,
+                                      transport::Attachments* metadata, int http_status, bool trailers_only_initial) {
+  if (c.ended_here) return;
+  c.ended_here = true;
+  if (!c.headers_sent) {
+    // Trailers-only: one HEADERS with END_STREAM.
+    c.headers_sent = true;
+    HeaderBlock h;
+    h.add(":status", fmt::format("{}", http_status));
+    h.add("content-type", "application/grpc");
+    if (code == StatusCode::unimplemented) h.add("grpc-accept-encoding", accept_encoding_);
+    add_status(h, code, message);
+    if (metadata) {
+      if (trailers_only_initial) add_metadata(h, *metadata, false);
+      add_metadata(h, *metadata, true);
+    }
+    const auto& nv = h.nv();
+    nghttp2_submit_response(session_.get(), c.id, nv.data(), nv.size(), nullptr);
+    return;
+  }
+  add_status(c.trailers, code, message);
+  if (metadata) add_metadata(c.trailers, *metadata, true);
+  resume(c);
+}
+
+void GrpcServerConnection::queue_message(Call& c, std::string_view payload, bool compressed) {
+  data_since_ping_ = true;
+  ping_strikes_ = 0;
+  append_grpc_prefix(c.out, compressed, payload.size());
+  c.out.append(payload);
+  if (c.is_stream) c.out_costs.emplace_back(c.out.size(), message_cost(payload.size()));
+  resume(c);
+}
+
+void GrpcServerConnection::resume(Call& c) { nghttp2_session_resume_data(session_.get(), c.id); }
+
+ssize_t GrpcServerConnection::read_out(std::int32_t stream_id, std::uint8_t* buf, std::size_t length,
+                                       std::uint32_t* flags) {
+  Call* c = find(stream_id);
+  if (!c) {
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return 0;
+  }
+  const std::size_t n = std::min(c->out.size() - c->out_pos, length);
+  if (n > 0) {
+    std::memcpy(buf, c->out.data() + c->out_pos, n);
+    c->out_pos += n;
+    // Messages wholly handed to the session give their stream credit back.
+    while (!c->out_costs.empty() && c->out_costs.front().first <= c->out_pos) {
+      credits_.emplace_back(stream_id, c->out_costs.front().second);
+      c->out_costs.pop_front();
+    }
+    if (c->out_pos == c->out.size()) {
+      c->out_pos = 0;
+      if (c->out.capacity() > 64 * 1024) {
+        std::string().swap(c->out);
+      } else {
+        c->out.clear();
+      }
+    }
+  }
+  if (c->out.empty() && c->ended_here) {
+    *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    const auto& nv = c->trailers.nv();
+    nghttp2_submit_trailer(session_.get(), stream_id, nv.data(), nv.size());
+    return static_cast<ssize_t>(n);
+  }
+  if (n == 0) return NGHTTP2_ERR_DEFERRED;
+  return static_cast<ssize_t>(n);
+}
+
+void GrpcServerConnection::flush(bool failed) {
+  int rv = 0;
+  out_.clear();
+  const bool ok = take_output(session_.get(), out_, rv);
+  const auto channel = channel_.lock();
+  if (!channel) return;
+  if (!out_.empty()) channel->send_bytes(out_);
+  if (out_.capacity() > 64 * 1024) std::string().swap(out_);
+  if (!credits_.empty() && !credit_posted_) {
+    credit_posted_ = true;
+    asio::post(channel->strand(), [self = shared_from_this()] { self->deliver_credits(); });
+  }
+  if (closing_) return;
+  if (failed || !ok || (!nghttp2_session_want_read(session_.get()) && !nghttp2_session_want_write(session_.get()))) {
+    closing_ = true;
+    if (!ok && fail_reason_.empty()) fail_reason_ = fmt::format("HTTP/2: {}", nghttp2_strerror(rv));
+    const std::string why = fail_reason_.empty() ? std::string("HTTP/2 session ended (GOAWAY)") : fail_reason_;
+    channel->close_after_flush(
+        transport::make_error_code(failed || !ok || goaway_sent_ ? transport::errc::protocol_error
+                                                                 : transport::errc::closed),
+        why, std::chrono::milliseconds(1000));
+  }
+}
+
+void GrpcServerConnection::deliver_credits() {
+  std::vector<std::pair<std::int32_t, std::uint64_t>> credits;
+  {
+    common::LockGuard lock(mu_);
+    credits.swap(credits_);
+    credit_posted_ = false;
+  }
+  for (const auto& [id, cost] : credits) {
+    if (auto s = context_->streams->find(static_cast<std::uint64_t>(id))) {
+      auto f = make_stream_frame(StreamOp::credit, static_cast<std::uint64_t>(id), true);
+      f.header.deadline_ms = static_cast<std::uint32_t>(cost);
+      s->on_frame(f);
+    }
+  }
+}
+
+bool GrpcServerConnection::send_heartbeat(transport::Channel&) {
+  common::LockGuard lock(mu_);
+  if (!session_ || closed_ || closing_) return false;
+  nghttp2_submit_ping(session_.get(), NGHTTP2_FLAG_NONE, reinterpret_cast<const std::uint8_t*>("wrpc-hb!"));
+  flush(false);
+  return true;
+}
+
+void GrpcServerConnection::drain() {
+  common::LockGuard lock(mu_);
+  if (!session_ || closed_ || closing_ || draining_) return;
+  // The two-step GOAWAY: a first one that takes every stream already on its
+  // way, a PING, and on its ACK the final one with the last stream taken.
+  draining_ = true;
+  nghttp2_submit_shutdown_notice(session_.get());
+  nghttp2_submit_ping(session_.get(), NGHTTP2_FLAG_NONE, reinterpret_cast<const std::uint8_t*>(kDrainPing.data()));
+  drain_ping_sent_ = true;
+  flush(false);
+}
+
+}  // namespace wheelrpc::rpc::detail

@@ -1,0 +1,238 @@
+// gRPC over HTTP/2 end to end (docs/grpc.md): a wheelrpc Client with
+// ClientOptions::protocol = grpc against a wheelrpc Server, which serves
+// gRPC and the native protocol on one port. Unary calls, statuses and
+// messages, metadata both ways (binary keys included), deadlines sent as
+// grpc-timeout, gzip, the three kinds of streams, cancellation, many calls
+// at once.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <wheelrpc/rpc/client_stream.h>
+#include <wheelrpc/rpc/server_stream.h>
+#include <wheelrpc/rpc/status_code.h>
+
+#include "support/rpc_fixture.h"
+#include "support/wait.h"
+
+using namespace std::chrono_literals;
+using wheelrpc::rpc::CallOptions;
+using wheelrpc::rpc::ClientOptions;
+using wheelrpc::rpc::ClientStream;
+using wheelrpc::rpc::Request;
+using wheelrpc::rpc::Responder;
+using wheelrpc::rpc::ServerStream;
+using wheelrpc::rpc::StatusCode;
+using wheelrpc::rpc::WireProtocol;
+using wheelrpc::test::call_and_wait;
+using wheelrpc::test::RpcFixture;
+
+namespace {
+
+ClientOptions grpc_client() {
+  ClientOptions o;
+  o.protocol = WireProtocol::grpc;
+  return o;
+}
+
+/// Echoes each message of a stream back; held only by its pending operations.
+struct Echo : std::enable_shared_from_this<Echo> {
+  explicit Echo(ServerStream s) : stream(std::move(s)) {}
+  void read() {
+    stream.async_read([self = shared_from_this()](boost::system::error_code ec, std::optional<std::string> m) {
+      if (ec) return;
+      if (!m) {
+        self->stream.add_trailer("x-count", std::to_string(self->n));
+        self->stream.finish(StatusCode::ok, "");
+        return;
+      }
+      ++self->n;
+      self->stream.async_write(std::move(*m), [self](boost::system::error_code werr) {
+        if (!werr) self->read();
+      });
+    });
+  }
+  ServerStream stream;
+  int n = 0;
+};
+
+void register_grpc_methods(wheelrpc::rpc::Server& server, std::atomic<bool>* cancelled_seen = nullptr) {
+  server.handle("/test.Echo/Echo", [](Request req, Responder r) { r.reply(std::move(req.payload)); });
+  server.handle("/test.Echo/Fail",
+                [](Request, Responder r) { r.fail(StatusCode::not_found, "no such thing \xE2\x98\xBA 100%\r\n"); });
+  server.handle("/test.Echo/Metadata", [](Request req, Responder r) {
+    std::string seen;
+    for (const auto& [k, v] : req.attachments) {
+      if (k.rfind("x-", 0) == 0) seen += k + "=" + v + ";";
+    }
+    r.reply(std::move(seen));
+  });
+  server.handle_stream("/test.Echo/Chat", [](ServerStream s) { std::make_shared<Echo>(std::move(s))->read(); });
+  server.handle_stream("/test.Echo/Wait", [cancelled_seen](ServerStream s) {
+    // Reads until the client goes away, and says so.
+    struct Reader : std::enable_shared_from_this<Reader> {
+      ServerStream stream;
+      std::atomic<bool>* seen;
+      void read() {
+        stream.async_read([self = shared_from_this()](boost::system::error_code ec, std::optional<std::string> m) {
+          if (ec) {
+            if (self->seen) self->seen->store(true);
+          } else if (!m) {
+            self->stream.finish(StatusCode::ok, "");
+          } else {
+            self->read();
+          }
+        });
+      }
+    };
+    auto r = std::make_shared<Reader>();
+    r->stream = std::move(s);
+    r->seen = cancelled_seen;
+    r->read();
+  });
+}
+
+std::pair<boost::system::error_code, ClientStream> open(wheelrpc::rpc::Client& client, const std::string& method,
+                                                        CallOptions o = {}) {
+  std::promise<std::pair<boost::system::error_code, ClientStream>> p;
+  client.async_open_stream(method, std::move(o), [&p](boost::system::error_code ec, ClientStream s) {
+    p.set_value({ec, std::move(s)});
+  });
+  return p.get_future().get();
+}
+
+boost::system::error_code write(ClientStream& s, std::string m) {
+  std::promise<boost::system::error_code> p;
+  s.async_write(std::move(m), [&p](boost::system::error_code ec) { p.set_value(ec); });
+  return p.get_future().get();
+}
+
+std::pair<boost::system::error_code, std::optional<std::string>> read(ClientStream& s) {
+  std::promise<std::pair<boost::system::error_code, std::optional<std::string>>> p;
+  s.async_read([&p](boost::system::error_code ec, std::optional<std::string> m) { p.set_value({ec, std::move(m)}); });
+  return p.get_future().get();
+}
+
+TEST(GrpcWire, AUnaryCallCarriesItsBytesBothWays) {
+  RpcFixture f({}, grpc_client(), 2, [](auto& s) { register_grpc_methods(s); });
+  for (std::size_t size : {std::size_t{0}, std::size_t{1}, std::size_t{100'000}, std::size_t{3} << 20}) {
+    std::string payload(size, '\0');
+    for (std::size_t i = 0; i < size; ++i) payload[i] = static_cast<char>(i * 131 + 7);
+    auto out = call_and_wait(*f.client, "/test.Echo/Echo", payload);
+    ASSERT_FALSE(out.ec) << out.response.error_message;
+    EXPECT_EQ(out.response.payload, payload) << size;
+  }
+}
+
+TEST(GrpcWire, AStatusAndItsMessageComeThroughIntact) {
+  RpcFixture f({}, grpc_client(), 2, [](auto& s) { register_grpc_methods(s); });
+  auto out = call_and_wait(*f.client, "/test.Echo/Fail");
+  EXPECT_EQ(wheelrpc::rpc::status_code_of(out.ec), StatusCode::not_found) << out.ec.message();
+  EXPECT_NE(out.response.error_message.find("no such thing \xE2\x98\xBA 100%\r\n"), std::string::npos)
+      << out.response.error_message;
+}
+
+TEST(GrpcWire, AnUnknownMethodIsUnimplemented) {
+  RpcFixture f({}, grpc_client(), 2, [](auto& s) { register_grpc_methods(s); });
+  auto out = call_and_wait(*f.client, "/test.Echo/Nope");
+  EXPECT_EQ(wheelrpc::rpc::status_code_of(out.ec), StatusCode::unimplemented) << out.ec.message();
+}
+
+TEST(GrpcWire, MetadataGoesAsHeadersAndBinaryKeysSurviveBase64) {
+  RpcFixture f({}, grpc_client(), 2, [](auto& s) { register_grpc_methods(s); });
+  CallOptions o;
+  o.attachments = {{"x-plain", "hello"}, {"x-raw-bin", std::string("\0\x01\xff", 3)}};
+  auto out = call_and_wait(*f.client, "/test.Echo/Metadata", "", o);
+  ASSERT_FALSE(out.ec) << out.response.error_message;
+  EXPECT_NE(out.response.payload.find("x-plain=hello;"), std::string::npos) << out.response.payload;
+  EXPECT_NE(out.response.payload.find("x-raw-bin=" + std::string("\0\x01\xff", 3) + ";"), std::string::npos);
+}
+
+TEST(GrpcWire, TheDeadlineTravelsAsGrpcTimeoutAndEndsTheCallOnTime) {
+  RpcFixture f({}, grpc_client(), 2, [](auto& s) { register_grpc_methods(s); });
+  CallOptions o;
+  o.timeout = 200ms;
+  auto out = call_and_wait(*f.client, "sleep", "20000", o);
+  // A method without a service ("sleep") goes as the path "/sleep", which the server serves as "sleep".
+  EXPECT_EQ(out.ec, wheelrpc::rpc::errc::timeout) << out.ec.message() << " " << out.response.error_message;
+  EXPECT_LT(out.took, 10s);
+}
+
+TEST(GrpcWire, GzipGoesCompressedOnTheWireAndComesBackWhole) {
+  RpcFixture f({}, grpc_client(), 2, [](auto& s) { register_grpc_methods(s); });
+  CallOptions o;
+  o.compression = wheelrpc::transport::Compression::gzip;
+  const std::string payload(64 * 1024, 'z');
+  auto out = call_and_wait(*f.client, "/test.Echo/Echo", payload, o);
+  ASSERT_FALSE(out.ec) << out.response.error_message;
+  EXPECT_EQ(out.response.payload, payload);
+  std::uint64_t compressed = 0;
+  for (const auto& m : f.server.method_stats()) {
+    if (m.method == "/test.Echo/Echo") compressed = m.received.compressed;
+  }
+  EXPECT_EQ(compressed, 1u);
+}
+
+TEST(GrpcWire, ABidiStreamEchoesAndEndsWithTrailers) {
+  RpcFixture f({}, grpc_client(), 2, [](auto& s) { register_grpc_methods(s); });
+  auto [ec, stream] = open(*f.client, "/test.Echo/Chat");
+  ASSERT_FALSE(ec) << ec.message();
+  for (const std::string& m : std::vector<std::string>{"one", "", std::string(200000, 'x'), "four"}) {
+    ASSERT_FALSE(write(stream, m));
+    auto [rec, got] = read(stream);
+    ASSERT_FALSE(rec) << rec.message() << " " << stream.error_message();
+    ASSERT_TRUE(got);
+    EXPECT_EQ(*got, m);
+  }
+  std::promise<boost::system::error_code> done;
+  stream.async_writes_done([&](boost::system::error_code e) { done.set_value(e); });
+  EXPECT_FALSE(done.get_future().get());
+  auto [rec, end] = read(stream);
+  EXPECT_FALSE(rec) << rec.message() << " " << stream.error_message();
+  EXPECT_FALSE(end);
+}
+
+TEST(GrpcWire, CancellingAStreamResetsItAndTheHandlerSeesIt) {
+  std::atomic<bool> cancelled{false};
+  RpcFixture f({}, grpc_client(), 2, [&](auto& s) { register_grpc_methods(s, &cancelled); });
+  auto [ec, stream] = open(*f.client, "/test.Echo/Wait");
+  ASSERT_FALSE(ec) << ec.message();
+  ASSERT_FALSE(write(stream, "hello"));  // the server's stream exists once its first read is answered
+  stream.cancel();
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return cancelled.load(); }, 20s));
+}
+
+TEST(GrpcWire, NativeAndGrpcClientsShareTheServersPort) {
+  RpcFixture f({}, grpc_client(), 2, [](auto& s) { register_grpc_methods(s); });
+  wheelrpc::rpc::Client native(f.threads.io.get_executor(), f.timer,
+                               std::vector<boost::asio::ip::tcp::endpoint>{f.server.local_endpoint()});
+  auto a = call_and_wait(native, "/test.Echo/Echo", "native");
+  auto b = call_and_wait(*f.client, "/test.Echo/Echo", "grpc");
+  native.close();
+  ASSERT_FALSE(a.ec) << a.response.error_message;
+  ASSERT_FALSE(b.ec) << b.response.error_message;
+  EXPECT_EQ(a.response.payload, "native");
+  EXPECT_EQ(b.response.payload, "grpc");
+}
+
+TEST(GrpcWire, ManyCallsAtOnceEachCompleteOnce) {
+  RpcFixture f({}, grpc_client(), 2, [](auto& s) { register_grpc_methods(s); });
+  std::vector<std::future<wheelrpc::test::Outcome>> calls;
+  for (int i = 0; i < 2000; ++i) {
+    calls.push_back(wheelrpc::test::start(*f.client, "/test.Echo/Echo", std::to_string(i), {}));
+  }
+  for (int i = 0; i < 2000; ++i) {
+    ASSERT_EQ(calls[i].wait_for(60s), std::future_status::ready);
+    auto out = calls[i].get();
+    ASSERT_FALSE(out.ec) << out.response.error_message;
+    EXPECT_EQ(out.response.payload, std::to_string(i));
+  }
+}
+
+}  // namespace
