@@ -16,6 +16,7 @@
 #include "client_core.h"
 #include "client_interception.h"
 #include "log.h"
+#include "metadata_split.h"
 #include "provider_pool.h"
 #include "subchannel.h"
 #include "timeline.h"
@@ -488,8 +489,7 @@ void CallDriver::on_reply(Subchannel& sub, IncomingReply& reply, TimePoint recei
                         attempt_note(call.attempts, call.plan.max_attempts, false);
       complete(call, errc::timeout, std::move(r), Origin::reply, done, received);
     } else {
-      r.payload = std::move(reply.payload);
-      r.attachments = std::move(reply.attachments);
+      take_reply(reply.payload, reply.attachments, reply.compressed, r);  // split at the trailers' marker
       if (!complete(call, ec, std::move(r), Origin::reply, done, received)) ClientMetrics::count(ctx_.metrics.late);
     }
     if (a.swept && !call.done.load(std::memory_order_relaxed)) {

@@ -93,13 +93,19 @@ error_code GrpcServerConnection::send_stream_frame(transport::Frame& f) {
             c->accept.contains(alg)) {
           c->response_encoding = alg;
         }
-        submit_headers(*c, &f.attachments);
+        // The response's HEADERS go with the first message (they carry the
+        // handler's initial metadata, ServerStream::add_initial_metadata), or
+        // as a trailers-only answer with the END: as gRPC servers do.
       } else {
         submit_end(*c, grpc_code_of(static_cast<Status>(f.header.status)), f.payload, nullptr, 200, true);
       }
       break;
     case StreamOp::message:
-      if (!c->headers_sent) submit_headers(*c, nullptr);
+      if (!c->headers_sent) {
+        // A message compressed with another algorithm than the stream's says so in the HEADERS.
+        if (f.header.encoding != 0) c->response_encoding = static_cast<transport::Compression>(f.header.encoding);
+        submit_headers(*c, &f.attachments);
+      }
       queue_message(*c, f.payload, f.header.encoding != 0);
       break;
     case StreamOp::end:

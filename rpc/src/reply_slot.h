@@ -64,9 +64,12 @@ struct ReplySlot : common::Recycled<ReplySlot> {
   std::atomic<std::size_t>* running = nullptr;  // its method's running count, under a concurrency limit
                                                 // (given back by the destructor)
   std::chrono::steady_clock::time_point received{};
-  // The algorithm of its reply (the call's, mirrored, or the server's own).
-  transport::Compression reply_compression = transport::Compression::identity;
-  LazyTrace trace;  // the request's traceparent, parsed when asked
+  // The algorithm of its reply (the call's, mirrored, or the server's own),
+  // until the handler's Responder::set_compression; atomic because the
+  // deadline's answer may read it while the handler sets it.
+  std::atomic<transport::Compression> reply_compression{transport::Compression::identity};
+  bool request_compressed = false;  // its request's payload came compressed
+  LazyTrace trace;                  // the request's traceparent, parsed when asked
   // A call from inside the process (Server::async_invoke): completed here
   // instead of a reply on a channel.
   std::function<void(Status, std::string, transport::Attachments)> local;

@@ -55,6 +55,12 @@ bool Responder::fail(const boost::system::error_code& ec, std::string message) {
          slot_->core->finish(*slot_, error_status(ec), std::move(message), {}, detail::ServerCore::Answer::handler);
 }
 
+void Responder::set_compression(transport::Compression compression) noexcept {
+  if (slot_) slot_->reply_compression.store(compression, std::memory_order_relaxed);
+}
+
+bool Responder::request_compressed() const noexcept { return slot_ && slot_->request_compressed; }
+
 boost::asio::any_io_executor Responder::executor() const {
   if (!slot_) return {};
   return slot_->core->handler_executor();

@@ -7,6 +7,7 @@
 
 #include <wheelrpc/rpc/service.h>
 
+#include "metadata_split.h"
 #include "resolved_options.h"
 #include "server_core.h"
 
@@ -74,8 +75,7 @@ void Server::start_invoke(std::string method, std::string payload, std::chrono::
     if (ec) {
       r.error_message = std::move(body);
     } else {
-      r.payload = std::move(body);
-      r.attachments = std::move(attached);
+      detail::take_reply(body, attached, false, r);
     }
     auto assoc = asio::get_associated_executor(*shared, ex);
     asio::post(ex, asio::bind_executor(

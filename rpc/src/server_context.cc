@@ -2,6 +2,8 @@
 
 #include <wheelrpc/rpc/options.h>
 
+#include "metadata_split.h"
+
 namespace wheelrpc::rpc {
 
 ServerContext::ServerContext(Request request, Responder responder) noexcept
@@ -24,6 +26,13 @@ std::chrono::milliseconds ServerContext::remaining() const noexcept {
 std::optional<TraceContext> ServerContext::trace() const noexcept {
   const std::string* tp = find_metadata(kTraceparentKey);
   return tp ? TraceContext::parse(*tp) : std::nullopt;
+}
+
+transport::Attachments ServerContext::take_reply_attachments() {
+  transport::Attachments all = std::move(reply_metadata_);
+  reply_metadata_.clear();
+  detail::join_trailers(all, std::move(trailing_metadata_));
+  return all;
 }
 
 bool ServerContext::cancelled() const noexcept { return responder_.expired() || responder_.cancelled(); }

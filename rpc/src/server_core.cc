@@ -218,6 +218,7 @@ void ServerCore::on_request(ServerTransport& transport, IncomingRequest& request
   if (request.budget.count() != 0) slot->deadline = slot->received + request.budget;
   // Replies mirror the call's algorithm unless the server has its own.
   slot->reply_compression = options_.compression.reply.value_or(request.reply_compression);
+  slot->request_compressed = request.compressed;
   if (request.decode_error) [[unlikely]] {
     admission_.refuse_undecodable(*slot, request.decode_error, std::move(request.payload));
     return;

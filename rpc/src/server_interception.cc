@@ -1,10 +1,13 @@
 #include "server_interception.h"
 
+#include <iterator>
+
 #include <boost/asio/post.hpp>
 
 #include <wheelrpc/rpc/errc.h>
 
 #include "admission.h"
+#include "metadata_split.h"
 #include "server_core.h"
 
 namespace wheelrpc::rpc::detail {
@@ -83,7 +86,9 @@ void ServerInterception::complete(std::size_t index) { core_->options().intercep
 
 void ServerInterception::completed(bool now) {
   if (!now || !reply_) return;
-  for (auto& kv : info_.reply_metadata_) reply_->push_back(std::move(kv));
+  // Initial metadata: before the trailers' marker, if the handler added trailers.
+  reply_->insert(initial_end(*reply_), std::make_move_iterator(info_.reply_metadata_.begin()),
+                 std::make_move_iterator(info_.reply_metadata_.end()));
   info_.reply_metadata_.clear();
 }
 

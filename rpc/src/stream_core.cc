@@ -266,7 +266,7 @@ void StreamCore::on_credit(std::uint64_t n, Pending& p) {
 
 void StreamCore::on_end_frame(transport::Frame& f, Pending& p) {
   const auto status = static_cast<Status>(f.header.status);
-  trailers_ = std::move(f.attachments);
+  take_end_metadata(f.attachments);
   peer_done_ = true;
   if (status == Status::ok) {
     end_locked({}, {}, StreamEnd::ok, Wire::none, p);
@@ -307,8 +307,10 @@ void StreamCore::read(StreamReadHandler h) {
     if (read_) {
       p.read(h, make_error_code(errc::bad_request), std::nullopt);  // one read at a time
     } else if (inbox_head_ < inbox_.size()) {
+      const Received r = inbox_received_[inbox_head_];  // the same length as inbox_
+      last_read_compressed_.store(r.compressed, std::memory_order_relaxed);
       std::string m = std::move(inbox_[inbox_head_++]);
-      if (!ended_) consumed(message_cost(m.size()));
+      if (!ended_) consumed(r.cost);  // the cost it was counted at (not its decoded size)
       p.read(h, {}, std::move(m));
     } else if (ended_ && (end_ec_ || !peer_done_)) {
       p.read(h, end_ec_ ? end_ec_ : make_error_code(errc::stream_closed), std::nullopt);
@@ -322,9 +324,9 @@ void StreamCore::read(StreamReadHandler h) {
   run(p);
 }
 
-void StreamCore::write(std::string message, StreamDoneHandler h) {
+void StreamCore::write(std::string message, StreamDoneHandler h, bool compress) {
   const auto bytes = static_cast<std::uint32_t>(std::min<std::size_t>(message.size(), 0xffffffffu));
-  const std::uint8_t encoding = compress_message(message);
+  const std::uint8_t encoding = compress_message(message, compress);
   Pending p;
   p.posted = true;
   {
@@ -374,6 +376,10 @@ void StreamCore::send_message(std::string& payload, Pending& p) {
   auto f = make_stream_frame(StreamOp::message, id(), s_.client);
   f.header.encoding = write_encoding_;
   f.payload = std::move(payload);
+  if (!s_.client && !initial_sent_) {  // the initial metadata goes with the first message
+    initial_sent_ = true;
+    f.attachments = std::move(initial_metadata_);
+  }
   const error_code ec = put(f);
   payload = std::move(f.payload);
   if (ec == transport::errc::write_queue_full) {
@@ -392,7 +398,11 @@ void StreamCore::send_message(std::string& payload, Pending& p) {
 
 void StreamCore::consumed(std::uint64_t cost) {
   recv_consumed_ += cost;
-  if (recv_consumed_ < window_ / 2 || !bound_ || ended_ || peer_done_) return;
+  // Credit goes back past half the window, or once everything received was
+  // read: a peer waiting to send a message larger than the credit it has
+  // left (more than half the window) gets it back then, not never.
+  const bool drained = recv_consumed_ >= recv_outstanding_;
+  if ((recv_consumed_ < window_ / 2 && !drained) || !bound_ || ended_ || peer_done_) return;
   auto f = make_stream_frame(StreamOp::credit, id(), s_.client);
   f.header.deadline_ms = static_cast<std::uint32_t>(recv_consumed_);
   recv_outstanding_ -= std::min(recv_outstanding_, recv_consumed_);
@@ -535,7 +545,7 @@ void StreamCore::end_locked(error_code ec, std::string message, StreamEnd cause,
       auto f = make_stream_frame(StreamOp::end, id(), false);
       f.header.status = static_cast<std::uint8_t>(ec ? error_status(ec) : Status::ok);
       if (ec) f.payload = std::move(message);  // what happened; the client says where
-      f.attachments = std::move(trailers_);
+      f.attachments = end_metadata();
       put(f);
     }
   }
@@ -545,6 +555,7 @@ void StreamCore::end_locked(error_code ec, std::string message, StreamEnd cause,
   }
   if (ec) {  // what was received and not read is dropped with the error
     inbox_.clear();
+    inbox_received_.clear();
     inbox_head_ = 0;
   }
   const error_code write_ec = ec ? ec : make_error_code(errc::stream_closed);

@@ -123,7 +123,8 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
 
   // ---- the user (any thread but the timer's worker)
   void read(StreamReadHandler h);
-  void write(std::string message, StreamDoneHandler h);
+  /// `compress`: false sends this message uncompressed (WriteOptions::no_compression).
+  void write(std::string message, StreamDoneHandler h, bool compress = true);
   void writes_done(StreamDoneHandler h);
   void wait_end(StreamDoneHandler h);
   /// Ends it from this side: the client cancels (RESET), the server answers
@@ -132,6 +133,23 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   /// Server: the handler's finish (success when `ec` is empty).
   void finish(const boost::system::error_code& ec, std::string message);
   void add_trailer(std::string key, std::string value);
+  // ---- metadata and compression (stream_coding.cc)
+  /// Server: metadata sent before the first message (gRPC's response
+  /// headers): with the first MESSAGE frame, or in the END before its
+  /// trailers (kTrailersMarker between them) when it writes none. Ignored
+  /// once a message went.
+  void add_initial_metadata(std::string key, std::string value);
+  /// Server: what is still to send; client: what the server sent (empty
+  /// until its first message or its END).
+  transport::Attachments initial_metadata() const;
+  /// Client: the server's trailers (its END's metadata); server: the
+  /// trailers to send.
+  transport::Attachments trailers() const;
+  /// The algorithm (and level: 0 = its default) of the messages this side
+  /// writes from now on, instead of Settings::compression.
+  void set_compression(transport::Compression compression, int level);
+  /// Whether the message the last completed read returned came compressed.
+  bool last_read_compressed() const noexcept { return last_read_compressed_.load(std::memory_order_relaxed); }
   /// The user's last handle went: cancel (client) or server_error (server).
   void handle_dropped();
 
@@ -149,7 +167,12 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   /// Compression (stream_coding.cc), outside the lock: a message to write
   /// compressed in place if worth it (its encoding byte returned), and a
   /// compressed one received decoded in place (an error ends the stream).
-  std::uint8_t compress_message(std::string& message) const;
+  std::uint8_t compress_message(std::string& message, bool allowed) const;
+  /// Server: the END's metadata (the initial metadata no message carried,
+  /// then, if there is any metadata, the marker and the trailers); client:
+  /// an END's metadata taken in (all of it trailers without a marker).
+  transport::Attachments end_metadata() WHEELRPC_REQUIRES(mu_);
+  void take_end_metadata(transport::Attachments& all) WHEELRPC_REQUIRES(mu_);
   boost::system::error_code decode_message(transport::Frame& f, std::string& why) const;
   void on_credit(std::uint64_t n, Pending& p) WHEELRPC_REQUIRES(mu_);
   void on_end_frame(transport::Frame& f, Pending& p) WHEELRPC_REQUIRES(mu_);
@@ -199,12 +222,25 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   bool handle_gone_ WHEELRPC_GUARDED_BY(mu_) = false;
   boost::system::error_code end_ec_ WHEELRPC_GUARDED_BY(mu_);
   std::string end_message_ WHEELRPC_GUARDED_BY(mu_);
-  transport::Attachments trailers_ WHEELRPC_GUARDED_BY(mu_);  // server: to send; client: received
+  transport::Attachments trailers_ WHEELRPC_GUARDED_BY(mu_);          // server: to send; client: received
+  transport::Attachments initial_metadata_ WHEELRPC_GUARDED_BY(mu_);  // server: to send; client: received
+  bool initial_sent_ WHEELRPC_GUARDED_BY(mu_) = false;                // server: it went with a message
+  // set_compression's algorithm (-1: Settings::compression) and level.
+  std::atomic<int> compression_{-1};
+  std::atomic<int> compression_level_{0};
+  std::atomic<bool> last_read_compressed_{false};
   // Messages received and not yet read (bounded by the window we grant).
   // A vector read from `inbox_head_` (no deque: libstdc++'s allocates 576
   // bytes up front, more than the rest of an idle stream).
   std::vector<std::string> inbox_ WHEELRPC_GUARDED_BY(mu_);
   std::size_t inbox_head_ WHEELRPC_GUARDED_BY(mu_) = 0;
+  // Beside inbox_, per message: its credit cost (of its size as it came) and
+  // whether it came compressed.
+  struct Received {
+    std::uint64_t cost;
+    bool compressed;
+  };
+  std::vector<Received> inbox_received_ WHEELRPC_GUARDED_BY(mu_);
   StreamReadHandler read_ WHEELRPC_GUARDED_BY(mu_);
   std::string write_msg_ WHEELRPC_GUARDED_BY(mu_);
   std::uint32_t write_bytes_ WHEELRPC_GUARDED_BY(mu_) = 0;    // its size before compression

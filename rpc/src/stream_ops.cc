@@ -35,9 +35,10 @@ void stream_read(const std::shared_ptr<StreamCore>& core, StreamReadHandler hand
     return fail_unbound(std::move(handler), make_error_code(errc::stream_closed), std::optional<std::string>());
   core->read(std::move(handler));
 }
-void stream_write(const std::shared_ptr<StreamCore>& core, std::string message, StreamDoneHandler handler) {
+void stream_write(const std::shared_ptr<StreamCore>& core, std::string message, StreamDoneHandler handler,
+                  WriteOptions options) {
   if (!core) return fail_unbound(std::move(handler), make_error_code(errc::stream_closed));
-  core->write(std::move(message), std::move(handler));
+  core->write(std::move(message), std::move(handler), !options.no_compression);
 }
 void stream_writes_done(const std::shared_ptr<StreamCore>& core, StreamDoneHandler handler) {
   if (!core) return fail_unbound(std::move(handler), make_error_code(errc::stream_closed));
@@ -53,6 +54,12 @@ void stream_cancel(StreamCore& core) {
 std::string stream_error_message(const StreamCore& core) { return core.error_message(); }
 StreamInfo stream_info(const StreamCore& core) { return core.info(); }
 boost::asio::any_io_executor stream_executor(const StreamCore& core) { return core.executor(); }
+transport::Attachments stream_initial_metadata(const StreamCore& core) { return core.initial_metadata(); }
+transport::Attachments stream_trailers(const StreamCore& core) { return core.trailers(); }
+void stream_set_compression(StreamCore& core, transport::Compression compression, int level) {
+  core.set_compression(compression, level);
+}
+bool stream_last_read_compressed(const StreamCore& core) { return core.last_read_compressed(); }
 
 }  // namespace detail
 
@@ -64,6 +71,13 @@ void ServerStream::finish(boost::system::error_code ec, std::string message) {
 void ServerStream::add_trailer(std::string key, std::string value) {
   if (handle_) handle_->core().add_trailer(std::move(key), std::move(value));
 }
+void ServerStream::add_initial_metadata(std::string key, std::string value) {
+  if (handle_) handle_->core().add_initial_metadata(std::move(key), std::move(value));
+}
+void ServerStream::set_compression(transport::Compression compression, int level) {
+  if (handle_) handle_->core().set_compression(compression, level);
+}
+bool ServerStream::last_read_compressed() const { return handle_ && handle_->core().last_read_compressed(); }
 bool ServerStream::cancelled() const { return handle_ && handle_->core().cancelled(); }
 const std::string& ServerStream::method() const {
   static const std::string none;

@@ -44,13 +44,13 @@ class TypedResponder {
  public:
   explicit TypedResponder(std::unique_ptr<ServerContext> context) noexcept : context_(std::move(context)) {}
 
-  /// Sends `reply` with the context's reply metadata. False if it was
+  /// Sends `reply` with the context's reply metadata and trailing metadata. False if it was
   /// dropped (deadline passed, caller gone, already answered).
   bool reply(const Reply& reply) {
     if (!context_) return false;
     std::string body;
     reply.SerializePartialToString(&body);
-    return context_->responder().reply(std::move(body), std::move(context_->reply_metadata()));
+    return context_->responder().reply(std::move(body), context_->take_reply_attachments());
   }
   /// Fails the call with `code` and `message`. False if it was dropped.
   bool fail(StatusCode code, std::string message) {
@@ -98,6 +98,8 @@ struct TypedHandler {
     }
     if (info) {
       info->metadata = std::move(response.attachments);
+      info->trailers = std::move(response.trailers);
+      info->compressed = response.compressed;
       info->error_message = response.error_message;
     }
     if constexpr (Throws) {
@@ -127,7 +129,7 @@ template <class Method>
 void reply_with(ServerContext& context, const typename Method::Reply& reply) {
   std::string body;
   reply.SerializePartialToString(&body);
-  context.responder().reply(std::move(body), std::move(context.reply_metadata()));
+  context.responder().reply(std::move(body), context.take_reply_attachments());
 }
 
 /// Parses the request's body into `request`; fails the call with

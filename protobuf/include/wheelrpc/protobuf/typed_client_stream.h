@@ -13,6 +13,8 @@
 #include <wheelrpc/protobuf/detail/typed_stream_ops.h>
 #include <wheelrpc/rpc/client_stream.h>
 #include <wheelrpc/rpc/stream_info.h>
+#include <wheelrpc/rpc/write_options.h>
+#include <wheelrpc/transport/compression.h>
 
 namespace wheelrpc::rpc {
 
@@ -68,13 +70,24 @@ class TypedClientStream {
   /// Sends `message` (serialized now); completes as ClientStream::async_write.
   template <class Token>
   auto async_write(const Write& message, Token&& token) {
+    return async_write(message, WriteOptions{}, std::forward<Token>(token));
+  }
+  /// The same, with this message's options (WriteOptions::no_compression).
+  template <class Token>
+  auto async_write(const Write& message, WriteOptions options, Token&& token) {
     std::string body;
     message.SerializePartialToString(&body);
     return detail::initiate_typed_done(state(), false, std::forward<Token>(token),
-                                       [body = std::move(body)](ClientStream& s, auto handler) mutable {
-                                         s.async_write(std::move(body), std::move(handler));
+                                       [body = std::move(body), options](ClientStream& s, auto handler) mutable {
+                                         s.async_write(std::move(body), options, std::move(handler));
                                        });
   }
+  /// The algorithm of the messages written from now on (ClientStream::set_compression).
+  void set_compression(transport::Compression compression, int level = 0) {
+    state()->stream().set_compression(compression, level);
+  }
+  /// Whether the message the last completed async_read returned came compressed.
+  bool last_read_compressed() const { return state()->stream().last_read_compressed(); }
   /// The next message from the server, parsed (see ReadSignature).
   template <class Token>
   auto async_read(Token&& token) {
@@ -96,6 +109,10 @@ class TypedClientStream {
   }
   /// Ends the stream now (ClientStream::cancel). Idempotent.
   void cancel() { state()->stream().cancel(); }
+  /// The server's initial metadata (ClientStream::initial_metadata).
+  transport::Attachments initial_metadata() const { return state()->stream().initial_metadata(); }
+  /// The server's trailers, once the stream ended (ClientStream::trailers).
+  transport::Attachments trailers() const { return state()->stream().trailers(); }
   /// The full message of its error ("" while it has none).
   std::string error_message() const { return state()->error_message(); }
   StreamInfo info() const { return state()->stream().info(); }

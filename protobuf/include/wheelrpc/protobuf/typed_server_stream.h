@@ -16,6 +16,8 @@
 #include <wheelrpc/rpc/server_stream.h>
 #include <wheelrpc/rpc/status_code.h>
 #include <wheelrpc/rpc/stream_info.h>
+#include <wheelrpc/rpc/write_options.h>
+#include <wheelrpc/transport/compression.h>
 #include <wheelrpc/rpc/trace.h>
 #include <wheelrpc/transport/frame.h>
 
@@ -81,13 +83,24 @@ class TypedServerStream {
   /// for it (ServerStream::async_write).
   template <class Token>
   auto async_write(const Write& message, Token&& token) {
+    return async_write(message, WriteOptions{}, std::forward<Token>(token));
+  }
+  /// The same, with this message's options (WriteOptions::no_compression).
+  template <class Token>
+  auto async_write(const Write& message, WriteOptions options, Token&& token) {
     std::string body;
     message.SerializePartialToString(&body);
     return detail::initiate_typed_done(state(), false, std::forward<Token>(token),
-                                       [body = std::move(body)](ServerStream& s, auto handler) mutable {
-                                         s.async_write(std::move(body), std::move(handler));
+                                       [body = std::move(body), options](ServerStream& s, auto handler) mutable {
+                                         s.async_write(std::move(body), options, std::move(handler));
                                        });
   }
+  /// The algorithm of the messages written from now on (ServerStream::set_compression).
+  void set_compression(transport::Compression compression, int level = 0) {
+    state()->stream().set_compression(compression, level);
+  }
+  /// Whether the message the last completed async_read returned came compressed.
+  bool last_read_compressed() const { return state()->stream().last_read_compressed(); }
   /// Ends the stream (ServerStream::finish): with success, or with `ec` (a
   /// StatusCode, an rpc::errc) and `message` for the client. After the last
   /// write completed. Once; a no-op once the stream ended. The coroutine
@@ -99,6 +112,11 @@ class TypedServerStream {
   /// Metadata sent with the end (gRPC's trailers). Before finish().
   void add_trailer(std::string key, std::string value) {
     state()->stream().add_trailer(std::move(key), std::move(value));
+  }
+  /// Metadata sent before the first message (gRPC's initial metadata;
+  /// ServerStream::add_initial_metadata). Before the first write.
+  void add_initial_metadata(std::string key, std::string value) {
+    state()->stream().add_initial_metadata(std::move(key), std::move(value));
   }
 
   /// True once the stream ended other than by finish(): the client

@@ -11,6 +11,8 @@
 
 #include <wheelrpc/rpc/detail/stream_ops.h>
 #include <wheelrpc/rpc/stream_info.h>
+#include <wheelrpc/rpc/write_options.h>
+#include <wheelrpc/transport/compression.h>
 #include <wheelrpc/transport/frame.h>
 
 namespace wheelrpc::rpc {
@@ -57,11 +59,38 @@ class ClientStream {
   /// CallOptions::stall_timeout.
   template <class Token>
   auto async_write(std::string message, Token&& token) {
+    return async_write(std::move(message), WriteOptions{}, std::forward<Token>(token));
+  }
+  /// The same, with this message's options (WriteOptions::no_compression:
+  /// this one goes uncompressed, whatever CallOptions::compression says).
+  template <class Token>
+  auto async_write(std::string message, WriteOptions options, Token&& token) {
     return detail::initiate_stream_op<DoneSignature>(
-        core(), std::forward<Token>(token), [c = core(), m = std::move(message)](detail::StreamDoneHandler h) mutable {
-          detail::stream_write(c, std::move(m), std::move(h));
+        core(), std::forward<Token>(token),
+        [c = core(), m = std::move(message), options](detail::StreamDoneHandler h) mutable {
+          detail::stream_write(c, std::move(m), std::move(h), options);
         });
   }
+  /// The algorithm (and level, 0: its default) of the messages written from
+  /// now on, instead of CallOptions::compression (docs/compression.md).
+  /// Between writes; any thread.
+  void set_compression(transport::Compression compression, int level = 0) {
+    if (handle_) detail::stream_set_compression(handle_->core(), compression, level);
+  }
+  /// The server's initial metadata (ServerStream::add_initial_metadata;
+  /// gRPC's response headers): empty until its first message arrived (or
+  /// its end, when it wrote none). A copy; any thread.
+  transport::Attachments initial_metadata() const {
+    return handle_ ? detail::stream_initial_metadata(handle_->core()) : transport::Attachments();
+  }
+  /// The server's trailers (ServerStream::add_trailer; gRPC's trailing
+  /// metadata): empty until the stream ended. A copy; any thread.
+  transport::Attachments trailers() const {
+    return handle_ ? detail::stream_trailers(handle_->core()) : transport::Attachments();
+  }
+  /// Whether the message the last completed async_read returned came
+  /// compressed. After that read completed, before the next.
+  bool last_read_compressed() const { return handle_ && detail::stream_last_read_compressed(handle_->core()); }
   /// The next message from the server (see ReadSignature).
   template <class Token>
   auto async_read(Token&& token) {

@@ -30,7 +30,9 @@ class ServerInterceptor;
 
 /// What a typed call's completion does not carry: CallOptions::reply_info.
 struct ReplyInfo {
-  transport::Attachments metadata;  ///< the reply's metadata (Response::attachments)
+  transport::Attachments metadata;  ///< the reply's initial metadata (Response::attachments)
+  transport::Attachments trailers;  ///< the reply's trailing metadata (Response::trailers)
+  bool compressed = false;          ///< the reply's payload came compressed (Response::compressed)
   std::string error_message;        ///< the full error text on failure (Response::error_message)
 };
 

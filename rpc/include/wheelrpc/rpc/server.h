@@ -95,6 +95,17 @@ class Responder {
   /// its caller cancelled): a reply would be dropped, so the handler may stop
   /// its work. Thread-safe.
   bool cancelled() const noexcept;
+  /// The algorithm of this reply's payload, overriding the call's (the
+  /// server mirrors the algorithm the request asked its reply in) and
+  /// ServerCompressionOptions::reply: `identity` sends it uncompressed even
+  /// when the client asked for compression; another algorithm compresses it
+  /// even when the client asked for none. As every compressed payload, only
+  /// if the client decodes that algorithm (its handshake said so), past the
+  /// threshold, and when it shrinks (docs/compression.md). Before reply(),
+  /// from the thread that answers.
+  void set_compression(transport::Compression compression) noexcept;
+  /// True when the request's payload came compressed (before it was decoded).
+  bool request_compressed() const noexcept;
   /// Where the server runs handlers: ServerOptions::handler_executor when
   /// set, else the server's executor. For work the handler starts (a
   /// coroutine, a timer) that should run where handlers run.

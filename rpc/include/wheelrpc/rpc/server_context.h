@@ -54,12 +54,32 @@ class ServerContext {
   /// hedge that lost, a caller that gave up) or its deadline passed. The
   /// handler may stop its work; a reply would be dropped. Any thread.
   bool cancelled() const noexcept;
-  /// Metadata sent with the reply (the caller reads it in Response::
-  /// attachments, or CallOptions::reply_info for typed calls).
+  /// The reply's initial metadata (gRPC's response headers): the caller
+  /// reads it in Response::attachments, or ReplyInfo::metadata
+  /// (CallOptions::reply_info) for typed calls.
   transport::Attachments& reply_metadata() noexcept { return reply_metadata_; }
   void add_reply_metadata(std::string key, std::string value) {
     reply_metadata_.emplace_back(std::move(key), std::move(value));
   }
+  /// The reply's trailing metadata (gRPC's trailers), sent after the
+  /// payload: the caller reads it in Response::trailers, or ReplyInfo::
+  /// trailers for typed calls. Keys as for any metadata (not starting with
+  /// ':'). Sent with a successful reply (as the reply metadata is).
+  transport::Attachments& trailing_metadata() noexcept { return trailing_metadata_; }
+  void add_trailing_metadata(std::string key, std::string value) {
+    trailing_metadata_.emplace_back(std::move(key), std::move(value));
+  }
+  /// Both, as the reply carries them (moved out): the initial metadata, then,
+  /// when there is trailing metadata, a marker and the trailing metadata.
+  /// What to pass to Responder::reply when answering through responder().
+  transport::Attachments take_reply_attachments();
+  /// Compresses this call's reply with `compression`, whatever the client
+  /// asked (Responder::set_compression): `identity` never compresses it.
+  /// Before the reply, from the thread that answers.
+  void set_compression(transport::Compression compression) noexcept { responder_.set_compression(compression); }
+  /// True when the request's payload came compressed (e.g. to check gRPC
+  /// interop's expect_compressed).
+  bool request_compressed() const noexcept { return responder_.request_compressed(); }
   /// Where the handler runs (Responder::executor()).
   boost::asio::any_io_executor get_executor() const { return responder_.executor(); }
 
@@ -72,6 +92,7 @@ class ServerContext {
   Request request_;
   Responder responder_;
   transport::Attachments reply_metadata_;
+  transport::Attachments trailing_metadata_;
 };
 
 }  // namespace wheelrpc::rpc

@@ -15,6 +15,8 @@
 #include <wheelrpc/rpc/detail/stream_ops.h>
 #include <wheelrpc/rpc/status_code.h>
 #include <wheelrpc/rpc/stream_info.h>
+#include <wheelrpc/rpc/write_options.h>
+#include <wheelrpc/transport/compression.h>
 #include <wheelrpc/transport/frame.h>
 
 namespace wheelrpc::rpc {
@@ -57,11 +59,29 @@ class ServerStream {
   /// Sends `message`; completes once the client has room for it (its credit window).
   template <class Token>
   auto async_write(std::string message, Token&& token) {
+    return async_write(std::move(message), WriteOptions{}, std::forward<Token>(token));
+  }
+  /// The same, with this message's options (WriteOptions::no_compression:
+  /// this one goes uncompressed).
+  template <class Token>
+  auto async_write(std::string message, WriteOptions options, Token&& token) {
     return detail::initiate_stream_op<DoneSignature>(
-        core(), std::forward<Token>(token), [c = core(), m = std::move(message)](detail::StreamDoneHandler h) mutable {
-          detail::stream_write(c, std::move(m), std::move(h));
+        core(), std::forward<Token>(token),
+        [c = core(), m = std::move(message), options](detail::StreamDoneHandler h) mutable {
+          detail::stream_write(c, std::move(m), std::move(h), options);
         });
   }
+  /// The algorithm (and level, 0: its default) of the messages written from
+  /// now on, instead of the stream's (the client's CallOptions::compression,
+  /// mirrored, or ServerCompressionOptions::reply): `identity` sends them
+  /// uncompressed; another algorithm compresses them even when the client
+  /// asked for none (if it decodes that algorithm, past the threshold, when
+  /// they shrink; docs/compression.md). Between writes; any thread.
+  void set_compression(transport::Compression compression, int level = 0);
+  /// Whether the message the last completed async_read returned came
+  /// compressed (e.g. to check gRPC interop's expect_compressed). After
+  /// that read completed, before the next.
+  bool last_read_compressed() const;
   /// Ends the stream: with success (an empty `ec`), or with `ec` (a
   /// StatusCode, an rpc::errc, any error: sent as Status as a unary
   /// Responder::fail does) and `message` for the client. Call it after the
@@ -71,6 +91,13 @@ class ServerStream {
   void finish(StatusCode code, std::string message) { finish(make_error_code(code), std::move(message)); }
   /// Metadata sent with the end (gRPC's trailers). Before finish().
   void add_trailer(std::string key, std::string value);
+  /// Metadata sent before the first message (gRPC's initial metadata, its
+  /// response headers): with the first message written, or with the end
+  /// when the handler writes none; the client reads it in ClientStream::
+  /// initial_metadata(). Before the first async_write; added later, it is
+  /// not sent. (The stream's acceptance goes before the handler runs, so it
+  /// cannot carry it.)
+  void add_initial_metadata(std::string key, std::string value);
 
   /// True once the stream ended other than by finish(): the client
   /// cancelled, the connection was lost, a timer fired, the server stops.

@@ -19,6 +19,8 @@
 #include <wheelrpc/rpc/call_error.h>
 #include <wheelrpc/rpc/detail/throwing_handler.h>
 #include <wheelrpc/rpc/stream_info.h>
+#include <wheelrpc/rpc/write_options.h>
+#include <wheelrpc/transport/compression.h>
 #include <wheelrpc/transport/frame.h>
 
 namespace wheelrpc::rpc::detail {
@@ -48,13 +50,18 @@ class StreamHandle {
 };
 
 void stream_read(const std::shared_ptr<StreamCore>& core, StreamReadHandler handler);
-void stream_write(const std::shared_ptr<StreamCore>& core, std::string message, StreamDoneHandler handler);
+void stream_write(const std::shared_ptr<StreamCore>& core, std::string message, StreamDoneHandler handler,
+                  WriteOptions options = {});
 void stream_writes_done(const std::shared_ptr<StreamCore>& core, StreamDoneHandler handler);
 void stream_finish(const std::shared_ptr<StreamCore>& core, StreamDoneHandler handler);
 void stream_cancel(StreamCore& core);
 std::string stream_error_message(const StreamCore& core);
 StreamInfo stream_info(const StreamCore& core);
 boost::asio::any_io_executor stream_executor(const StreamCore& core);
+transport::Attachments stream_initial_metadata(const StreamCore& core);
+transport::Attachments stream_trailers(const StreamCore& core);
+void stream_set_compression(StreamCore& core, transport::Compression compression, int level);
+bool stream_last_read_compressed(const StreamCore& core);
 
 /// Turns (error_code, T...) into (exception_ptr, T...) with a CallError
 /// holding the stream's message; keeps the handler's associated executor,
