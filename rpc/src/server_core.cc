@@ -495,17 +495,6 @@ void ServerCore::stop(bool flush) {
   shutdown_.on_stopped();
 }
 
-void ServerCore::announce_drain() {
-  std::vector<std::shared_ptr<ServerTransport>> transports;
-  {
-    common::LockGuard lock(mu_);
-    for (const auto& [id, c] : channels_) {
-      if (auto t = c.context ? c.context->transport.lock() : nullptr) transports.push_back(std::move(t));
-    }
-  }
-  for (auto& t : transports) t->drain();
-}
-
 bool ServerCore::stopped() const {
   common::LockGuard lock(mu_);
   return stopped_;

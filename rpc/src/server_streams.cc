@@ -1,7 +1,10 @@
 // ServerCore's streams (docs/streams.md): a client's OPEN admitted or
-// refused, the stream accepted and its handler started.
+// refused, the stream accepted and its handler started; and the drain a
+// graceful shutdown announces to each connection (gRPC's GOAWAY).
 
 #include <exception>
+#include <memory>
+#include <vector>
 
 #include <boost/asio/post.hpp>
 
@@ -117,6 +120,17 @@ void ServerCore::on_stream_open(ServerTransport& conn, transport::Channel& chann
   } else {
     run();
   }
+}
+
+void ServerCore::announce_drain() {
+  std::vector<std::shared_ptr<ServerTransport>> transports;
+  {
+    common::LockGuard lock(mu_);
+    for (const auto& [id, c] : channels_) {
+      if (auto t = c.context ? c.context->transport.lock() : nullptr) transports.push_back(std::move(t));
+    }
+  }
+  for (auto& t : transports) t->drain();
 }
 
 }  // namespace wheelrpc::rpc::detail
