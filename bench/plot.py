@@ -65,10 +65,11 @@ class Results:
 
     def echo(self):
         """{system: {concurrency: row}} of the unlabelled echo rows (the last
-        of two rows for the same point wins)."""
+        of two rows for the same point wins); compare_grpc.sh's rows, each a
+        client -> server pairing ("pair"), are not one system's figures."""
         out = {}
         for r in self.rows:
-            if (r.get("workload") == "echo" and "label" not in r and "system" in r
+            if (r.get("workload") == "echo" and "label" not in r and "pair" not in r and "system" in r
                     and isinstance(r.get("concurrency"), int)):
                 out.setdefault(r["system"], {})[r["concurrency"]] = r
         return out

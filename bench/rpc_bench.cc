@@ -8,7 +8,7 @@
 ///   rpc_bench client --port N [--concurrency 16] [--payload 64] [--warmup 1]
 ///                    [--duration 10] [--server-pid PID] [--no-deadline] [--host 127.0.0.1] [--tls DIR]
 ///                    [--typed[=callback]] [--interceptors N] [--compression ALG[:LEVEL]]
-///                    [--content fill|json|proto|random|zeros] [--via-proxy-kbps N]
+///                    [--content fill|json|proto|random|zeros] [--via-proxy-kbps N] [--protocol native|grpc]
 ///   rpc_bench client --port N --stream echo|oneway|idle [--streams 1] [--payload 64] [--warmup 1]
 ///                    [--duration 10] [--server-pid PID] [--host 127.0.0.1]
 ///   rpc_bench conn_scale [--connections N] [--heartbeat-ms H] [--duration-s S] ...
@@ -46,8 +46,8 @@
 /// Echo::Service. --typed=callback (workload "echo_typed_callback"): the
 /// server serves the CallbackService form, replying inline; the client is the
 /// same (the flag only names its workload). The server keeps its untyped
-/// `echo` method either way; without --typed neither side does anything more
-/// than before.
+/// `echo` method either way; without --typed it serves
+/// `/peers.echo.Echo/Echo` untyped instead (see --protocol).
 ///
 /// --interceptors N (server and client; field "interceptors"): N no-op
 /// interceptors in the server's chain and in the client's per-call chain,
@@ -73,6 +73,19 @@
 /// connects through an in-process FaultProxy in front of the server with a
 /// `bandwidth` toxic of N KB/s on both directions (link_proxy.h), a slow
 /// link on loopback. The proxy's thread counts in "client_cpu_s".
+///
+/// --protocol grpc (client; field "protocol", "native" by default): the
+/// client speaks gRPC over HTTP/2 (ClientOptions::protocol) and calls
+/// `/peers.echo.Echo/Echo` of bench/peers/echo.proto with a serialized
+/// `Blob` whose payload field holds the --payload bytes (the sequence
+/// number over its first 8), exactly the request gRPC C++'s echo client
+/// sends, so it can call `grpc_echo server` as well as a wheelrpc server;
+/// the reply must be those bytes. With --typed the generated stub calls the
+/// same method. The server needs no flag: it serves both protocols on its
+/// port, and registers its `echo` handler also as `/peers.echo.Echo/Echo`
+/// (echoing the serialized Blob is a valid reply), so `grpc_echo client`
+/// can call it (with --typed the typed service serves that path instead).
+/// bench/compare_grpc.sh puts them side by side.
 ///
 /// --tls DIR: TLS on both ends (field "tls": "on"). The server makes throw-away
 /// certificates in DIR (support/test_certs.h: a CA and a certificate for
@@ -140,6 +153,9 @@ using namespace std::chrono_literals;
 
 constexpr std::string_view kSystem = "wheelrpc";
 constexpr std::string_view kVersion = WHEELRPC_BENCH_VERSION;
+/// The gRPC path of bench/peers/echo.proto's one method, which the server
+/// also serves untyped and the client calls on the gRPC wire.
+constexpr std::string_view kGrpcEchoPath = "/peers.echo.Echo/Echo";
 /// The peers' per-call deadline (gRPC: 1 s).
 constexpr std::chrono::milliseconds kDeadline = 1s;
 /// "No deadline" with the current API: one that never fires during a run.
@@ -242,7 +258,10 @@ int server(const Flags& flags) {
   wheelrpc::timer::HashedWheelTimer timer;
   asio::io_context io(threads);
   rpc::Server srv(io.get_executor(), timer, options);
-  srv.handle("echo", [](rpc::Request req, rpc::Responder r) { r.reply(std::move(req.payload)); });
+  const auto echo = [](rpc::Request req, rpc::Responder r) { r.reply(std::move(req.payload)); };
+  srv.handle("echo", echo);
+  // gRPC clients of echo.proto (grpc_echo client): their serialized Blob back.
+  if (typed == Typed::off) srv.handle(std::string(kGrpcEchoPath), echo);
   if (typed == Typed::coroutine) srv.add_service(typed_echo);
   if (typed == Typed::callback) srv.add_service(typed_callback_echo);
   wb::register_stream_methods(srv, flags.str("stream-handlers", "callback"));  // the client's --stream
@@ -275,6 +294,7 @@ struct EchoRun {
   std::string compression = "identity";  ///< --compression, as CompressionFlag::label
   std::string content = "fill";          ///< --content
   long long link_kbps = 0;               ///< --via-proxy-kbps (0: direct)
+  std::string protocol = "native";       ///< --protocol: ClientOptions::protocol
   /// What crossed the wire (MethodStats::sent and received, whole run); -1: unknown.
   double wire_bytes_per_call = -1, ratio = -1, request_ratio = -1, reply_ratio = -1;
   pid_t server_pid = 0;
@@ -327,6 +347,7 @@ struct EchoRun {
         .num("ratio", ratio, 3)
         .num("request_ratio", request_ratio, 3)
         .num("reply_ratio", reply_ratio, 3)
+        .str("protocol", protocol)
         .print();
   }
 
@@ -355,24 +376,53 @@ struct EchoRun {
 /// client little: two readings per call.
 inline std::int64_t stamp_ns() noexcept { return wb::to_ns(wheelrpc::timer::fast_steady_now()); }
 
+/// The untyped call's method and request: `echo` with the payload itself,
+/// or on the gRPC wire echo.proto's method with the payload as a serialized
+/// Blob (its field 1); the sequence number goes at `seq_offset`.
+struct UntypedEcho {
+  std::string method;
+  std::string request;
+  std::size_t seq_offset = 0;
+
+  static UntypedEcho native(const std::string& payload) { return {"echo", payload, 0}; }
+  /// Blob{payload}: the tag of field 1 (length-delimited), the length as a varint, the bytes.
+  static UntypedEcho grpc_blob(const std::string& payload) {
+    std::string request(1, '\x0a');
+    for (std::size_t n = payload.size();; n >>= 7) {
+      if (n < 0x80) {
+        request.push_back(static_cast<char>(n));
+        break;
+      }
+      request.push_back(static_cast<char>((n & 0x7f) | 0x80));
+    }
+    const std::size_t offset = request.size();
+    request += payload;
+    return {std::string(kGrpcEchoPath), std::move(request), offset};
+  }
+};
+
 /// Keeps C calls in flight; all of it runs on the one thread running `io`.
 /// kTyped: through the generated stub of bench/peers/echo.proto (--typed),
-/// else Client::async_call("echo") as always.
+/// else Client::async_call(untyped.method) as always.
 template <bool kTyped>
 class LoadClient {
  public:
-  /// Every payload is `payload` with the call's sequence number over its
-  /// first 8 bytes; `compression`, when set, goes on every call.
+  /// Every payload is `payload` (typed), or `untyped.request`, with the
+  /// call's sequence number over 8 bytes (the first of the payload);
+  /// `compression`, when set, goes on every call.
   LoadClient(rpc::Client& client, EchoRun& run, std::chrono::milliseconds deadline, std::int64_t t_measure,
-             std::int64_t t_end, const std::string& payload, std::optional<wb::CompressionFlag> compression)
+             std::int64_t t_end, const std::string& payload, const UntypedEcho& untyped,
+             std::optional<wb::CompressionFlag> compression)
       : client_(client),
         stub_(client),
         run_(run),
         deadline_(deadline),
         t_measure_(t_measure),
         t_end_(t_end),
-        payload_(payload.size()),
-        template_(payload),
+        method_(untyped.method),
+        payload_(kTyped ? payload.size() : untyped.request.size()),
+        template_(kTyped ? payload : untyped.request),
+        seq_offset_(kTyped ? 0 : untyped.seq_offset),
         compression_(compression) {}
 
   std::function<void()> on_done;
@@ -401,14 +451,14 @@ class LoadClient {
       });
     } else {
       std::string payload(template_);
-      std::memcpy(payload.data(), &seq, sizeof seq);
+      std::memcpy(payload.data() + seq_offset_, &seq, sizeof seq);
       rpc::CallOptions options;
       options.timeout = deadline_;
       set_compression(options);
       ++outstanding_;
       const std::int64_t sent = stamp_ns();
       client_.async_call(
-          "echo", std::move(payload), std::move(options),
+          method_, std::move(payload), std::move(options),
           [this, seq, sent](error_code ec, rpc::Response r) { on_reply(seq, sent, ec, r.payload, r.error_message); });
     }
   }
@@ -424,7 +474,7 @@ class LoadClient {
     const std::int64_t now = stamp_ns();
     --outstanding_;
     std::uint64_t got = ~seq;
-    if (payload.size() >= sizeof got) std::memcpy(&got, payload.data(), sizeof got);
+    if (payload.size() >= seq_offset_ + sizeof got) std::memcpy(&got, payload.data() + seq_offset_, sizeof got);
     if (ec || payload.size() != payload_ || got != seq) {
       if (run_.errors++ == 0) {
         std::fprintf(stderr, "rpc_bench client: first error: %s\n",
@@ -448,8 +498,10 @@ class LoadClient {
   EchoRun& run_;
   const std::chrono::milliseconds deadline_;
   const std::int64_t t_measure_, t_end_;
+  const std::string method_;
   const std::size_t payload_;
   const std::string template_;
+  const std::size_t seq_offset_;
   const std::optional<wb::CompressionFlag> compression_;
   std::uint64_t next_seq_ = 0;
   int outstanding_ = 0;
@@ -458,7 +510,8 @@ class LoadClient {
 int client(const Flags& flags) {
   if (flags.has("stream")) return wb::stream_client(flags);
   flags.check_known({"port", "concurrency", "payload", "warmup", "duration", "server-pid", "no-deadline", "host",
-                     "no-metrics", "tls", "typed", "interceptors", "compression", "content", "via-proxy-kbps"});
+                     "no-metrics", "tls", "typed", "interceptors", "compression", "content", "via-proxy-kbps",
+                     "protocol"});
   EchoRun run;
   run.concurrency = static_cast<int>(flags.integer("concurrency", 16, 1, 65536));
   run.payload = static_cast<int>(flags.integer("payload", 64, 8, 16 << 20));
@@ -494,6 +547,12 @@ int client(const Flags& flags) {
   asio::io_context io(1);
   wheelrpc::timer::HashedWheelTimer timer;  // outlives the client
   rpc::ClientOptions client_options;
+  run.protocol = flags.str("protocol", "native");
+  if (run.protocol == "grpc") {
+    client_options.protocol = rpc::WireProtocol::grpc;
+  } else if (run.protocol != "native") {
+    throw UsageError("--protocol takes native|grpc (got '" + run.protocol + "')");
+  }
   client_options.metrics = run.metrics = !flags.has("no-metrics");
   run.interceptors = static_cast<int>(flags.integer("interceptors", 0, 0, kMaxInterceptors));
   for (int i = 0; i < run.interceptors; ++i) {
@@ -509,8 +568,10 @@ int client(const Flags& flags) {
   const std::int64_t t_measure = t0 + static_cast<std::int64_t>(run.warmup_s * 1e9);
   const std::int64_t t_end = t_measure + static_cast<std::int64_t>(run.duration_s * 1e9);
   const auto deadline = no_deadline ? kNoDeadline : kDeadline;
-  LoadClient<false> load(client, run, deadline, t_measure, t_end, payload, compression);
-  LoadClient<true> typed_load(client, run, deadline, t_measure, t_end, payload, compression);  // --typed
+  const UntypedEcho untyped = client_options.protocol == rpc::WireProtocol::grpc ? UntypedEcho::grpc_blob(payload)
+                                                                                 : UntypedEcho::native(payload);
+  LoadClient<false> load(client, run, deadline, t_measure, t_end, payload, untyped, compression);
+  LoadClient<true> typed_load(client, run, deadline, t_measure, t_end, payload, untyped, compression);  // --typed
 
   // CPU samples at the window's edges; a watchdog stops everything if calls stall.
   double c0 = 0, s0 = -1;
@@ -555,6 +616,7 @@ int usage(const char* problem) {
                "                        [--tls DIR] [--typed[=callback]] [--interceptors N]\n"
                "                        [--compression identity|zstd|lz4|gzip|deflate[:LEVEL]]\n"
                "                        [--content fill|json|proto|random|zeros] [--via-proxy-kbps N]\n"
+               "                        [--protocol native|grpc]\n"
                "       rpc_bench client --port N --stream echo|oneway|idle [--streams 1] [--payload 64]\n"
                "                        [--warmup 1] [--duration 10] [--server-pid PID] [--host 127.0.0.1]\n"
                "       rpc_bench conn_scale [--connections 1000] [--heartbeat-ms 1000] [--duration-s 20]\n"

@@ -5,7 +5,7 @@
 #   scripts/install_deps.sh         # what the build and the tests need
 #   scripts/install_deps.sh fuzz    # plus clang and libFuzzer (scripts/fuzz.sh)
 #   scripts/install_deps.sh clang   # plus clang and clang-format (the clang-tsa preset; scripts/format.sh)
-#   scripts/install_deps.sh interop # plus the gRPC interop peers' stacks (tests/interop/peers/README.md)
+#   scripts/install_deps.sh interop # the same: the gRPC interop peers' stacks are in the default set
 set -euo pipefail
 
 PKGS=(g++ cmake ninja-build pkg-config libboost1.81-dev libspdlog-dev libfmt-dev
@@ -18,14 +18,16 @@ PKGS=(g++ cmake ninja-build pkg-config libboost1.81-dev libspdlog-dev libfmt-dev
       etcd-server etcd-client curl  # etcd 3.4 (/usr/bin/etcd, etcdctl) for the registry tests; curl: scripts/etcd.sh
       prometheus            # promtool: the admin tests check the /metrics exposition with it
       chromium              # headless: the admin pages' browser tests
-      python3-matplotlib)   # bench/plot.py (and its test)
+      python3-matplotlib    # bench/plot.py (and its test)
+      # The gRPC interop tests' peers (tests/interop/peers/README.md): gRPC C++ 1.51 and
+      # grpc_cpp_plugin, grpcio for /usr/bin/python3 and grpc_python_plugin
+      libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-protobuf)
+# Node and npm for the grpc-js peer, unless an npm is already there (Debian's would conflict with it)
+command -v npm >/dev/null || PKGS+=(nodejs npm)
 case "${1:-}" in
   fuzz) PKGS+=(clang libclang-rt-14-dev) ;;
   clang) PKGS+=(clang clang-format) ;;  # clang 14 over libstdc++ 12: the clang-tsa preset; the format check
-  interop)  # gRPC C++ 1.51 and grpc_cpp_plugin, grpcio for /usr/bin/python3 and grpc_python_plugin;
-    PKGS+=(libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-protobuf)
-    # Node and npm for the grpc-js peer, unless an npm is already there (Debian's would conflict with it)
-    command -v npm >/dev/null || PKGS+=(nodejs npm) ;;
+  interop) ;;
 esac
 
 missing=()

@@ -226,6 +226,7 @@ json::object AdminCore::connections_json() const {
     r["next_attempt_in_ms"] = ms_or_null(c.next_attempt_in);
     r["in_flight"] = c.in_flight;
     r["streams"] = c.streams;
+    r["protocol"] = c.protocol;
     rows.push_back(std::move(r));
   };
   if (server_) {

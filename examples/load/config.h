@@ -37,7 +37,8 @@ struct Config {
   std::chrono::milliseconds hedge_delay{0};                           ///< --hedge-ms; 0 = no hedging
   bool fail_on_error = false;                                         ///< --fail-on-error: exit 1 if a call failed
   int admin_port = -1;                                                ///< --admin-port: -1 = no admin server
-  transport::TlsOptions tls;  ///< --tls-ca, --tls-cert, --tls-key, --tls-server-name
+  transport::TlsOptions tls;                               ///< --tls-ca, --tls-cert, --tls-key, --tls-server-name
+  rpc::WireProtocol protocol = rpc::WireProtocol::native;  ///< --protocol (ClientOptions::protocol)
   // Streams (--method count|sum|chat; StreamLoad).
   std::size_t streams = 1;                       ///< --streams: streams at once
   std::uint64_t count = 10;                      ///< --count: messages per stream

@@ -29,6 +29,7 @@ constexpr const char* kUsage =
     "                   [--retries N] [--idempotent] [--lb round_robin|least_active|p2c]\n"
     "                   [--hedge-ms H] [--fail-on-error] [--admin-port A]\n"
     "                   [--tls-ca F [--tls-cert F --tls-key F] [--tls-server-name N]]\n"
+    "                   [--protocol native|grpc]\n"
     "  --server          servers to call, chosen per attempt by --lb\n"
     "                    (e.g. 127.0.0.1:7001,127.0.0.1:7002); host names are resolved,\n"
     "                    every address a name has is a server, and names are resolved\n"
@@ -82,6 +83,8 @@ constexpr const char* kUsage =
     "  --tls-key F       the PEM private key of --tls-cert\n"
     "  --tls-server-name N  the name the server's certificate must carry (a DNS name\n"
     "                    or an IP address; default: each server's IP address)\n"
+    "  --protocol P      native (default: wheelrpc's framed protocol) or grpc (gRPC over\n"
+    "                    HTTP/2, which echo_server serves on the same port; docs/grpc.md)\n"
     "  -h, --help        print this text and exit 0\n"
     "  --version         print the version (\"echo_client (wheelrpc) X.Y.Z\") and exit 0\n"
     "Flags take their value as --flag V or --flag=V.\n"
@@ -225,6 +228,17 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
       .add_number("--idle-timeout-ms", 1, kDayMs, [&](long long v) { cfg.idle_timeout = std::chrono::milliseconds(v); })
       .add_number("--retries", 0, rpc::CallOptions::kMaxRetries,
                   [&](long long v) { cfg.retries = static_cast<int>(v); })
+      .add_value("--protocol",
+                 [&](const std::string& value) -> Problem {
+                   if (value == "native") {
+                     cfg.protocol = rpc::WireProtocol::native;
+                   } else if (value == "grpc") {
+                     cfg.protocol = rpc::WireProtocol::grpc;
+                   } else {
+                     return "expected native or grpc, got '" + value + "'";
+                   }
+                   return std::nullopt;
+                 })
       .add_value("--lb",
                  [&](const std::string& value) -> Problem {
                    const auto lb = rpc::parse_load_balance(value);

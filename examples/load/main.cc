@@ -97,6 +97,7 @@ int run(const Config& cfg) {
   options.idle_timeout = cfg.idle_timeout;
   options.load_balance = cfg.load_balance;
   options.tls = cfg.tls;
+  options.protocol = cfg.protocol;
   std::shared_ptr<wheelrpc::registry::EtcdRegistry> registry;
   std::shared_ptr<rpc::ProviderSource> source;
   if (!cfg.registry.empty()) {

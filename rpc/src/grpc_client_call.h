@@ -29,8 +29,8 @@ struct GrpcClientTransport::Call {
   // Going out.
   std::string out;
   std::size_t out_pos = 0;
-  std::deque<std::pair<std::size_t, std::uint64_t>> out_costs;  // stream: (end of a message in out, its cost)
-  bool out_end = false;                                         // END_STREAM once `out` is sent
+  LazyQueue<std::pair<std::size_t, std::uint64_t>> out_costs;  // stream: (end of a message in out, its cost)
+  bool out_end = false;                                        // END_STREAM once `out` is sent
   // Coming in.
   int http_status = 0;
   bool grpc_content = false;
@@ -45,7 +45,7 @@ struct GrpcClientTransport::Call {
   bool message_compressed = false;
   std::string message;
   std::string problem;  // a reply we cannot take (a second message, a bad prefix)
-  std::deque<std::pair<std::uint64_t, std::size_t>> unconsumed;  // stream: (cost, HTTP/2 bytes) not yet credited
+  LazyQueue<std::pair<std::uint64_t, std::size_t>> unconsumed;  // stream: (cost, HTTP/2 bytes) not yet credited
   std::uint64_t credit = 0;
   std::size_t partial_taken = 0;  // bytes of the incomplete message already given back to the window
   std::size_t held = 0;

@@ -101,13 +101,19 @@ void GrpcClientTransport::flush() {
     asio::post(channel_->strand(), [self = shared_from_this()] { self->deliver_credits(); });
   }
   if (!ok) {
-    channel_->close(transport::make_error_code(transport::errc::protocol_error),
-                    fmt::format("HTTP/2: {}", nghttp2_strerror(rv)));
+    close_later(transport::make_error_code(transport::errc::protocol_error),
+                fmt::format("HTTP/2: {}", nghttp2_strerror(rv)));
   } else if (goaway_ && calls_.empty() && !nghttp2_session_want_write(session_.get())) {
     // The server said GOAWAY and every call on it ended: a new connection takes over.
-    channel_->close(transport::make_error_code(transport::errc::closed),
-                    goaway_reason_.empty() ? std::string("GOAWAY") : goaway_reason_);
+    close_later(transport::make_error_code(transport::errc::closed),
+                goaway_reason_.empty() ? std::string("GOAWAY") : goaway_reason_);
   }
+}
+
+void GrpcClientTransport::close_later(const error_code& ec, std::string reason) {
+  // Posted: a close on the strand runs on_close at once, which takes `mu_`.
+  asio::post(channel_->strand(),
+             [ch = channel_, ec, reason = std::move(reason)]() mutable { ch->close(ec, std::move(reason)); });
 }
 
 void GrpcClientTransport::deliver_credits() {

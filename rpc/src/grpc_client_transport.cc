@@ -94,7 +94,10 @@ nghttp2_data_provider GrpcClientTransport::data_provider() noexcept {
 
 GrpcClientTransport::GrpcClientTransport(std::shared_ptr<ClientTransportEvents> events,
                                          std::shared_ptr<const ClientContext> ctx, std::string authority)
-    : events_(std::move(events)), ctx_(std::move(ctx)), authority_(std::move(authority)) {}
+    : events_(std::move(events)),
+      ctx_(std::move(ctx)),
+      authority_(std::move(authority)),
+      accept_encoding_(grpc_accept_encoding(ctx_->coding.accept)) {}
 
 GrpcClientTransport::~GrpcClientTransport() = default;
 
@@ -160,7 +163,11 @@ ClientTransport::SendResult GrpcClientTransport::send_request(OutgoingRequest& r
   h.add(":method", "POST");
   h.add(":scheme", ctx_->tls ? "https" : "http");
   // A method without a service ("echo") goes as "/echo", which a wheelrpc server serves as "echo".
-  h.add(":path", r.method.empty() || r.method[0] != '/' ? "/" + std::string(r.method) : std::string(r.method));
+  if (r.method.empty() || r.method[0] != '/') {
+    h.add(":path", "/" + std::string(r.method));
+  } else {
+    h.add(":path", r.method);
+  }
   h.add(":authority", authority_);
   h.add("content-type", "application/grpc");
   h.add("te", "trailers");
@@ -172,7 +179,7 @@ ClientTransport::SendResult GrpcClientTransport::send_request(OutgoingRequest& r
       (r.compression == transport::Compression::gzip || r.compression == transport::Compression::deflate)) {
     if (used == transport::Compression::identity) h.add("grpc-encoding", grpc_encoding_name(r.compression));
   }
-  h.add("grpc-accept-encoding", grpc_accept_encoding(ctx_->coding.accept));
+  h.add("grpc-accept-encoding", accept_encoding_);
   const auto add_md = [&h](std::string_view k, std::string_view v) {
     if (is_reserved_header(k) || !valid_metadata_key(k)) return;
     if (is_binary_key(k)) {
@@ -261,9 +268,7 @@ void GrpcClientTransport::on_data(transport::Channel&, std::string_view bytes) {
         nghttp2_session_mem_recv(session_.get(), reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
     if (rv < 0) goaway_reason_ = fmt::format("HTTP/2: {}", nghttp2_strerror(static_cast<int>(rv)));
     flush();
-    if (rv < 0) {
-      channel_->close(transport::make_error_code(transport::errc::protocol_error), goaway_reason_);
-    }
+    if (rv < 0) close_later(transport::make_error_code(transport::errc::protocol_error), goaway_reason_);
     batch.swap(batch_);
   }
   deliver(batch);

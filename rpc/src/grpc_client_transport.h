@@ -95,6 +95,8 @@ class GrpcClientTransport final : public ClientTransport,
   void finish(Call& c, Status status, std::string message) WHEELRPC_REQUIRES(mu_);
   void activity(int delta) WHEELRPC_REQUIRES(mu_);
   void flush() WHEELRPC_REQUIRES(mu_);
+  /// Closes the channel after `mu_` is released (posted to the strand).
+  void close_later(const boost::system::error_code& ec, std::string reason);
   static nghttp2_data_provider data_provider() noexcept;
   /// The heartbeat the handshake reports: the one start() was given.
   std::optional<std::chrono::milliseconds> heartbeat_for_handshake() const WHEELRPC_NO_THREAD_SAFETY_ANALYSIS;
@@ -106,6 +108,7 @@ class GrpcClientTransport final : public ClientTransport,
   std::shared_ptr<ClientTransportEvents> events_;  // the Subchannel
   const std::shared_ptr<const ClientContext> ctx_;
   const std::string authority_;
+  const std::string accept_encoding_;  // grpc-accept-encoding: what ctx_ decodes, made once
   std::shared_ptr<transport::Channel> channel_;
   const std::shared_ptr<StreamTable> streams_ = std::make_shared<StreamTable>();
 

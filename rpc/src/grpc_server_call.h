@@ -112,7 +112,7 @@ struct GrpcServerConnection::Call {
   std::string request;
   std::size_t held = 0;  // stream: bytes received and not yet given back to the window
   // stream: each message received and not yet credited: (its cost, its HTTP/2 bytes)
-  std::deque<std::pair<std::uint64_t, std::size_t>> unconsumed;
+  LazyQueue<std::pair<std::uint64_t, std::size_t>> unconsumed;
   std::uint64_t credit = 0;       // credited by the stream, not yet matched to whole messages
   std::size_t partial_taken = 0;  // bytes of the incomplete message already given back to the window
 
@@ -128,8 +128,8 @@ struct GrpcServerConnection::Call {
   transport::Compression response_encoding = transport::Compression::identity;
   std::string out;  // message bytes not yet taken by the session
   std::size_t out_pos = 0;
-  std::deque<std::pair<std::size_t, std::uint64_t>> out_costs;  // stream: (end of a message in out, its cost)
-  HeaderBlock trailers;                                         // sent once `out` is drained (ended_here)
+  LazyQueue<std::pair<std::size_t, std::uint64_t>> out_costs;  // stream: (end of a message in out, its cost)
+  HeaderBlock trailers;                                        // sent once `out` is drained (ended_here)
 };
 
 struct GrpcServerConnection::Delivery {

@@ -494,13 +494,13 @@ std::uint32_t GrpcServerConnection::stream_receive_window() const noexcept {
 }
 
 void GrpcServerConnection::on_close(transport::Channel& channel, const error_code& ec, const std::string& reason) {
+  std::string why = reason;
   {
     common::LockGuard lock(mu_);
     closed_ = true;
     batch_.clear();
+    if (!fail_reason_.empty() && why.find(fail_reason_) == std::string::npos) why = fail_reason_ + "; " + reason;
   }
-  std::string why = reason;
-  if (!fail_reason_.empty() && why.find(fail_reason_) == std::string::npos) why = fail_reason_ + "; " + reason;
   for (auto& s : context_->streams->close()) s->on_connection_lost(ec, why);
   context_->core->on_connection_closed(channel.id());
 }

@@ -4,11 +4,17 @@
 // taking what the session wants written. Private to rpc/src; not
 // thread-safe (each connection guards its session with its own lock).
 
+#include <cstddef>
+#include <cstdint>
+#include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
 #include <nghttp2/nghttp2.h>
 
 namespace wheelrpc::rpc::detail {
@@ -19,27 +25,53 @@ struct Http2SessionDeleter {
 using Http2SessionPtr = std::unique_ptr<nghttp2_session, Http2SessionDeleter>;
 
 /// Header fields to submit. nghttp2 copies them when they are submitted,
-/// so a block may be a local of the submitting function.
+/// so a block may be a local of the submitting function. The names and
+/// values are kept end to end in one buffer, inline up to a call's usual
+/// headers: a call's blocks allocate nothing.
 class HeaderBlock {
  public:
   void add(std::string_view name, std::string_view value) {
-    fields_.emplace_back(std::string(name), std::string(value));
+    bytes_.insert(bytes_.end(), name.begin(), name.end());
+    bytes_.insert(bytes_.end(), value.begin(), value.end());
+    nv_.push_back(nghttp2_nv{nullptr, nullptr, name.size(), value.size(), NGHTTP2_NV_FLAG_NONE});  // nv() points them
   }
-  bool empty() const noexcept { return fields_.empty(); }
+  bool empty() const noexcept { return nv_.empty(); }
   /// The fields as nghttp2 takes them; valid while this block lives unchanged.
-  const std::vector<nghttp2_nv>& nv() {
-    nv_.clear();
-    nv_.reserve(fields_.size());
-    for (auto& [n, v] : fields_) {
-      nv_.push_back(nghttp2_nv{reinterpret_cast<std::uint8_t*>(n.data()), reinterpret_cast<std::uint8_t*>(v.data()),
-                               n.size(), v.size(), NGHTTP2_NV_FLAG_NONE});
+  const auto& nv() {
+    auto* p = reinterpret_cast<std::uint8_t*>(bytes_.data());
+    for (nghttp2_nv& f : nv_) {
+      f.name = p;
+      f.value = p + f.namelen;
+      p += f.namelen + f.valuelen;
     }
     return nv_;
   }
 
  private:
-  std::vector<std::pair<std::string, std::string>> fields_;
-  std::vector<nghttp2_nv> nv_;
+  /// Inline capacity: a request's dozen fields and their bytes.
+  static constexpr std::size_t kInlineFields = 12;
+  static constexpr std::size_t kInlineBytes = 256;
+  boost::container::small_vector<char, kInlineBytes> bytes_;  // name, value, name, value, ...
+  boost::container::small_vector<nghttp2_nv, kInlineFields> nv_;
+};
+
+/// A FIFO of a stream's flow-control records that allocates nothing until
+/// its first element: a std::deque allocates its map and a node when it is
+/// made, which every unary call, never using it, would pay.
+template <class T>
+class LazyQueue {
+ public:
+  bool empty() const noexcept { return !q_ || q_->empty(); }
+  T& front() { return q_->front(); }
+  void pop_front() { q_->pop_front(); }
+  template <class... Args>
+  void emplace_back(Args&&... args) {
+    if (!q_) q_.emplace();
+    q_->emplace_back(std::forward<Args>(args)...);
+  }
+
+ private:
+  std::optional<std::deque<T>> q_;
 };
 
 /// Appends what `session` wants to write to `out`; false on a fatal error

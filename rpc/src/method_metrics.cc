@@ -187,6 +187,7 @@ void fill_channel_info(ConnectionInfo& info, const transport::Channel& ch) {
   info.frames_in = traffic.frames_in;
   info.frames_out = traffic.frames_out;
   info.heartbeats_sent = traffic.heartbeats_sent;
+  info.protocol = ch.is_raw() ? "grpc" : "native";  // a byte channel in rpc/ is HTTP/2 carrying gRPC
   // The channel stamps reads and writes with the timer's fast clock, a
   // steady clock with the same epoch.
   const auto fast = timer::fast_steady_now();

@@ -19,6 +19,10 @@
 #   MODES     transports       (default "plaintext tls")
 #   PYTHON    a Python with grpcio (default /usr/bin/python3)
 #   NODE      node             (default: node on the PATH)
+#   NODE_PATH where the Node client's packages are, if not in peers/node/node_modules
+#   WHEELRPC_BIN_DIR  where interop_server and interop_client are: the server and
+#             client named "wheelrpc" (SERVERS="wheelrpc" CLIENTS="python grpcpp node";
+#             SERVERS="python grpcpp" CLIENTS="wheelrpc")
 #   VERBOSE=1 prints every case's line, not only the ones that did not pass
 #
 # The certificates come from tests/interop/certs.sh in a temporary directory;
@@ -52,9 +56,14 @@ if uses python; then
   "$python" -c 'import grpc, google.protobuf' 2>/dev/null ||
     usage "$python has no grpcio (scripts/install_deps.sh interop)"
 fi
+if uses wheelrpc; then
+  for b in interop_server interop_client; do
+    [ -x "${WHEELRPC_BIN_DIR:-}/$b" ] || usage "no ${WHEELRPC_BIN_DIR:-\$WHEELRPC_BIN_DIR}/$b"
+  done
+fi
 if uses node; then
   command -v "$node" >/dev/null || usage "no $node (scripts/install_deps.sh interop)"
-  [ -d "$peers/node/node_modules/@grpc/grpc-js" ] ||
+  [ -d "$peers/node/node_modules/@grpc/grpc-js" ] || [ -d "${NODE_PATH:-/nonexistent}/@grpc/grpc-js" ] ||
     usage "the Node client's packages are missing: (cd $peers/node && npm ci --no-audit --no-fund)"
 fi
 for m in "${modes[@]}"; do
@@ -85,7 +94,8 @@ server_command() {  # NAME MODE: sets cmd
   case $1 in
     python) cmd=("$python" "$peers/python/interop_server.py") ;;
     grpcpp) cmd=("$grpcpp_dir/grpcpp_interop_server") ;;
-    *) usage "unknown server '$1' (python, grpcpp)" ;;
+    wheelrpc) cmd=("$WHEELRPC_BIN_DIR/interop_server") ;;
+    *) usage "unknown server '$1' (python, grpcpp, wheelrpc)" ;;
   esac
   cmd+=(--port=0)
   if [ "$2" = tls ]; then
@@ -100,7 +110,8 @@ client_command() {  # NAME MODE PORT: sets cmd
     python) cmd=("$python" "$peers/python/interop_client.py") ;;
     grpcpp) cmd=("$grpcpp_dir/grpcpp_interop_client") ;;
     node) cmd=("$node" "$peers/node/interop_client.js") ;;
-    *) usage "unknown client '$1' (python, grpcpp, node)" ;;
+    wheelrpc) cmd=("$WHEELRPC_BIN_DIR/interop_client") ;;
+    *) usage "unknown client '$1' (python, grpcpp, node, wheelrpc)" ;;
   esac
   cmd+=(--server_host=127.0.0.1 "--server_port=$3" --test_case=all)
   if [ "$2" = tls ]; then

@@ -6,6 +6,7 @@
 // at once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <optional>
@@ -214,6 +215,10 @@ TEST(GrpcWire, NativeAndGrpcClientsShareTheServersPort) {
                                std::vector<boost::asio::ip::tcp::endpoint>{f.server.local_endpoint()});
   auto a = call_and_wait(native, "/test.Echo/Echo", "native");
   auto b = call_and_wait(*f.client, "/test.Echo/Echo", "grpc");
+  std::vector<std::string> protocols;
+  for (const auto& c : f.server.connections()) protocols.push_back(c.protocol);
+  std::sort(protocols.begin(), protocols.end());
+  EXPECT_EQ(protocols, (std::vector<std::string>{"grpc", "native"}));
   native.close();
   ASSERT_FALSE(a.ec) << a.response.error_message;
   ASSERT_FALSE(b.ec) << b.response.error_message;
@@ -233,6 +238,68 @@ TEST(GrpcWire, ManyCallsAtOnceEachCompleteOnce) {
     ASSERT_FALSE(out.ec) << out.response.error_message;
     EXPECT_EQ(out.response.payload, std::to_string(i));
   }
+}
+
+TEST(GrpcWire, PingsOnlyWhileCallsAreOpenAndBackOffWhenTheServerSaysTooManyPings) {
+  // A server that allows one PING a minute, a client that pings every 50 ms
+  // of silence: with no call open it sends none (the server would count
+  // them); with a stream open it pings, is told too_many_pings, and its
+  // next connection pings half as often.
+  wheelrpc::rpc::ServerOptions so;
+  so.grpc.min_ping_interval = std::chrono::minutes(1);
+  so.grpc.max_ping_strikes = 1;
+  ClientOptions co = grpc_client();
+  co.heartbeat = 50ms;
+  co.idle_timeout = 10s;
+  RpcFixture f(so, co, 2, [](auto& s) { register_grpc_methods(s); });
+  ASSERT_FALSE(call_and_wait(*f.client, "/test.Echo/Echo", "x").ec);
+  // Idle: no PING in 20 heartbeat intervals.
+  const auto quiet = f.client->connections();
+  ASSERT_EQ(quiet.size(), 1u);
+  boost::asio::steady_timer t(f.threads.io, 1s);
+  t.wait();
+  auto after = f.client->connections();
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(after[0].heartbeats_sent, quiet[0].heartbeats_sent) << "a PING without calls";
+  EXPECT_EQ(after[0].heartbeat, 50ms);
+  // A stream open and silent: PINGs, the server's GOAWAY, a new connection at 100 ms.
+  auto [ec, stream] = open(*f.client, "/test.Echo/Wait");
+  ASSERT_FALSE(ec) << ec.message();
+  ASSERT_TRUE(wheelrpc::test::wait_until(
+      [&] {
+        auto now = f.client->connections();
+        return now.size() == 1 && now[0].heartbeat == 100ms;
+      },
+      30s));
+  stream.cancel();
+}
+
+TEST(GrpcWire, CallsFailOverToAnotherProviderWhenOneStops) {
+  wheelrpc::timer::HashedWheelTimer timer;
+  wheelrpc::test::IoThreads threads;
+  std::vector<std::unique_ptr<wheelrpc::rpc::Server>> servers;
+  std::vector<boost::asio::ip::tcp::endpoint> endpoints;
+  for (int i = 0; i < 2; ++i) {
+    servers.push_back(std::make_unique<wheelrpc::rpc::Server>(threads.io.get_executor(), timer));
+    register_grpc_methods(*servers.back());
+    ASSERT_FALSE(servers.back()->listen(wheelrpc::test::loopback0()));
+    endpoints.push_back(servers.back()->local_endpoint());
+  }
+  wheelrpc::rpc::Client client(threads.io.get_executor(), timer, endpoints, grpc_client());
+  for (int i = 0; i < 20; ++i) ASSERT_FALSE(call_and_wait(client, "/test.Echo/Echo", "a").ec);
+  servers[0]->stop();
+  CallOptions o;
+  o.idempotent = true;
+  o.retries = 2;
+  int ok = 0;
+  for (int i = 0; i < 50; ++i) {
+    auto out = call_and_wait(client, "/test.Echo/Echo", "b", o);
+    if (!out.ec) ++ok;
+  }
+  EXPECT_EQ(ok, 50) << "every call retried onto the provider left";
+  client.close();
+  servers[1]->stop();
+  threads.stop();
 }
 
 }  // namespace

@@ -159,6 +159,8 @@ struct ConnectionInfo {
   std::chrono::milliseconds next_attempt_in{-1};  ///< client in backoff: until the next connect attempt; -1 otherwise
   std::uint64_t in_flight = 0;                    ///< calls (client: attempts) waiting for a reply on it
   std::uint64_t streams = 0;                      ///< streams open on it
+  /// The wire protocol it speaks: "native" (docs/protocol.md) or "grpc" (HTTP/2, docs/grpc.md).
+  std::string protocol = "native";
 };
 std::string_view connection_state_name(ConnectionInfo::State state) noexcept;
 

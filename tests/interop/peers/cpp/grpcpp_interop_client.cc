@@ -64,9 +64,7 @@ std::string describe(const Status& status) {
   return "status " + std::to_string(status.error_code()) + " (" + status.error_message() + ")";
 }
 
-void check_ok(const Status& status, const std::string& what) {
-  check(status.ok(), what + ": " + describe(status));
-}
+void check_ok(const Status& status, const std::string& what) { check(status.ok(), what + ": " + describe(status)); }
 
 void check_status(const Status& status, StatusCode code, const std::string& what,
                   const std::optional<std::string>& message = std::nullopt) {
@@ -125,12 +123,11 @@ std::vector<std::string> values(const std::multimap<grpc::string_ref, grpc::stri
 void check_echoed(const ClientContext& c, const std::string& what) {
   auto initial = values(c.GetServerInitialMetadata(), kEchoInitialKey);
   check(initial == std::vector<std::string>{kEchoInitialValue},
-        what + ": initial metadata " + kEchoInitialKey + " not echoed (" + std::to_string(initial.size()) +
-            " values)");
+        what + ": initial metadata " + kEchoInitialKey + " not echoed (" + std::to_string(initial.size()) + " values)");
   auto trailing = values(c.GetServerTrailingMetadata(), kEchoTrailingKey);
-  check(trailing == std::vector<std::string>{kEchoTrailingValue},
-        what + ": trailing metadata " + kEchoTrailingKey + " not echoed (" + std::to_string(trailing.size()) +
-            " values)");
+  check(trailing == std::vector<std::string>{kEchoTrailingValue}, what + ": trailing metadata " + kEchoTrailingKey +
+                                                                      " not echoed (" +
+                                                                      std::to_string(trailing.size()) + " values)");
 }
 
 class Client {
