@@ -2,8 +2,9 @@
 # Builds the libFuzzer targets with clang in build/fuzz and fuzzes each for a
 # share of the time, starting from its seeds in tests/fuzz/corpus/<target>/:
 # frame_decoder_fuzz (the RPC frame decoder), admin_http_fuzz (the admin HTTP
-# request parser) and compression_fuzz (the zstd, lz4, gzip and deflate
-# decompressors), a third of the time each.
+# request parser), compression_fuzz (the zstd, lz4, gzip and deflate
+# decompressors) and http2_server_fuzz (the server's HTTP/2 and gRPC, its
+# seeds in corpus/http2/), a quarter of the time each.
 #   scripts/fuzz.sh        # 30 seconds in all
 #   scripts/fuzz.sh 600    # 10 minutes in all
 # Exits non-zero if a fuzzer finds a crash (the input is kept under
@@ -32,7 +33,7 @@ fi
 scripts/install_deps.sh
 CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DWHEELRPC_BUILD_FUZZ=ON -DWHEELRPC_BUILD_BENCH=OFF -DWHEELRPC_BUILD_EXAMPLES=OFF >/dev/null
-targets=(frame_decoder_fuzz admin_http_fuzz compression_fuzz)
+targets=(frame_decoder_fuzz admin_http_fuzz compression_fuzz http2_server_fuzz)
 cmake --build build/fuzz --target "${targets[@]}" -j 2
 
 # The time is split between the targets, at least a second each (libFuzzer
@@ -47,6 +48,7 @@ trap 'rm -rf "$work"' EXIT
 
 for target in "${targets[@]}"; do
   seeds=tests/fuzz/corpus/${target%_fuzz}
+  seeds=${seeds%_server}  # http2_server_fuzz: corpus/http2
   corpus=$work/$target
   mkdir -p "$corpus"
   cp "$seeds"/* "$corpus"/

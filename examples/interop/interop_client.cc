@@ -4,7 +4,7 @@
 //
 //   interop_client --server_port=N [--server_host=H] [--test_case=NAME|all]
 //                  [--use_tls=true|false] [--ca_file=PATH] [--server_host_override=NAME]
-//                  [--protocol=grpc|native]
+//                  [--protocol=native|grpc]
 //
 // Prints one line per case, "PASS <case>" or "FAIL <case>: <why>", and exits
 // 0 only if every case it ran passed (1 otherwise, 2 on a usage error).
@@ -55,7 +55,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: interop_client --server_port=N [--server_host=H] [--test_case=NAME|all] [--use_tls=true|false]\n"
-    "                      [--ca_file=PATH] [--server_host_override=NAME] [--protocol=grpc|native]\n"
+    "                      [--ca_file=PATH] [--server_host_override=NAME] [--protocol=native|grpc]\n"
     "  gRPC's interop test cases against a grpc.testing.TestService server.\n"
     "  --server_host=H           host name or address (default 127.0.0.1)\n"
     "  --server_port=N           port (required)\n"
@@ -64,7 +64,7 @@ constexpr const char* kUsage =
     "  --use_test_ca=BOOL        accepted for gRPC's scripts; the CA is --ca_file's\n"
     "  --ca_file=PATH            CA the server's certificate must chain to (default: the build's test CA)\n"
     "  --server_host_override=N  the name the server's certificate must carry (default: --server_host)\n"
-    "  --protocol=grpc|native    the wire protocol (default grpc)\n"
+    "  --protocol=native|grpc    the wire protocol: grpc (default, gRPC over HTTP/2) or wheelrpc's native one\n"
     "Prints \"PASS <case>\" or \"FAIL <case>: <why>\" per case; exits 0 only if all passed.\n";
 
 struct Config {

@@ -38,6 +38,7 @@ struct GrpcClientTransport::Call {
   bool bad_encoding = false;
   transport::Attachments metadata;  // the initial metadata, then kTrailersMarker and the trailing
   bool marker_added = false;
+  bool initial_given = false;  // stream: the initial metadata went with a message (or the END)
   std::optional<int> grpc_status;
   std::string grpc_message;
   GrpcMessageReader reader;

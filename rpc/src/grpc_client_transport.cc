@@ -397,6 +397,10 @@ int GrpcClientTransport::on_chunk(std::int32_t stream_id, std::string_view bytes
       d.payload = std::move(m);
       d.compressed = compressed;
       d.encoding = c->encoding;
+      if (!c->initial_given) {  // the response's initial metadata comes with the first message
+        c->initial_given = true;
+        d.metadata = c->metadata;
+      }
       batch_.push_back(std::move(d));
       return;
     }
@@ -432,15 +436,14 @@ void GrpcClientTransport::finish(Call& c, Status status, std::string message) {
     d.stream = c.stream;
     d.status = status;
     d.payload = std::move(message);
-    // The trailing metadata are the stream's trailers.
+    // The END carries the initial metadata no message carried, then the
+    // marker and the trailers (metadata_split.h's shape).
     bool trailing = false;
     for (auto& kv : c.metadata) {
-      if (kv.first == kTrailersMarker) {
-        trailing = true;
-      } else if (trailing) {
-        d.metadata.push_back(std::move(kv));
-      }
+      if (kv.first == kTrailersMarker) trailing = true;
+      if (trailing || !c.initial_given) d.metadata.push_back(std::move(kv));
     }
+    c.initial_given = true;
     batch_.push_back(std::move(d));
     return;
   }
@@ -507,6 +510,7 @@ void GrpcClientTransport::deliver(std::vector<Delivery>& batch) {
       case Delivery::Kind::stream_frame: {
         auto f = make_stream_frame(d.op, d.stream->id(), false);
         f.payload = std::move(d.payload);
+        f.attachments = std::move(d.metadata);
         if (d.compressed) f.header.encoding = static_cast<std::uint8_t>(d.encoding);
         d.stream->on_frame(f);
         break;

@@ -53,6 +53,10 @@ struct GrpcServerConnection::Callbacks {
       default: return 0;
     }
   }
+  static int frame_send(nghttp2_session*, const nghttp2_frame* f, void* p) WHEELRPC_NO_THREAD_SAFETY_ANALYSIS {
+    if (f->hd.type != NGHTTP2_HEADERS || (f->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) return 0;
+    return self(p).on_answer_sent(f->hd.stream_id);
+  }
   static int chunk(nghttp2_session*, std::uint8_t, std::int32_t stream_id, const std::uint8_t* data, std::size_t len,
                    void* p) WHEELRPC_NO_THREAD_SAFETY_ANALYSIS {
     return self(p).on_chunk(stream_id, {reinterpret_cast<const char*>(data), len});
@@ -106,6 +110,7 @@ void GrpcServerConnection::start_session() {
   nghttp2_session_callbacks_set_on_header_callback(cbs, &Callbacks::header);
   nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, &Callbacks::frame_recv);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, &Callbacks::chunk);
+  nghttp2_session_callbacks_set_on_frame_send_callback(cbs, &Callbacks::frame_send);
   nghttp2_session_callbacks_set_on_stream_close_callback(cbs, &Callbacks::stream_close);
   nghttp2_option* opt = nullptr;
   nghttp2_option_new(&opt);
@@ -404,8 +409,17 @@ void GrpcServerConnection::refuse(Call& c, StatusCode code, std::string message,
   if (code != StatusCode::unimplemented || http_status != 200) note_bad_request(message);
   logger()->debug("conn={} gRPC call '{}' refused: {}", id_, c.method, message);
   submit_end(c, code, message, nullptr, http_status, false);
-  // The client may still be sending: it need not.
-  if (!c.remote_closed) nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, c.id, NGHTTP2_NO_ERROR);
+  // The client may still be sending: once the answer is out, it need not
+  // (on_answer_sent). Not now: a stream with RST_STREAM queued is closing,
+  // and nghttp2 drops the answer still queued on it.
+}
+
+int GrpcServerConnection::on_answer_sent(std::int32_t stream_id) {
+  Call* c = find(stream_id);
+  if (c && c->refused && !c->remote_closed) {
+    nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_NO_ERROR);
+  }
+  return 0;
 }
 
 void GrpcServerConnection::note_bad_request(std::string_view why) {

@@ -93,13 +93,19 @@ error_code GrpcServerConnection::send_stream_frame(transport::Frame& f) {
             c->accept.contains(alg)) {
           c->response_encoding = alg;
         }
-        submit_headers(*c, &f.attachments);
+        // The response's HEADERS go with the first message (they carry the
+        // handler's initial metadata, ServerStream::add_initial_metadata), or
+        // as a trailers-only answer with the END: as gRPC servers do.
       } else {
         submit_end(*c, grpc_code_of(static_cast<Status>(f.header.status)), f.payload, nullptr, 200, true);
       }
       break;
     case StreamOp::message:
-      if (!c->headers_sent) submit_headers(*c, nullptr);
+      if (!c->headers_sent) {
+        // A message compressed with another algorithm than the stream's says so in the HEADERS.
+        if (f.header.encoding != 0) c->response_encoding = static_cast<transport::Compression>(f.header.encoding);
+        submit_headers(*c, &f.attachments);
+      }
       queue_message(*c, f.payload, f.header.encoding != 0);
       break;
     case StreamOp::end:
@@ -219,7 +225,15 @@ void GrpcServerConnection::flush(bool failed) {
   const bool ok = take_output(session_.get(), out_, rv);
   const auto channel = channel_.lock();
   if (!channel) return;
-  if (!out_.empty()) channel->send_bytes(out_);
+  if (!out_.empty() && channel->send_bytes(out_) == transport::errc::write_queue_full && !closing_) {
+    // The client reads nothing of what its windows let the session write:
+    // closed, as a native slow reader is (the bytes just refused would leave
+    // a hole in the HTTP/2 stream).
+    context_->core->count_slow_reader();
+    fail_reason_ = fmt::format("the client reads nothing: over {} bytes queued (ChannelOptions::max_write_queue_bytes)",
+                               context_->core->options().channel.max_write_queue_bytes);
+    failed = true;
+  }
   if (out_.capacity() > 64 * 1024) std::string().swap(out_);
   if (!credits_.empty() && !credit_posted_) {
     credit_posted_ = true;
@@ -229,11 +243,15 @@ void GrpcServerConnection::flush(bool failed) {
   if (failed || !ok || (!nghttp2_session_want_read(session_.get()) && !nghttp2_session_want_write(session_.get()))) {
     closing_ = true;
     if (!ok && fail_reason_.empty()) fail_reason_ = fmt::format("HTTP/2: {}", nghttp2_strerror(rv));
-    const std::string why = fail_reason_.empty() ? std::string("HTTP/2 session ended (GOAWAY)") : fail_reason_;
-    channel->close_after_flush(
-        transport::make_error_code(failed || !ok || goaway_sent_ ? transport::errc::protocol_error
-                                                                 : transport::errc::closed),
-        why, std::chrono::milliseconds(1000));
+    std::string why = fail_reason_.empty() ? std::string("HTTP/2 session ended (GOAWAY)") : fail_reason_;
+    const auto ec = transport::make_error_code(failed || !ok || goaway_sent_ ? transport::errc::protocol_error
+                                                                             : transport::errc::closed);
+    // Posted, not called: with nothing left to write, close_after_flush
+    // closes at once when called on the strand (a read's), and on_close
+    // takes `mu_`, held here.
+    asio::post(channel->strand(), [channel, ec, why = std::move(why)]() mutable {
+      channel->close_after_flush(ec, std::move(why), std::chrono::milliseconds(1000));
+    });
   }
 }
 

@@ -39,7 +39,7 @@ std::string format_grpc_timeout(std::chrono::milliseconds budget) {
   if (v <= kMaxDigits) return fmt::format("{}m", v);
   const std::array<std::pair<std::int64_t, char>, 3> units{{{1000, 'S'}, {60, 'M'}, {60, 'H'}}};
   for (const auto& [per, unit] : units) {
-    v = (v + per - 1) / per;
+    v = v / per + (v % per != 0 ? 1 : 0);  // rounded up, without overflowing near the maximum
     if (v <= kMaxDigits) return fmt::format("{}{}", v, unit);
   }
   return fmt::format("{}H", kMaxDigits);
