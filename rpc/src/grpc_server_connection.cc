@@ -233,7 +233,9 @@ int GrpcServerConnection::on_chunk(std::int32_t stream_id, std::string_view byte
   } else {
     c->held += bytes.size();
   }
-  const bool fed = c->reader.feed(bytes, [&](std::string& m, bool compressed) { on_message(*c, m, compressed); });
+  // The reader calls back right here, under `mu_` (the analysis does not follow into lambdas).
+  const bool fed = c->reader.feed(bytes, [&](std::string& m, bool compressed)
+                                             WHEELRPC_NO_THREAD_SAFETY_ANALYSIS { on_message(*c, m, compressed); });
   if (fed && c->is_stream) take_partial(*c);
   if (!fed) {
     const bool too_large = c->reader.error().find("exceeds") != std::string::npos;
