@@ -43,14 +43,7 @@ error_code GrpcClientTransport::send_stream_frame(transport::Frame& f) {
       nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, c->stream_id, NGHTTP2_CANCEL);
       break;
     case StreamOp::credit:
-      c->credit += f.header.deadline_ms;
-      while (!c->unconsumed.empty() && c->unconsumed.front().first <= c->credit) {
-        c->credit -= c->unconsumed.front().first;
-        const std::size_t bytes = std::min(c->unconsumed.front().second, c->held);
-        nghttp2_session_consume(session_.get(), c->stream_id, bytes);
-        c->held -= bytes;
-        c->unconsumed.pop_front();
-      }
+      consume_credited(session_.get(), c->stream_id, f.header.deadline_ms, c->credit, c->unconsumed, c->held);
       break;
     default: break;  // a server's op
   }
@@ -65,23 +58,7 @@ ssize_t GrpcClientTransport::read_out(std::int32_t stream_id, std::uint8_t* buf,
     *flags |= NGHTTP2_DATA_FLAG_EOF;
     return 0;
   }
-  const std::size_t n = std::min(c->out.size() - c->out_pos, length);
-  if (n > 0) {
-    std::memcpy(buf, c->out.data() + c->out_pos, n);
-    c->out_pos += n;
-    while (!c->out_costs.empty() && c->out_costs.front().first <= c->out_pos) {
-      credits_.emplace_back(stream_id, c->out_costs.front().second);
-      c->out_costs.pop_front();
-    }
-    if (c->out_pos == c->out.size()) {
-      c->out_pos = 0;
-      if (c->out.capacity() > 64 * 1024) {
-        std::string().swap(c->out);
-      } else {
-        c->out.clear();
-      }
-    }
-  }
+  const std::size_t n = take_message_bytes(c->out, c->out_pos, c->out_costs, buf, length, stream_id, credits_);
   if (c->out.empty() && c->out_end) {
     *flags |= NGHTTP2_DATA_FLAG_EOF;  // END_STREAM: the request's (or the stream's half-close)
     return static_cast<ssize_t>(n);

@@ -114,14 +114,7 @@ error_code GrpcServerConnection::send_stream_frame(transport::Frame& f) {
       break;
     case StreamOp::credit: {
       // The handler took messages: their HTTP/2 bytes open the client's window again.
-      c->credit += f.header.deadline_ms;
-      while (!c->unconsumed.empty() && c->unconsumed.front().first <= c->credit) {
-        c->credit -= c->unconsumed.front().first;
-        const std::size_t bytes = std::min(c->unconsumed.front().second, c->held);
-        nghttp2_session_consume(session_.get(), c->id, bytes);
-        c->held -= bytes;
-        c->unconsumed.pop_front();
-      }
+      consume_credited(session_.get(), c->id, f.header.deadline_ms, c->credit, c->unconsumed, c->held);
       break;
     }
     default: break;  // a client's op: never sent by a server's stream
@@ -191,24 +184,7 @@ ssize_t GrpcServerConnection::read_out(std::int32_t stream_id, std::uint8_t* buf
     *flags |= NGHTTP2_DATA_FLAG_EOF;
     return 0;
   }
-  const std::size_t n = std::min(c->out.size() - c->out_pos, length);
-  if (n > 0) {
-    std::memcpy(buf, c->out.data() + c->out_pos, n);
-    c->out_pos += n;
-    // Messages wholly handed to the session give their stream credit back.
-    while (!c->out_costs.empty() && c->out_costs.front().first <= c->out_pos) {
-      credits_.emplace_back(stream_id, c->out_costs.front().second);
-      c->out_costs.pop_front();
-    }
-    if (c->out_pos == c->out.size()) {
-      c->out_pos = 0;
-      if (c->out.capacity() > 64 * 1024) {
-        std::string().swap(c->out);
-      } else {
-        c->out.clear();
-      }
-    }
-  }
+  const std::size_t n = take_message_bytes(c->out, c->out_pos, c->out_costs, buf, length, stream_id, credits_);
   if (c->out.empty() && c->ended_here) {
     *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
     const auto& nv = c->trailers.nv();

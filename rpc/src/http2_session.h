@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <cstring>
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -73,6 +75,50 @@ class LazyQueue {
  private:
   std::optional<std::deque<T>> q_;
 };
+
+/// A stream's outgoing message bytes, as a data source hands them to the
+/// session: copies up to `length` bytes of `out` from `pos` into `buf` and
+/// returns how many. Each message wholly handed over gives its stream the
+/// credit it cost (its entry in `costs`, appended to `credits` as (stream
+/// id, cost)); a drained `out` starts over (a large one is given back).
+inline std::size_t take_message_bytes(std::string& out, std::size_t& pos,
+                                      LazyQueue<std::pair<std::size_t, std::uint64_t>>& costs, std::uint8_t* buf,
+                                      std::size_t length, std::int32_t stream_id,
+                                      std::vector<std::pair<std::int32_t, std::uint64_t>>& credits) {
+  const std::size_t n = std::min(out.size() - pos, length);
+  if (n == 0) return 0;
+  std::memcpy(buf, out.data() + pos, n);
+  pos += n;
+  while (!costs.empty() && costs.front().first <= pos) {
+    credits.emplace_back(stream_id, costs.front().second);
+    costs.pop_front();
+  }
+  if (pos == out.size()) {
+    pos = 0;
+    if (out.capacity() > 64 * 1024) {
+      std::string().swap(out);
+    } else {
+      out.clear();
+    }
+  }
+  return n;
+}
+
+/// A stream's reader took messages worth `n` of credit (a CREDIT frame):
+/// the HTTP/2 bytes of the whole messages it covers (`unconsumed`: their
+/// cost and bytes, oldest first) open the peer's window again. `credit`
+/// keeps what matched no whole message yet; `held` the bytes not given back.
+inline void consume_credited(nghttp2_session* session, std::int32_t stream_id, std::uint64_t n, std::uint64_t& credit,
+                             LazyQueue<std::pair<std::uint64_t, std::size_t>>& unconsumed, std::size_t& held) {
+  credit += n;
+  while (!unconsumed.empty() && unconsumed.front().first <= credit) {
+    credit -= unconsumed.front().first;
+    const std::size_t bytes = std::min(unconsumed.front().second, held);
+    nghttp2_session_consume(session, stream_id, bytes);
+    held -= bytes;
+    unconsumed.pop_front();
+  }
+}
 
 /// Appends what `session` wants to write to `out`; false on a fatal error
 /// (`rv` holds nghttp2's code).
