@@ -54,8 +54,7 @@ struct GrpcServerConnection::Callbacks {
     }
   }
   static int frame_send(nghttp2_session*, const nghttp2_frame* f, void* p) WHEELRPC_NO_THREAD_SAFETY_ANALYSIS {
-    if (f->hd.type != NGHTTP2_HEADERS || (f->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) return 0;
-    return self(p).on_answer_sent(f->hd.stream_id);
+    return self(p).on_frame_sent(f->hd.type, f->hd.flags, f->hd.stream_id);
   }
   static int chunk(nghttp2_session*, std::uint8_t, std::int32_t stream_id, const std::uint8_t* data, std::size_t len,
                    void* p) WHEELRPC_NO_THREAD_SAFETY_ANALYSIS {
@@ -412,11 +411,19 @@ void GrpcServerConnection::refuse(Call& c, StatusCode code, std::string message,
   logger()->debug("conn={} gRPC call '{}' refused: {}", id_, c.method, message);
   submit_end(c, code, message, nullptr, http_status, false);
   // The client may still be sending: once the answer is out, it need not
-  // (on_answer_sent). Not now: a stream with RST_STREAM queued is closing,
+  // (on_frame_sent). Not now: a stream with RST_STREAM queued is closing,
   // and nghttp2 drops the answer still queued on it.
 }
 
-int GrpcServerConnection::on_answer_sent(std::int32_t stream_id) {
+int GrpcServerConnection::on_frame_sent(std::uint8_t type, std::uint8_t flags, std::int32_t stream_id) {
+  if (type != NGHTTP2_DATA && type != NGHTTP2_HEADERS) return 0;
+  // Keepalive enforcement counts as gRPC servers do: headers or data sent
+  // clear the strikes (clients probe as data arrives, many times in one
+  // large message).
+  data_since_ping_ = true;
+  ping_strikes_ = 0;
+  if (type != NGHTTP2_HEADERS || (flags & NGHTTP2_FLAG_END_STREAM) == 0) return 0;
+  // An answer ended its stream.
   Call* c = find(stream_id);
   if (c && c->refused && !c->remote_closed) {
     nghttp2_submit_rst_stream(session_.get(), NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_NO_ERROR);
@@ -438,7 +445,7 @@ void GrpcServerConnection::goaway(std::uint32_t code, std::string_view debug) {
   if (goaway_sent_) return;
   goaway_sent_ = true;
   fail_reason_ = fmt::format("GOAWAY {}: {}", http2_error_name(code), debug);
-  logger()->info("conn={} peer={} {}", id_, remote_, fail_reason_);
+  logger()->warn("conn={} peer={} {}", id_, remote_, fail_reason_);
   nghttp2_submit_goaway(session_.get(), NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(session_.get()),
                         code, reinterpret_cast<const std::uint8_t*>(debug.data()), debug.size());
   nghttp2_session_terminate_session(session_.get(), code);  // no more reads; the GOAWAY above is the one sent

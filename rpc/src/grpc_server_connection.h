@@ -91,7 +91,7 @@ class GrpcServerConnection final : public transport::ChannelHandler,
   int on_ping(bool ack, std::string_view opaque) WHEELRPC_REQUIRES(mu_);
   /// A response's last HEADERS went out: a refused call's client, still
   /// sending, is told to stop (RST_STREAM NO_ERROR, RFC 9113 8.1).
-  int on_answer_sent(std::int32_t stream_id) WHEELRPC_REQUIRES(mu_);
+  int on_frame_sent(std::uint8_t type, std::uint8_t flags, std::int32_t stream_id) WHEELRPC_REQUIRES(mu_);
   ssize_t read_out(std::int32_t stream_id, std::uint8_t* buf, std::size_t length, std::uint32_t* flags)
       WHEELRPC_REQUIRES(mu_);
   /// A unary call's one message, or a stream's next one.

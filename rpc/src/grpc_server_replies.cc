@@ -126,8 +126,6 @@ error_code GrpcServerConnection::send_stream_frame(transport::Frame& f) {
 void GrpcServerConnection::submit_headers(Call& c, transport::Attachments* initial) {
   if (c.headers_sent) return;
   c.headers_sent = true;
-  data_since_ping_ = true;
-  ping_strikes_ = 0;
   HeaderBlock h;
   h.add(":status", "200");
   h.add("content-type", "application/grpc");
@@ -167,8 +165,6 @@ void GrpcServerConnection::submit_end(Call& c, StatusCode code, std::string_view
 }
 
 void GrpcServerConnection::queue_message(Call& c, std::string_view payload, bool compressed) {
-  data_since_ping_ = true;
-  ping_strikes_ = 0;
   append_grpc_prefix(c.out, compressed, payload.size());
   c.out.append(payload);
   if (c.is_stream) c.out_costs.emplace_back(c.out.size(), message_cost(payload.size()));

@@ -264,6 +264,54 @@ TEST_F(GrpcAbuse, PingsFasterThanTheMinimumIntervalGetGoawayTooManyPings) {
   expect_undisturbed();
 }
 
+// gRPC clients ping as data arrives (BDP probes), many times while one
+// large reply is under way: every DATA frame the server sends clears the
+// strikes, as gRPC servers count them, not the reply's first message alone.
+TEST_F(GrpcAbuse, PingsBetweenTheDataFramesOfOneLargeReplyAreNoStrikes) {
+  h2::RawConnection c(f_.port());
+  constexpr std::uint32_t kWindow = 4096;  // the reply comes a few frames at a time
+  ASSERT_TRUE(c.send(std::string(h2::kPreface) + h2::settings({{4 /* INITIAL_WINDOW_SIZE */, kWindow}}) +
+                     h2::window_update(0, 1u << 20)));
+  const std::string body = grpc_frame(std::string(64u << 10, 'x'));
+  std::string out = request(1);
+  for (std::size_t at = 0; at < body.size(); at += 16384) {
+    out += h2::data(1, std::string_view(body).substr(at, 16384), at + 16384 >= body.size());
+  }
+  ASSERT_TRUE(c.send(out));
+  std::size_t received = 0;
+  int pings = 0;
+  while (received < body.size() && !c.find(h2::kGoaway)) {
+    ASSERT_TRUE(c.read_until([](const h2::Frame& f) {
+      return (f.type == h2::kData && f.stream_id == 1) || f.type == h2::kGoaway;
+    })) << "the reply stopped after "
+        << received << " bytes";
+    const h2::Frame f = c.frames().back();
+    if (f.type != h2::kData) continue;
+    received += f.payload.size();
+    // A probe per DATA frame, answered before the window opens again.
+    const std::string opaque = "bdp" + std::to_string(10000 + pings++);
+    ASSERT_TRUE(c.send(h2::ping(opaque)));
+    ASSERT_TRUE(c.read_until([&](const h2::Frame& a) {
+      return (a.type == h2::kPing && (a.flags & h2::kAck) && a.payload == opaque) || a.type == h2::kGoaway;
+    }));
+    if (!f.payload.empty()) {
+      ASSERT_TRUE(c.send(h2::window_update(1, static_cast<std::uint32_t>(f.payload.size()))));
+    }
+  }
+  if (const auto g = c.find(h2::kGoaway)) {
+    ADD_FAILURE() << "GOAWAY " << g->error_code() << " '" << g->debug() << "' after " << pings << " PINGs";
+  }
+  const auto trailers = [](const h2::Frame& f) {
+    return f.type == h2::kHeaders && f.stream_id == 1 && f.field("grpc-status");
+  };
+  if (std::none_of(c.frames().begin(), c.frames().end(), trailers)) {
+    EXPECT_TRUE(c.read_until(trailers));
+  }
+  EXPECT_EQ(received, body.size());
+  EXPECT_GT(pings, 3) << "fewer PINGs than the strikes allowed: the test proves nothing";
+  expect_undisturbed();
+}
+
 /// Calls to /test.Echo/Hold on streams 1, 3, ... `last`.
 std::string hold_calls(std::int32_t last) {
   std::string burst;

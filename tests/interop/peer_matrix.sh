@@ -172,6 +172,8 @@ for mode in "${modes[@]}"; do
         grep -v '^PASS ' "$tmp/client.out" | sed 's/^/    /' || true
       fi
       if [ "$rc" != 0 ] && [ "$failed" = 0 ]; then sed 's/^/    stderr: /' "$tmp/client.err" | tail -20; fi
+      # A failed pair shows what the server said meanwhile (its log so far).
+      if [ "$rc" != 0 ] || [ "$failed" != 0 ]; then sed 's/^/    server: /' "$tmp/server.err" | tail -20; fi
       kill -0 "$server_pid" 2>/dev/null || {
         echo "peer_matrix.sh: the $server server ($mode) died during the $client client's run" >&2
         sed 's/^/    server: /' "$tmp/server.err" | tail -20 >&2
