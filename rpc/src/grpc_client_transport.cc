@@ -173,23 +173,24 @@ ClientTransport::SendResult GrpcClientTransport::send_request(OutgoingRequest& r
   h.add("te", "trailers");
   h.add("user-agent", "wheelrpc");
   const auto budget = r.stream ? (*r.stream)->remaining_budget() : r.budget;
-  if (budget.count() > 0) h.add("grpc-timeout", format_grpc_timeout(budget));
+  if (budget.count() > 0) h.add("grpc-timeout", format_grpc_timeout(budget), !index_name_once(kTimeoutName));
   if (used != transport::Compression::identity) h.add("grpc-encoding", grpc_encoding_name(used));
   if (r.stream && r.compression != transport::Compression::identity &&
       (r.compression == transport::Compression::gzip || r.compression == transport::Compression::deflate)) {
     if (used == transport::Compression::identity) h.add("grpc-encoding", grpc_encoding_name(r.compression));
   }
   h.add("grpc-accept-encoding", accept_encoding_);
-  const auto add_md = [&h](std::string_view k, std::string_view v) {
+  const auto add_md = [&h](std::string_view k, std::string_view v, bool never_index) {
     if (is_reserved_header(k) || !valid_metadata_key(k)) return;
     if (is_binary_key(k)) {
-      h.add(k, base64_encode(v));
+      h.add(k, base64_encode(v), never_index);
     } else {
-      h.add(k, v);
+      h.add(k, v, never_index);
     }
   };
-  for (const auto& [k, v] : r.attachments) add_md(k, v);
-  if (!r.extra_key.empty()) add_md(r.extra_key, r.extra_value);
+  for (const auto& [k, v] : r.attachments) add_md(k, v, false);
+  // The traceparent is new with every call: never in the HPACK tables.
+  if (!r.extra_key.empty()) add_md(r.extra_key, r.extra_value, !index_name_once(kTraceName));
 
   common::LockGuard lock(mu_);
   if (!session_ || closed_ || goaway_ || !handshake_done_) return SendResult::closed;
@@ -246,9 +247,17 @@ void GrpcClientTransport::cancel_request(std::uint64_t id) {
 
 void GrpcClientTransport::close(const error_code& ec, const std::string& reason) { channel_->close(ec, reason); }
 
+bool GrpcClientTransport::index_name_once(unsigned name) {
+  return (names_indexed_.fetch_or(name, std::memory_order_relaxed) & name) == 0;
+}
+
 GrpcClientTransport::Call* GrpcClientTransport::find(std::int32_t stream_id) {
+  // nghttp2 calls back several times per frame on one stream: the last one found first.
+  if (last_found_ && last_found_->stream_id == stream_id) return last_found_;
   const auto it = calls_.find(stream_id);
-  return it == calls_.end() ? nullptr : it->second.get();
+  if (it == calls_.end()) return nullptr;
+  last_found_ = it->second.get();
+  return last_found_;
 }
 
 void GrpcClientTransport::activity(int delta) {
@@ -482,6 +491,7 @@ int GrpcClientTransport::on_stream_closed(std::int32_t stream_id, std::uint32_t 
                        goaway_reason_.empty() ? "" : "; " + goaway_reason_));
   }
   by_request_.erase(c.request_id);
+  if (last_found_ == &c) last_found_ = nullptr;
   calls_.erase(it);
   activity(-1);
   return 0;
@@ -548,6 +558,7 @@ void GrpcClientTransport::on_close(transport::Channel&, const error_code& ec, co
     batch.swap(batch_);
     why = goaway_reason_.empty() || reason.find(goaway_reason_) != std::string::npos ? reason
                                                                                      : goaway_reason_ + "; " + reason;
+    last_found_ = nullptr;
     calls_.clear();
     by_request_.clear();
   }

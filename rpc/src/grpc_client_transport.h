@@ -25,10 +25,10 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/unordered/unordered_flat_map.hpp>
 
 #include <wheelrpc/common/mutex.h>
 #include <wheelrpc/common/thread_annotations.h>
@@ -114,8 +114,18 @@ class GrpcClientTransport final : public ClientTransport,
 
   common::Mutex mu_;
   Http2SessionPtr session_ WHEELRPC_GUARDED_BY(mu_);
-  std::unordered_map<std::int32_t, std::unique_ptr<Call>> calls_ WHEELRPC_GUARDED_BY(mu_);
-  std::unordered_map<std::uint64_t, std::int32_t> by_request_ WHEELRPC_GUARDED_BY(mu_);  // request id -> stream id
+  // Open addressing: a call's entries are added and erased on every call.
+  boost::unordered_flat_map<std::int32_t, std::unique_ptr<Call>> calls_ WHEELRPC_GUARDED_BY(mu_);
+  boost::unordered_flat_map<std::uint64_t, std::int32_t> by_request_
+      WHEELRPC_GUARDED_BY(mu_);                          // request id -> stream id
+  Call* last_found_ WHEELRPC_GUARDED_BY(mu_) = nullptr;  // find()'s last answer, while in calls_
+  // Fields whose values change with every call (grpc-timeout, traceparent)
+  // are never indexed. The first of each on a connection is, though: in
+  // both ends' HPACK tables, its name is then an index in every later call,
+  // not a string to encode and decode. index_name_once() is true for that first.
+  static constexpr unsigned kTimeoutName = 1, kTraceName = 2;
+  std::atomic<unsigned> names_indexed_{0};
+  bool index_name_once(unsigned name);
   std::vector<Delivery> batch_ WHEELRPC_GUARDED_BY(mu_);
   std::vector<std::pair<std::int32_t, std::uint64_t>> credits_ WHEELRPC_GUARDED_BY(mu_);
   bool credit_posted_ WHEELRPC_GUARDED_BY(mu_) = false;

@@ -166,8 +166,12 @@ void GrpcServerConnection::on_data(transport::Channel& channel, std::string_view
 }
 
 GrpcServerConnection::Call* GrpcServerConnection::find(std::int32_t stream_id) {
+  // nghttp2 calls back a dozen times per frame on one stream: the last one found first.
+  if (last_found_ && last_found_->id == stream_id) return last_found_;
   const auto it = calls_.find(stream_id);
-  return it == calls_.end() ? nullptr : it->second.get();
+  if (it == calls_.end()) return nullptr;
+  last_found_ = it->second.get();
+  return last_found_;
 }
 
 int GrpcServerConnection::on_begin_headers(std::int32_t stream_id) {
@@ -378,6 +382,7 @@ int GrpcServerConnection::on_stream_closed(std::int32_t stream_id, std::uint32_t
     d.code = StatusCode::cancelled;
     batch_.push_back(std::move(d));
   }
+  if (last_found_ == &c) last_found_ = nullptr;
   calls_.erase(it);
   return 0;
 }

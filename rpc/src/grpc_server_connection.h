@@ -24,8 +24,9 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
+
+#include <boost/unordered/unordered_flat_map.hpp>
 
 #include <wheelrpc/common/mutex.h>
 #include <wheelrpc/common/thread_annotations.h>
@@ -128,7 +129,9 @@ class GrpcServerConnection final : public transport::ChannelHandler,
 
   common::Mutex mu_;
   Http2SessionPtr session_ WHEELRPC_GUARDED_BY(mu_);
-  std::unordered_map<std::int32_t, std::unique_ptr<Call>> calls_ WHEELRPC_GUARDED_BY(mu_);
+  // Open addressing: a call's entry is added and erased on every call.
+  boost::unordered_flat_map<std::int32_t, std::unique_ptr<Call>> calls_ WHEELRPC_GUARDED_BY(mu_);
+  Call* last_found_ WHEELRPC_GUARDED_BY(mu_) = nullptr;   // find()'s last answer, while in calls_
   std::vector<Delivery> batch_ WHEELRPC_GUARDED_BY(mu_);  // gathered by a read, delivered after it
   // Credit for stream messages the session wrote (stream id, cost), posted to the strand.
   std::vector<std::pair<std::int32_t, std::uint64_t>> credits_ WHEELRPC_GUARDED_BY(mu_);

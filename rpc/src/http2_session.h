@@ -32,10 +32,16 @@ using Http2SessionPtr = std::unique_ptr<nghttp2_session, Http2SessionDeleter>;
 /// headers: a call's blocks allocate nothing.
 class HeaderBlock {
  public:
-  void add(std::string_view name, std::string_view value) {
+  /// `never_index`: a value that changes from call to call (grpc-timeout)
+  /// stays out of both ends' HPACK tables: indexed, it would evict the
+  /// fields that repeat, and nghttp2's encoder chains entries by name, so
+  /// every lookup of that name would compare against each old value.
+  void add(std::string_view name, std::string_view value, bool never_index = false) {
     bytes_.insert(bytes_.end(), name.begin(), name.end());
     bytes_.insert(bytes_.end(), value.begin(), value.end());
-    nv_.push_back(nghttp2_nv{nullptr, nullptr, name.size(), value.size(), NGHTTP2_NV_FLAG_NONE});  // nv() points them
+    nv_.push_back(nghttp2_nv{nullptr, nullptr, name.size(), value.size(),
+                             never_index ? std::uint8_t{NGHTTP2_NV_FLAG_NO_INDEX}
+                                         : std::uint8_t{NGHTTP2_NV_FLAG_NONE}});  // nv() points them
   }
   bool empty() const noexcept { return nv_.empty(); }
   /// The fields as nghttp2 takes them; valid while this block lives unchanged.
