@@ -155,8 +155,11 @@ void GrpcServerConnection::on_data(transport::Channel& channel, std::string_view
         nghttp2_session_mem_recv(session_.get(), reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
     if (rv < 0) {
       // A flood (frames we must answer, sent faster than read) or bad input
-      // nghttp2 could not even answer: what it queued goes out, then the close.
+      // nghttp2 could not even answer: what it queued goes out, then a
+      // GOAWAY if it queued none, then the close.
       fail_reason_ = fmt::format("HTTP/2: {}", nghttp2_strerror(static_cast<int>(rv)));
+      fatal_code_ =
+          rv == NGHTTP2_ERR_FLOODED ? std::uint32_t{NGHTTP2_ENHANCE_YOUR_CALM} : std::uint32_t{NGHTTP2_PROTOCOL_ERROR};
       context_->core->note_bad_input(BadInput::http2, channel, fail_reason_);
     }
     flush(rv < 0);
@@ -421,6 +424,7 @@ void GrpcServerConnection::refuse(Call& c, StatusCode code, std::string message,
 }
 
 int GrpcServerConnection::on_frame_sent(std::uint8_t type, std::uint8_t flags, std::int32_t stream_id) {
+  if (type == NGHTTP2_GOAWAY) goaway_out_ = true;
   if (type != NGHTTP2_DATA && type != NGHTTP2_HEADERS) return 0;
   // Keepalive enforcement counts as gRPC servers do: headers or data sent
   // clear the strikes (clients probe as data arrives, many times in one

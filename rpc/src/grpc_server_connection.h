@@ -143,6 +143,8 @@ class GrpcServerConnection final : public transport::ChannelHandler,
   std::string fail_reason_ WHEELRPC_GUARDED_BY(mu_);  // why the session ends (a GOAWAY of ours, bad input)
   bool draining_ WHEELRPC_GUARDED_BY(mu_) = false;
   bool drain_ping_sent_ WHEELRPC_GUARDED_BY(mu_) = false;
+  bool goaway_out_ WHEELRPC_GUARDED_BY(mu_) = false;       // a GOAWAY is in the output
+  std::uint32_t fatal_code_ WHEELRPC_GUARDED_BY(mu_) = 0;  // the error code of a session nghttp2 ended
   std::uint32_t bad_requests_ WHEELRPC_GUARDED_BY(mu_) = 0;
   // Keepalive enforcement and the reset bucket.
   std::chrono::steady_clock::time_point last_ping_ WHEELRPC_GUARDED_BY(mu_){};

@@ -197,6 +197,12 @@ void GrpcServerConnection::flush(bool failed) {
   const bool ok = take_output(session_.get(), out_, rv);
   const auto channel = channel_.lock();
   if (!channel) return;
+  if ((failed || !ok) && !goaway_out_ && !closing_) {
+    // nghttp2 ended the session without a GOAWAY (a flood): one of ours, the last frame.
+    goaway_out_ = true;
+    out_ += goaway_frame(nghttp2_session_get_last_proc_stream_id(session_.get()),
+                         fatal_code_ != 0 ? fatal_code_ : std::uint32_t{NGHTTP2_INTERNAL_ERROR}, fail_reason_);
+  }
   if (!out_.empty() && channel->send_bytes(out_) == transport::errc::write_queue_full && !closing_) {
     // The client reads nothing of what its windows let the session write:
     // closed, as a native slow reader is (the bytes just refused would leave

@@ -141,6 +141,28 @@ inline bool take_output(nghttp2_session* session, std::string& out, int& rv) {
   }
 }
 
+/// A GOAWAY frame's bytes (RFC 9113 6.8), made without a session: the last
+/// word to a peer whose session nghttp2 ended without one (a flood).
+inline std::string goaway_frame(std::int32_t last_stream_id, std::uint32_t code, std::string_view debug) {
+  debug = debug.substr(0, 256);
+  const auto length = static_cast<std::uint32_t>(8 + debug.size());
+  std::string out;
+  out.reserve(9 + length);
+  const auto put32 = [&out](std::uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>(v >> shift & 0xff));
+  };
+  out.push_back(static_cast<char>(length >> 16 & 0xff));
+  out.push_back(static_cast<char>(length >> 8 & 0xff));
+  out.push_back(static_cast<char>(length & 0xff));
+  out.push_back(static_cast<char>(NGHTTP2_GOAWAY));
+  out.push_back(0);  // flags
+  put32(0);          // stream 0
+  put32(static_cast<std::uint32_t>(last_stream_id) & 0x7fffffffu);
+  put32(code);
+  out.append(debug);
+  return out;
+}
+
 /// "ENHANCE_YOUR_CALM" and the like: an HTTP/2 error code's name.
 inline std::string_view http2_error_name(std::uint32_t code) noexcept { return nghttp2_http2_strerror(code); }
 

@@ -195,11 +195,12 @@ TEST_F(GrpcAbuse, AContinuationFloodIsCutOff) {
   for (int i = 0; i < 1000; ++i) burst += one;
   bool sending = true;
   for (int round = 0; round < 1000 && sending; ++round) sending = c.send(burst);
-  // Cut off: a GOAWAY and the close (or the close alone: nghttp2 stops at once).
+  // Cut off: a GOAWAY and the close.
   EXPECT_TRUE(c.wait_eof(30s)) << "the flood was taken for " << (sending ? "all of its" : "part of its") << " frames";
-  if (const auto g = c.find(h2::kGoaway)) {
-    EXPECT_NE(g->error_code(), kNoError);
-  }
+  const auto g = c.find(h2::kGoaway);
+  ASSERT_TRUE(g) << "closed without a GOAWAY";
+  EXPECT_NE(g->error_code(), kNoError);
+  EXPECT_FALSE(g->debug().empty());
   expect_undisturbed();
 }
 
@@ -241,6 +242,23 @@ TEST_F(GrpcAbuse, APingFloodWhileNotReadingIsCutOff) {
   const bool all_sent = flood_without_reading(c, h2::ping(), 1'000'000);
   EXPECT_FALSE(all_sent) << "a million PINGs taken";
   EXPECT_TRUE(c.wait_eof(30s));
+  expect_undisturbed();
+}
+
+// Thousands of SETTINGS in one read: nghttp2 calls it a flood (their ACKs
+// pile up) and ends the session without a GOAWAY of its own; the server
+// still says why, last.
+TEST_F(GrpcAbuse, ASettingsFloodInOneBurstIsAnsweredWithGoawayEnhanceYourCalm) {
+  h2::RawConnection c(f_.port());
+  open(c);
+  std::string burst;
+  for (int i = 0; i < 30000; ++i) burst += h2::settings();
+  c.send(burst);  // the server may close before all of it is sent
+  EXPECT_TRUE(c.wait_eof(30s));
+  const auto g = c.find(h2::kGoaway);
+  ASSERT_TRUE(g) << "closed without a GOAWAY";
+  EXPECT_EQ(g->error_code(), kEnhanceYourCalm);
+  EXPECT_NE(g->debug().find("Flood"), std::string::npos) << "debug: " << g->debug();
   expect_undisturbed();
 }
 

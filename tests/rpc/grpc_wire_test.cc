@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "grpc_wire.h"
+#include "http2_session.h"
+#include "support/h2_frames.h"
 
 namespace {
 
@@ -311,3 +313,19 @@ TEST(GrpcMessageReader, ACompressedFlagOtherThanZeroOrOneIsRejected) {
 }
 
 }  // namespace
+
+// The GOAWAY a server writes itself when nghttp2 ended the session without
+// one (a flood): the frame RFC 9113 6.8 lays out, byte for byte.
+TEST(GrpcWireGoaway, AHandMadeGoawayIsTheFrameTheRfcLaysOut) {
+  namespace h2 = wheelrpc::test::h2;
+  std::string payload;
+  h2::put32(payload, 7);
+  h2::put32(payload, 11);
+  payload += "flooded";
+  EXPECT_EQ(wheelrpc::rpc::detail::goaway_frame(7, 11, "flooded"), h2::frame(h2::kGoaway, 0, 0, payload));
+  // The last stream id's reserved bit is clear, and the debug text bounded.
+  const std::string long_debug(1000, 'x');
+  const std::string f = wheelrpc::rpc::detail::goaway_frame(-1, 0, long_debug);
+  EXPECT_EQ(f.size(), 9u + 8u + 256u);
+  EXPECT_EQ(static_cast<unsigned char>(f[9]), 0x7fu);
+}
