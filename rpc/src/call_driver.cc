@@ -475,6 +475,9 @@ void CallDriver::on_reply(Subchannel& sub, IncomingReply& reply, TimePoint recei
         attempt_failed(call, &sub, failure, ec, std::move(message), done);
       } else {
         r.error_message = std::move(message) + attempt_note(call.attempts, call.plan.max_attempts, false);
+        // The metadata the handler failed with (Responder::fail), split at the trailers' marker.
+        r.attachments = std::move(reply.attachments);
+        split_trailers(r.attachments, r.trailers);
         complete(call, ec, std::move(r), Origin::reply, done);
       }
     } else if (received >= call.plan.deadline) [[unlikely]] {  // kNever without a deadline

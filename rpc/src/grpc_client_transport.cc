@@ -54,8 +54,9 @@ struct GrpcClientTransport::Callbacks {
                     const std::uint8_t* value, std::size_t valuelen, std::uint8_t,
                     void* p) WHEELRPC_NO_THREAD_SAFETY_ANALYSIS {
     if (f->hd.type != NGHTTP2_HEADERS) return 0;
-    return self(p).on_header(f->hd.stream_id, f->headers.cat == NGHTTP2_HCAT_HEADERS,
-                             {reinterpret_cast<const char*>(name), namelen},
+    // A trailers-only response (HEADERS that end the stream) is all trailers.
+    const bool trailers = f->headers.cat == NGHTTP2_HCAT_HEADERS || (f->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    return self(p).on_header(f->hd.stream_id, trailers, {reinterpret_cast<const char*>(name), namelen},
                              {reinterpret_cast<const char*>(value), valuelen});
   }
   static int frame_recv(nghttp2_session*, const nghttp2_frame* f, void* p) WHEELRPC_NO_THREAD_SAFETY_ANALYSIS {

@@ -142,6 +142,12 @@ void GrpcServerConnection::submit_headers(Call& c, transport::Attachments* initi
 void GrpcServerConnection::submit_end(Call& c, StatusCode code, std::string_view message,
                                       transport::Attachments* metadata, int http_status, bool trailers_only_initial) {
   if (c.ended_here) return;
+  // Initial metadata and no message yet: the response's HEADERS with it,
+  // then the trailers (a trailers-only answer has no initial metadata: a
+  // client reads all of it as trailers).
+  const bool initial = trailers_only_initial && metadata && !metadata->empty() &&
+                       metadata->front().first != kTrailersMarker && http_status == 200;
+  if (!c.headers_sent && initial) submit_headers(c, metadata);
   c.ended_here = true;
   if (!c.headers_sent) {
     // Trailers-only: one HEADERS with END_STREAM.
@@ -151,10 +157,7 @@ void GrpcServerConnection::submit_end(Call& c, StatusCode code, std::string_view
     h.add("content-type", "application/grpc");
     if (code == StatusCode::unimplemented) h.add("grpc-accept-encoding", accept_encoding_);
     add_status(h, code, message);
-    if (metadata) {
-      if (trailers_only_initial) add_metadata(h, *metadata, false);
-      add_metadata(h, *metadata, true);
-    }
+    if (metadata) add_metadata(h, *metadata, true);
     const auto& nv = h.nv();
     nghttp2_submit_response(session_.get(), c.id, nv.data(), nv.size(), nullptr);
     return;

@@ -43,16 +43,18 @@ bool Responder::reply(std::string payload, transport::Attachments attachments) {
                                       detail::ServerCore::Answer::handler);
 }
 
-bool Responder::fail(errc code, std::string message) {
-  return slot_ &&
-         slot_->core->finish(*slot_, error_status(code), std::move(message), {}, detail::ServerCore::Answer::handler);
+bool Responder::fail(errc code, std::string message, transport::Attachments metadata) {
+  return slot_ && slot_->core->finish(*slot_, error_status(code), std::move(message), std::move(metadata),
+                                      detail::ServerCore::Answer::handler);
 }
 
-bool Responder::fail(StatusCode code, std::string message) { return fail(make_error_code(code), std::move(message)); }
+bool Responder::fail(StatusCode code, std::string message, transport::Attachments metadata) {
+  return fail(make_error_code(code), std::move(message), std::move(metadata));
+}
 
-bool Responder::fail(const boost::system::error_code& ec, std::string message) {
-  return slot_ &&
-         slot_->core->finish(*slot_, error_status(ec), std::move(message), {}, detail::ServerCore::Answer::handler);
+bool Responder::fail(const boost::system::error_code& ec, std::string message, transport::Attachments metadata) {
+  return slot_ && slot_->core->finish(*slot_, error_status(ec), std::move(message), std::move(metadata),
+                                      detail::ServerCore::Answer::handler);
 }
 
 void Responder::set_compression(transport::Compression compression) noexcept {

@@ -14,6 +14,7 @@
 
 #include <wheelrpc/rpc/server_context.h>
 #include <wheelrpc/rpc/server_interceptor.h>
+#include <wheelrpc/rpc/status_code.h>
 #include <wheelrpc/transport/compression.h>
 
 #include "metadata_split.h"
@@ -46,6 +47,14 @@ void register_methods(wheelrpc::rpc::Server& server) {
       ctx.add_trailing_metadata("x-bin", std::string("\xab\x00\xab", 3));
     }
     ctx.responder().reply("ok", ctx.take_reply_attachments());
+  });
+  server.handle("refuse", [](Request req, Responder r) {
+    const bool initial = req.payload != "trailing-only";
+    ServerContext ctx(std::move(req), std::move(r));
+    if (initial) ctx.add_reply_metadata("who", "me");
+    ctx.add_trailing_metadata("why", "because");
+    ctx.add_trailing_metadata("x-details-bin", std::string("\x08\x05\x00", 3));
+    ctx.responder().fail(wheelrpc::rpc::StatusCode::not_found, "no such thing", ctx.take_reply_attachments());
   });
   server.handle("squeeze", [](Request req, Responder r) {
     const std::string how = req.payload.substr(0, req.payload.find(' '));
@@ -90,6 +99,34 @@ TEST(CallMetadata, InitialAndTrailingMetadataArriveApartWithoutTheMarker) {
   EXPECT_EQ(plain.response.attachments, (Attachments{{"who", "me"}}));
   EXPECT_TRUE(plain.response.trailers.empty());
 }
+
+// Metadata a handler fails with (Responder::fail) reaches the failed call,
+// split as a reply's, on both wires (on the gRPC wire: the response's
+// HEADERS with the initial metadata, then the trailers with the status).
+class FailureMetadata : public ::testing::TestWithParam<wheelrpc::rpc::WireProtocol> {};
+
+TEST_P(FailureMetadata, AFailedCallGetsTheMetadataItsHandlerFailedWith) {
+  wheelrpc::rpc::ClientOptions co;
+  co.protocol = GetParam();
+  RpcFixture f({}, co, 2, register_methods);
+  auto out = wheelrpc::test::call_and_wait(*f.client, "refuse");
+  ASSERT_EQ(out.ec, make_error_code(wheelrpc::rpc::StatusCode::not_found)) << out.ec.message();
+  EXPECT_NE(out.response.error_message.find("no such thing"), std::string::npos) << out.response.error_message;
+  const Attachments trailing{{"why", "because"}, {"x-details-bin", std::string("\x08\x05\x00", 3)}};
+  EXPECT_EQ(out.response.attachments, (Attachments{{"who", "me"}}));
+  EXPECT_EQ(out.response.trailers, trailing);
+  // Trailing metadata alone (on the gRPC wire a trailers-only answer): trailers.
+  out = wheelrpc::test::call_and_wait(*f.client, "refuse", "trailing-only");
+  ASSERT_EQ(out.ec, make_error_code(wheelrpc::rpc::StatusCode::not_found)) << out.ec.message();
+  EXPECT_TRUE(out.response.attachments.empty());
+  EXPECT_EQ(out.response.trailers, trailing);
+}
+
+INSTANTIATE_TEST_SUITE_P(BothWires, FailureMetadata,
+                         ::testing::Values(wheelrpc::rpc::WireProtocol::native, wheelrpc::rpc::WireProtocol::grpc),
+                         [](const ::testing::TestParamInfo<wheelrpc::rpc::WireProtocol>& p) {
+                           return p.param == wheelrpc::rpc::WireProtocol::native ? "native" : "grpc";
+                         });
 
 TEST(CallMetadata, AnInterceptorsReplyMetadataStaysInitialMetadata) {
   struct Stamp : wheelrpc::rpc::ServerInterceptor {

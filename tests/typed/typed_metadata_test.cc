@@ -83,4 +83,46 @@ TEST(TypedMetadata, ReplyInfoHasTheTrailersApartAndWhetherTheReplyCameCompressed
   threads.stop();
 }
 
+/// Echo: adds metadata of both kinds, then fails with NOT_FOUND.
+class FailingProbe : public Probe::Service {
+  asio::awaitable<EchoReply> Echo(ServerContext& ctx, const EchoRequest& req) override {
+    ctx.add_reply_metadata("who", "me");
+    ctx.add_trailing_metadata("why", "no " + req.text());
+    throw wheelrpc::rpc::StatusError(wheelrpc::rpc::StatusCode::not_found, "no " + req.text());
+    co_return EchoReply{};
+  }
+};
+
+// A typed handler that throws StatusError sends the metadata it added with
+// the failure; the caller's ReplyInfo has it, on both wires.
+TEST(TypedMetadata, AFailedCallsReplyInfoHasTheMetadataTheHandlerAddedBeforeItFailed) {
+  for (const auto protocol : {wheelrpc::rpc::WireProtocol::native, wheelrpc::rpc::WireProtocol::grpc}) {
+    wheelrpc::timer::HashedWheelTimer timer;
+    wheelrpc::test::IoThreads threads;
+    FailingProbe impl;
+    Server server(threads.io.get_executor(), timer);
+    server.add_service(impl);
+    ASSERT_FALSE(server.listen(wheelrpc::test::loopback0()));
+    wheelrpc::rpc::ClientOptions co;
+    co.protocol = protocol;
+    Client client(threads.io.get_executor(), timer, std::vector<asio::ip::tcp::endpoint>{server.local_endpoint()}, co);
+    Probe::Stub stub(client);
+    EchoRequest req;
+    req.set_text("cake");
+    CallOptions o;
+    o.reply_info = std::make_shared<ReplyInfo>();
+    std::promise<boost::system::error_code> done;
+    stub.async_Echo(req, o, [&done](boost::system::error_code ec, EchoReply) { done.set_value(ec); });
+    auto f = done.get_future();
+    ASSERT_EQ(f.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+    EXPECT_EQ(f.get(), make_error_code(wheelrpc::rpc::StatusCode::not_found));
+    EXPECT_NE(o.reply_info->error_message.find("no cake"), std::string::npos) << o.reply_info->error_message;
+    EXPECT_EQ(o.reply_info->metadata, (Attachments{{"who", "me"}}));
+    EXPECT_EQ(o.reply_info->trailers, (Attachments{{"why", "no cake"}}));
+    client.close();
+    server.stop();
+    threads.stop();
+  }
+}
+
 }  // namespace

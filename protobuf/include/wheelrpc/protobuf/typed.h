@@ -52,9 +52,11 @@ class TypedResponder {
     reply.SerializePartialToString(&body);
     return context_->responder().reply(std::move(body), context_->take_reply_attachments());
   }
-  /// Fails the call with `code` and `message`. False if it was dropped.
+  /// Fails the call with `code` and `message`, with the context's reply
+  /// metadata and trailing metadata (as gRPC sends trailers with an error).
+  /// False if it was dropped.
   bool fail(StatusCode code, std::string message) {
-    return context_ && context_->responder().fail(code, std::move(message));
+    return context_ && context_->responder().fail(code, std::move(message), context_->take_reply_attachments());
   }
   /// The call's context; valid while this responder lives.
   ServerContext& context() noexcept { return *context_; }
@@ -112,16 +114,19 @@ struct TypedHandler {
   }
 };
 
-/// "'<path>' failed: ..." replies for the typed handlers' errors.
+/// "'<path>' failed: ..." replies for the typed handlers' errors, with the
+/// metadata the handler added to its context before it threw.
 inline void fail_from(ServerContext& context, const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
   } catch (const CallError& e) {  // StatusError, or a nested call's failure rethrown
-    context.responder().fail(status_code_of(e.code()), e.what());
+    context.responder().fail(status_code_of(e.code()), e.what(), context.take_reply_attachments());
   } catch (const std::exception& e) {
-    context.responder().fail(StatusCode::unknown, "the handler of '" + context.method() + "' threw: " + e.what());
+    context.responder().fail(StatusCode::unknown, "the handler of '" + context.method() + "' threw: " + e.what(),
+                             context.take_reply_attachments());
   } catch (...) {
-    context.responder().fail(StatusCode::unknown, "the handler of '" + context.method() + "' threw");
+    context.responder().fail(StatusCode::unknown, "the handler of '" + context.method() + "' threw",
+                             context.take_reply_attachments());
   }
 }
 

@@ -74,13 +74,17 @@ class Responder {
   /// connection gone, already replied).
   bool reply(std::string payload, transport::Attachments attachments = {});
   /// Sends an error reply: `code` becomes the response status, `message` the
-  /// text the caller sees. Returns false if it was dropped.
-  bool fail(errc code, std::string message);
+  /// text the caller sees. `metadata` goes with it as with a reply (initial
+  /// fields, then the trailing ones after ServerContext's marker: what
+  /// ServerContext::take_reply_attachments() gives; on the gRPC wire, e.g. a
+  /// `grpc-status-details-bin`): the caller reads it in Response::attachments
+  /// and Response::trailers of its failed call. Returns false if it was dropped.
+  bool fail(errc code, std::string message, transport::Attachments metadata = {});
   /// Sends an error reply with a gRPC status (StatusCode, or any error:
   /// Status for rpc::errc, unknown for other categories); the caller's call
   /// completes with that code and `message`. Returns false if it was dropped.
-  bool fail(StatusCode code, std::string message);
-  bool fail(const boost::system::error_code& ec, std::string message);
+  bool fail(StatusCode code, std::string message, transport::Attachments metadata = {});
+  bool fail(const boost::system::error_code& ec, std::string message, transport::Attachments metadata = {});
 
   /// The caller's deadline, if it sent one.
   std::optional<std::chrono::steady_clock::time_point> deadline() const noexcept;

@@ -64,7 +64,9 @@ class ServerContext {
   /// The reply's trailing metadata (gRPC's trailers), sent after the
   /// payload: the caller reads it in Response::trailers, or ReplyInfo::
   /// trailers for typed calls. Keys as for any metadata (not starting with
-  /// ':'). Sent with a successful reply (as the reply metadata is).
+  /// ':'). Sent with the reply, as the reply metadata is, and with a typed
+  /// handler's failure (TypedResponder::fail, a thrown StatusError); an
+  /// untyped handler passes take_reply_attachments() to Responder::fail.
   transport::Attachments& trailing_metadata() noexcept { return trailing_metadata_; }
   void add_trailing_metadata(std::string key, std::string value) {
     trailing_metadata_.emplace_back(std::move(key), std::move(value));
