@@ -269,19 +269,28 @@ void GrpcClientTransport::activity(int delta) {
 
 // ---- reading -----------------------------------------------------------------
 
-void GrpcClientTransport::on_data(transport::Channel&, std::string_view bytes) {
+void GrpcClientTransport::on_data(transport::Channel& channel, std::string_view bytes) {
   std::vector<Delivery> batch;
-  {
-    common::LockGuard lock(mu_);
-    if (!session_ || closed_) return;
-    const ssize_t rv =
-        nghttp2_session_mem_recv(session_.get(), reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
-    if (rv < 0) goaway_reason_ = fmt::format("HTTP/2: {}", nghttp2_strerror(static_cast<int>(rv)));
-    flush();
-    if (rv < 0) close_later(transport::make_error_code(transport::errc::protocol_error), goaway_reason_);
-    batch.swap(batch_);
+  while (!bytes.empty()) {  // a slice at a time, as GrpcServerConnection::on_data
+    const std::string_view slice = bytes.substr(0, kReadSliceBytes);
+    bytes.remove_prefix(slice.size());
+    {
+      common::LockGuard lock(mu_);
+      if (!session_ || closed_) return;
+      const ssize_t rv =
+          nghttp2_session_mem_recv(session_.get(), reinterpret_cast<const std::uint8_t*>(slice.data()), slice.size());
+      if (rv < 0) goaway_reason_ = fmt::format("HTTP/2: {}", nghttp2_strerror(static_cast<int>(rv)));
+      flush();
+      if (rv < 0) {
+        close_later(transport::make_error_code(transport::errc::protocol_error), goaway_reason_);
+        bytes = {};
+      }
+      batch.swap(batch_);
+    }
+    deliver(batch);
+    batch.clear();
+    if (!bytes.empty()) channel.flush_partial();  // requests made from the first replies go out now
   }
-  deliver(batch);
 }
 
 int GrpcClientTransport::on_settings() {

@@ -118,6 +118,11 @@ void GrpcServerConnection::start_session() {
   // nghttp2's own bound on resets sits above ours (on_rst), which says why.
   nghttp2_option_set_stream_reset_rate_limit(opt, 4 * std::uint64_t{options_.max_resets_burst} + 1000,
                                              4 * std::uint64_t{options_.resets_per_second} + 100);
+  // SETTINGS and PING ACKs owed at once: the session's output is taken after
+  // every kReadSliceBytes read, so only a burst within one slice (a legitimate
+  // client sends one or two) piles them up; past this many it is a flood,
+  // answered with GOAWAY ENHANCE_YOUR_CALM (flush).
+  nghttp2_option_set_max_outbound_ack(opt, kMaxOwedAcks);
   nghttp2_session* s = nullptr;
   nghttp2_session_server_new2(&s, cbs, this, opt);
   nghttp2_option_del(opt);
@@ -148,24 +153,35 @@ void GrpcServerConnection::on_frame(transport::Channel&, transport::Frame&) {}  
 
 void GrpcServerConnection::on_data(transport::Channel& channel, std::string_view bytes) {
   std::vector<Delivery> batch;
-  {
-    common::LockGuard lock(mu_);
-    if (!session_ || closing_) return;
-    const ssize_t rv =
-        nghttp2_session_mem_recv(session_.get(), reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
-    if (rv < 0) {
-      // A flood (frames we must answer, sent faster than read) or bad input
-      // nghttp2 could not even answer: what it queued goes out, then a
-      // GOAWAY if it queued none, then the close.
-      fail_reason_ = fmt::format("HTTP/2: {}", nghttp2_strerror(static_cast<int>(rv)));
-      fatal_code_ =
-          rv == NGHTTP2_ERR_FLOODED ? std::uint32_t{NGHTTP2_ENHANCE_YOUR_CALM} : std::uint32_t{NGHTTP2_PROTOCOL_ERROR};
-      context_->core->note_bad_input(BadInput::http2, channel, fail_reason_);
+  while (!bytes.empty()) {
+    const std::string_view slice = bytes.substr(0, kReadSliceBytes);
+    bytes.remove_prefix(slice.size());
+    {
+      common::LockGuard lock(mu_);
+      if (!session_ || closing_) return;
+      if (!take(channel, slice)) bytes = {};
+      batch.swap(batch_);
     }
-    flush(rv < 0);
-    batch.swap(batch_);
+    deliver(batch);
+    batch.clear();
+    if (!bytes.empty()) channel.flush_partial();  // the answers so far go out while the rest are handled
   }
-  deliver(batch);
+}
+
+bool GrpcServerConnection::take(transport::Channel& channel, std::string_view bytes) {
+  const ssize_t rv =
+      nghttp2_session_mem_recv(session_.get(), reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+  if (rv < 0) {
+    // A flood (frames we must answer, sent faster than read) or bad input
+    // nghttp2 could not even answer: what it queued goes out, then a
+    // GOAWAY if it queued none, then the close.
+    fail_reason_ = fmt::format("HTTP/2: {}", nghttp2_strerror(static_cast<int>(rv)));
+    fatal_code_ =
+        rv == NGHTTP2_ERR_FLOODED ? std::uint32_t{NGHTTP2_ENHANCE_YOUR_CALM} : std::uint32_t{NGHTTP2_PROTOCOL_ERROR};
+    context_->core->note_bad_input(BadInput::http2, channel, fail_reason_);
+  }
+  flush(rv < 0);
+  return rv >= 0;
 }
 
 GrpcServerConnection::Call* GrpcServerConnection::find(std::int32_t stream_id) {

@@ -81,6 +81,8 @@ class GrpcServerConnection final : public transport::ChannelHandler,
   void start_session();
 
   // ---- under mu_: the session's callbacks and what they decide
+  /// Hands `bytes` to nghttp2 and writes what it answers; false once the session failed.
+  bool take(transport::Channel& channel, std::string_view bytes) WHEELRPC_REQUIRES(mu_);
   Call* find(std::int32_t stream_id) WHEELRPC_REQUIRES(mu_);
   int on_begin_headers(std::int32_t stream_id) WHEELRPC_REQUIRES(mu_);
   int on_header(std::int32_t stream_id, std::string_view name, std::string_view value) WHEELRPC_REQUIRES(mu_);

@@ -141,6 +141,15 @@ inline bool take_output(nghttp2_session* session, std::string& out, int& rv) {
   }
 }
 
+/// A large read is handed to nghttp2 this much at a time, what each slice
+/// brought handled and its answers written (Channel::flush_partial) before
+/// the next: the peer works on the first answers while the rest are made,
+/// instead of both ends taking turns with one batch.
+inline constexpr std::size_t kReadSliceBytes = 8192;
+/// A server's bound on the SETTINGS and PING ACKs one slice may owe (nghttp2's
+/// max_outbound_ack; its default, 1000, could never be reached in a slice).
+inline constexpr std::size_t kMaxOwedAcks = 100;
+
 /// A GOAWAY frame's bytes (RFC 9113 6.8), made without a session: the last
 /// word to a peer whose session nghttp2 ended without one (a flood).
 inline std::string goaway_frame(std::int32_t last_stream_id, std::uint32_t code, std::string_view debug) {

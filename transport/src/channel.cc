@@ -437,6 +437,10 @@ error_code Channel::send_bytes(std::string_view bytes) {
   return {};
 }
 
+void Channel::flush_partial() {
+  if (delivering_here()) flush_early(kEarlyFlushBytes);
+}
+
 void Channel::send_heartbeat() {
   assert(strand_.running_in_this_thread());
   if (handler_ && is_open() && handler_->send_heartbeat(*this)) note_heartbeat_sent();

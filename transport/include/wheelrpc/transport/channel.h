@@ -183,6 +183,12 @@ class Channel : public std::enable_shared_from_this<Channel> {
   /// Queues bytes as they are (a byte channel: ChannelOptions::raw, or
   /// after on_http2). The same errors and threads as send().
   boost::system::error_code send_bytes(std::string_view bytes);
+  /// A byte channel's handler, in on_data with more of the read still to
+  /// handle: writes what it queued so far now, as a frame channel does every
+  /// kEarlyFlushFrames frames, so the peer works on it meanwhile. Plaintext,
+  /// when no write is under way and at least kEarlyFlushBytes are queued;
+  /// otherwise nothing. On the strand, during on_data.
+  void flush_partial();
   /// True once the channel carries bytes rather than frames (strand, or
   /// after the handler switched). Any thread.
   bool is_raw() const noexcept { return raw_.load(std::memory_order_acquire); }
