@@ -249,6 +249,8 @@ void GrpcClientTransport::cancel_request(std::uint64_t id) {
 void GrpcClientTransport::close(const error_code& ec, const std::string& reason) { channel_->close(ec, reason); }
 
 bool GrpcClientTransport::index_name_once(unsigned name) {
+  // Read first: after a connection's first calls, no locked write per call.
+  if (names_indexed_.load(std::memory_order_relaxed) & name) return false;
   return (names_indexed_.fetch_or(name, std::memory_order_relaxed) & name) == 0;
 }
 
