@@ -112,11 +112,12 @@ class GrpcServerConnection final : public transport::ChannelHandler,
   /// The response's HEADERS (with a data provider): once per call.
   void submit_headers(Call& c, transport::Attachments* initial) WHEELRPC_REQUIRES(mu_);
   /// Queues the trailers once its data is out (or answers trailers-only).
-  /// `metadata`: the reply's (trailing ones after kTrailersMarker); a
-  /// trailers-only answer carries the initial ones too when
-  /// `trailers_only_initial`. `http_status`: of a trailers-only answer.
+  /// `metadata`: the reply's (trailing ones after kTrailersMarker). With
+  /// `send_initial`, initial fields and no HEADERS sent yet: the response's
+  /// HEADERS carry them first, then the trailers (not trailers-only).
+  /// `http_status`: of a trailers-only answer.
   void submit_end(Call& c, StatusCode code, std::string_view message, transport::Attachments* metadata, int http_status,
-                  bool trailers_only_initial) WHEELRPC_REQUIRES(mu_);
+                  bool send_initial) WHEELRPC_REQUIRES(mu_);
   /// Appends a message to the call's outgoing bytes and wakes its data.
   void queue_message(Call& c, std::string_view payload, bool compressed) WHEELRPC_REQUIRES(mu_);
   void resume(Call& c) WHEELRPC_REQUIRES(mu_);

@@ -140,13 +140,13 @@ void GrpcServerConnection::submit_headers(Call& c, transport::Attachments* initi
 }
 
 void GrpcServerConnection::submit_end(Call& c, StatusCode code, std::string_view message,
-                                      transport::Attachments* metadata, int http_status, bool trailers_only_initial) {
+                                      transport::Attachments* metadata, int http_status, bool send_initial) {
   if (c.ended_here) return;
   // Initial metadata and no message yet: the response's HEADERS with it,
   // then the trailers (a trailers-only answer has no initial metadata: a
   // client reads all of it as trailers).
-  const bool initial = trailers_only_initial && metadata && !metadata->empty() &&
-                       metadata->front().first != kTrailersMarker && http_status == 200;
+  const bool initial = send_initial && metadata && !metadata->empty() && metadata->front().first != kTrailersMarker &&
+                       http_status == 200;
   if (!c.headers_sent && initial) submit_headers(c, metadata);
   c.ended_here = true;
   if (!c.headers_sent) {
