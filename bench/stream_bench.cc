@@ -520,11 +520,18 @@ void register_stream_methods(rpc::Server& server, const std::string& form) {
 }
 
 int stream_client(const Flags& flags) {
-  flags.check_known({"port", "stream", "streams", "payload", "warmup", "duration", "server-pid", "host"});
+  flags.check_known({"port", "stream", "streams", "payload", "warmup", "duration", "server-pid", "host", "protocol"});
   const auto ep = endpoint_of(flags.str("host", "127.0.0.1"), flags.integer("port", 0, 1, 65535));
   asio::io_context io(1);
   wheelrpc::timer::HashedWheelTimer timer;  // outlives the client
-  rpc::Client client(io.get_executor(), timer, {ep}, rpc::ClientOptions{});
+  rpc::ClientOptions options;
+  const std::string protocol = flags.str("protocol", "native");
+  if (protocol == "grpc") {
+    options.protocol = rpc::WireProtocol::grpc;
+  } else if (protocol != "native") {
+    throw UsageError("--protocol takes native|grpc (got '" + protocol + "')");
+  }
+  rpc::Client client(io.get_executor(), timer, {ep}, std::move(options));
   StreamLoad load(flags, io, client);  // checks the flags before connecting
   asio::post(io, [&] { load.start(); });
   io.run();        // returns once every stream ended and the client closed (or the watchdog stopped it)

@@ -6,8 +6,9 @@
 
 #include <wheelrpc/rpc/backoff.h>
 
-#include "client_core.h"
-#include "executor_thread.h"
+#include "client/client_core.h"
+#include "base/executor_thread.h"
+#include "wires.h"
 
 namespace wheelrpc::rpc {
 
@@ -15,14 +16,16 @@ Client::Client(executor_type ex, timer::Timer& timer, std::vector<boost::asio::i
                ClientOptions options) {
   if (servers.empty()) throw std::invalid_argument("wheelrpc::rpc::Client needs at least one server");
   validate(options);
-  core_ = std::make_shared<detail::ClientCore>(std::move(ex), timer, std::move(options));
+  core_ =
+      std::make_shared<detail::ClientCore>(std::move(ex), timer, std::move(options), &detail::make_client_transport);
   core_->init(servers);
 }
 
 Client::Client(executor_type ex, timer::Timer& timer, std::shared_ptr<ProviderSource> source, ClientOptions options) {
   if (!source) throw std::invalid_argument("wheelrpc::rpc::Client needs a provider source (got null)");
   validate(options);
-  core_ = std::make_shared<detail::ClientCore>(std::move(ex), timer, std::move(options));
+  core_ =
+      std::make_shared<detail::ClientCore>(std::move(ex), timer, std::move(options), &detail::make_client_transport);
   core_->init(std::move(source));
 }
 

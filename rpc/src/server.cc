@@ -7,9 +7,10 @@
 
 #include <wheelrpc/rpc/service.h>
 
-#include "metadata_split.h"
-#include "resolved_options.h"
-#include "server_core.h"
+#include "base/metadata_split.h"
+#include "server/server_options.h"
+#include "server/server_core.h"
+#include "wires.h"
 
 namespace wheelrpc::rpc {
 namespace asio = boost::asio;
@@ -27,7 +28,8 @@ ServerOptions validated(const ServerOptions& o) {
 }  // namespace
 
 Server::Server(asio::any_io_executor ex, timer::Timer& timer, ServerOptions options)
-    : core_(std::make_shared<detail::ServerCore>(std::move(ex), timer, validated(options))) {}
+    : core_(std::make_shared<detail::ServerCore>(std::move(ex), timer, validated(options),
+                                                 &detail::make_server_connection)) {}
 
 Server::~Server() { stop(); }
 

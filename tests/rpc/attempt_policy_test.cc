@@ -9,7 +9,7 @@
 
 #include <wheelrpc/rpc/errc.h>
 
-#include "attempt_policy.h"
+#include "client/attempt_policy.h"
 
 namespace {
 

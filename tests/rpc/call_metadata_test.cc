@@ -17,7 +17,7 @@
 #include <wheelrpc/rpc/status_code.h>
 #include <wheelrpc/transport/compression.h>
 
-#include "metadata_split.h"
+#include "base/metadata_split.h"
 #include "support/rpc_fixture.h"
 
 using namespace std::chrono_literals;

@@ -20,7 +20,7 @@
 #include <wheelrpc/rpc/status_code.h>
 #include <wheelrpc/transport/compression.h>
 
-#include "stream_frames.h"
+#include "wire/native/native_stream_frames.h"
 #include "support/compression_bombs.h"
 #include "support/frame_peer.h"
 #include "support/rpc_fixture.h"

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "concurrency_limiter.h"
+#include "base/concurrency_limiter.h"
 
 using namespace std::chrono_literals;
 using wheelrpc::rpc::AutoLimitOptions;

@@ -18,8 +18,8 @@
 
 #include <wheelrpc/rpc/options.h>
 
-#include "resolved_options.h"
-#include "server_liveness.h"
+#include "server/server_options.h"
+#include "server/server_liveness.h"
 #include "support/raw_frames.h"
 #include "support/rpc_fixture.h"
 #include "support/wait.h"

@@ -15,7 +15,7 @@
 #include <wheelrpc/rpc/errc.h>
 #include <wheelrpc/rpc/options.h>
 
-#include "failback_queue.h"
+#include "client/failback_queue.h"
 #include "support/manual_timer.h"
 #include "support/rpc_fixture.h"
 #include "support/wait.h"

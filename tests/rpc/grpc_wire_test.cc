@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "grpc_wire.h"
-#include "http2_session.h"
+#include "wire/grpc/grpc_wire.h"
+#include "wire/grpc/http2_session.h"
 #include "support/h2_frames.h"
 
 namespace {

@@ -3,7 +3,7 @@
 
 #include <chrono>
 
-#include "idle_limit.h"
+#include "base/idle_limit.h"
 
 namespace {
 using namespace std::chrono_literals;

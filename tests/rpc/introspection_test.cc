@@ -13,8 +13,8 @@
 
 #include <wheelrpc/rpc/trace.h>
 
-#include "lazy_trace.h"
-#include "method_metrics.h"
+#include "base/lazy_trace.h"
+#include "base/method_metrics.h"
 #include "support/rpc_fixture.h"
 #include "support/wait.h"
 

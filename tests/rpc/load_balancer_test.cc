@@ -14,7 +14,7 @@
 
 #include <wheelrpc/rpc/options.h>
 
-#include "load_balancer.h"
+#include "client/load_balancer.h"
 
 namespace {
 

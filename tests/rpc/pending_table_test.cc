@@ -4,7 +4,7 @@
 #include <set>
 #include <vector>
 
-#include "pending_table.h"
+#include "base/pending_table.h"
 
 using wheelrpc::rpc::detail::PendingTable;
 

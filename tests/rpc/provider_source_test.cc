@@ -11,7 +11,7 @@
 
 #include <wheelrpc/rpc/provider_source.h>
 
-#include "resolved_providers.h"
+#include "client/resolved_providers.h"
 #include "support/fake_dns.h"
 #include "support/manual_timer.h"
 #include "support/wait.h"

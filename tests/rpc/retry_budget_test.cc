@@ -9,7 +9,7 @@
 
 #include <wheelrpc/rpc/options.h>
 
-#include "retry_budget.h"
+#include "client/retry_budget.h"
 
 namespace {
 

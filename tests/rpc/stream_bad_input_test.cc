@@ -15,7 +15,7 @@
 #include <wheelrpc/rpc/status.h>
 #include <wheelrpc/transport/frame.h>
 
-#include "stream_frames.h"
+#include "wire/native/native_stream_frames.h"
 #include "support/rpc_fixture.h"
 
 using namespace std::chrono_literals;

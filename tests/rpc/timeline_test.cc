@@ -22,7 +22,7 @@
 #include "support/rpc_fixture.h"
 #include "support/scripted_server.h"
 #include "support/wait.h"
-#include "timeline.h"
+#include "client/timeline.h"
 
 using namespace std::chrono_literals;
 using boost::system::error_code;

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "channel_timer_task.h"
+#include "base/channel_timer_task.h"
 
 #include "support/log_capture.h"
 #include "support/manual_timer.h"

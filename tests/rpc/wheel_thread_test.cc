@@ -12,7 +12,7 @@
 #include <wheelrpc/rpc/client.h>
 #include <wheelrpc/rpc/server.h>
 
-#include "client_core.h"
+#include "client/call_driver.h"
 #include "support/manual_timer.h"
 #include "support/rpc_fixture.h"
 #include "support/wait.h"
@@ -27,7 +27,7 @@ using wheelrpc::rpc::Request;
 using wheelrpc::rpc::Responder;
 using wheelrpc::rpc::Response;
 using wheelrpc::rpc::Server;
-using wheelrpc::rpc::detail::ClientCore;
+using wheelrpc::rpc::detail::CallDriver;
 using wheelrpc::test::IoThreads;
 using wheelrpc::test::ManualTimer;
 using wheelrpc::test::wait_until;
@@ -38,7 +38,7 @@ namespace {
 // which thread ran them.
 struct BlockingSendHook {
   explicit BlockingSendHook(int attempt) {
-    ClientCore::before_send_hook = [this, attempt](std::string_view, int number) {
+    CallDriver::before_send_hook = [this, attempt](std::string_view, int number) {
       if (number != attempt) return;
       sender = std::this_thread::get_id();
       entered = true;
@@ -48,7 +48,7 @@ struct BlockingSendHook {
   }
   ~BlockingSendHook() {
     released = true;
-    ClientCore::before_send_hook = nullptr;
+    CallDriver::before_send_hook = nullptr;
   }
   std::atomic<bool> entered{false}, released{false};
   std::thread::id sender;

@@ -14,7 +14,7 @@
 
 #include <wheelrpc/rpc/provider_source.h>
 
-#include "resolved_providers.h"
+#include "client/resolved_providers.h"
 
 namespace wheelrpc::test {
 

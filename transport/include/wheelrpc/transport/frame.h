@@ -12,6 +12,8 @@
 
 #include <boost/system/error_code.hpp>
 
+#include <wheelrpc/transport/attachments.h>
+
 namespace wheelrpc::transport {
 
 inline constexpr std::uint16_t kMagic = 0x5752;  // "WR"
@@ -57,9 +59,6 @@ struct FrameHeader {
   bool is_event() const noexcept { return flags & kFlagEvent; }
   bool is_stream() const noexcept { return flags & kFlagStream; }
 };
-
-/// Key/value pairs carried with a call (trace ids, auth tokens...), in order.
-using Attachments = std::vector<std::pair<std::string, std::string>>;
 
 struct Frame {
   FrameHeader header;

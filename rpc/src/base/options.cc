@@ -1,0 +1,133 @@
+#include <wheelrpc/rpc/options.h>
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "base/option_checks.h"
+
+namespace wheelrpc::rpc {
+
+const char* to_string(LoadBalance lb) noexcept {
+  switch (lb) {
+    case LoadBalance::round_robin: return "round_robin";
+    case LoadBalance::least_active: return "least_active";
+    case LoadBalance::power_of_two: return "p2c";
+  }
+  return "round_robin";
+}
+
+std::optional<LoadBalance> parse_load_balance(std::string_view text) noexcept {
+  if (text == "round_robin") return LoadBalance::round_robin;
+  if (text == "least_active") return LoadBalance::least_active;
+  if (text == "p2c" || text == "power_of_two") return LoadBalance::power_of_two;
+  return std::nullopt;
+}
+
+namespace {
+constexpr std::chrono::milliseconds kLongest = detail::kLongestOption;
+}  // namespace
+
+void fill_defaults(CallOptions& call, const CallOptions& defaults) noexcept {
+  call.timeout.fill_from(defaults.timeout);
+  call.wait_for_ready.fill_from(defaults.wait_for_ready);
+  call.retries.fill_from(defaults.retries);
+  call.idempotent.fill_from(defaults.idempotent);
+  call.attempt_timeout.fill_from(defaults.attempt_timeout);
+  call.hedge_delay.fill_from(defaults.hedge_delay);
+  call.stream_timeout.fill_from(defaults.stream_timeout);
+  call.message_timeout.fill_from(defaults.message_timeout);
+  call.stall_timeout.fill_from(defaults.stall_timeout);
+  call.first_message_timeout.fill_from(defaults.first_message_timeout);
+  call.compression.fill_from(defaults.compression);
+  call.compression_level.fill_from(defaults.compression_level);
+}
+
+std::optional<std::string> validate(const CallOptions& o) {
+  if (o.retries < 0 || o.retries > CallOptions::kMaxRetries) {
+    return fmt::format("CallOptions::retries must be 0 .. {}, got {}", CallOptions::kMaxRetries, *o.retries);
+  }
+  if (o.attempt_timeout->count() < 0 || o.hedge_delay->count() < 0 || o.attempt_timeout > kLongest ||
+      o.hedge_delay > kLongest) {
+    return fmt::format("CallOptions::attempt_timeout and hedge_delay must be 0 .. {} ms", kLongest.count());
+  }
+  for (const auto* t : {&o.stream_timeout, &o.message_timeout, &o.stall_timeout, &o.first_message_timeout}) {
+    if ((*t)->count() < 0 || **t > kLongest) {
+      return fmt::format(
+          "CallOptions' stream timeouts (stream_timeout, message_timeout, stall_timeout, "
+          "first_message_timeout) must be 0 .. {} ms, got {} ms",
+          kLongest.count(), (*t)->count());
+    }
+  }
+  if (o.timeout > kLongest && o.timeout != CallOptions::kNoDeadline) {
+    return fmt::format("CallOptions::timeout must be at most {} ms (or kNoDeadline), got {} ms", kLongest.count(),
+                       o.timeout->count());
+  }
+  if (o.hedge_delay->count() > 0 && !o.idempotent) {
+    return std::string("CallOptions::hedge_delay needs an idempotent call (a hedge runs it twice)");
+  }
+  if (static_cast<int>(*o.compression) >= transport::kCompressionCount) {
+    return fmt::format("CallOptions::compression must be identity, zstd, lz4, gzip or deflate, got {}",
+                       static_cast<int>(*o.compression));
+  }
+  return std::nullopt;
+}
+
+std::string detail::compression_problem(const CompressionOptions& o) {
+  if (o.threshold > (1u << 30)) return fmt::format("threshold must be at most 1073741824 bytes, got {}", o.threshold);
+  if (o.accept.bits() != transport::CompressionSet::from_bits(o.accept.bits()).bits()) {
+    return "accept holds an unknown algorithm";
+  }
+  return {};
+}
+
+void validate(const ClientOptions& o) {
+  if (auto problem = validate(o.call_defaults)) {
+    throw std::invalid_argument("ClientOptions::call_defaults: " + *problem);
+  }
+  if (o.heartbeat.count() <= 0) throw std::invalid_argument("ClientOptions::heartbeat must be > 0");
+  if (o.idle_timeout.count() < 0 || (o.idle_timeout.count() > 0 && o.idle_timeout < 2 * o.heartbeat)) {
+    throw std::invalid_argument(
+        fmt::format("ClientOptions::idle_timeout must be 0 (3 x heartbeat) or at least 2 x heartbeat, got {} ms with a "
+                    "heartbeat of {} ms",
+                    o.idle_timeout.count(), o.heartbeat.count()));
+  }
+  if (o.connect_timeout.count() <= 0) throw std::invalid_argument("ClientOptions::connect_timeout must be > 0");
+  if (o.stream_window < 1024 || o.stream_window > (1u << 30)) {
+    throw std::invalid_argument(
+        fmt::format("ClientOptions::stream_window must be 1024 .. 1073741824 bytes, got {}", o.stream_window));
+  }
+  if (o.max_stream_message == 0) throw std::invalid_argument("ClientOptions::max_stream_message must be > 0");
+  if (auto problem = detail::compression_problem(o.compression); !problem.empty()) {
+    throw std::invalid_argument("ClientOptions::compression." + problem);
+  }
+  for (const auto* list : {&o.interceptors, &o.attempt_interceptors}) {
+    for (const auto& i : *list) {
+      if (!i) throw std::invalid_argument("ClientOptions::interceptors and attempt_interceptors must not hold null");
+    }
+  }
+  Backoff check(o.reconnect);  // throws on absurd backoff options
+  try {
+    Backoff retry_check(o.retry.backoff);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("ClientOptions::retry.backoff: ") + e.what());
+  }
+  if (!(o.retry.budget_ratio >= 0.0 && o.retry.budget_ratio <= 10.0)) {
+    throw std::invalid_argument("ClientOptions::retry.budget_ratio must be between 0 and 10");
+  }
+  if (o.retry.budget_window.count() < 1 || o.retry.budget_window.count() > 600) {
+    throw std::invalid_argument("ClientOptions::retry.budget_window must be between 1 and 600 s");
+  }
+  if (o.failback.interval.count() <= 0) throw std::invalid_argument("ClientOptions::failback.interval must be > 0");
+  if (o.max_active_per_provider > o.max_pending_calls) {
+    throw std::invalid_argument("ClientOptions::max_active_per_provider must be at most max_pending_calls");
+  }
+  if (o.removal_grace.count() <= 0 || o.removal_grace > kLongest) {
+    throw std::invalid_argument("ClientOptions::removal_grace must be > 0 and at most 0xffffffff ms");
+  }
+  if (auto problem = transport::tls_options_problem(o.tls, transport::TlsRole::client); !problem.empty()) {
+    throw std::invalid_argument("ClientOptions::tls: " + problem);
+  }
+}
+
+}  // namespace wheelrpc::rpc

@@ -1,0 +1,277 @@
+// The client's provider set: the first one, the source's reports, providers
+// joining, leaving (retired: drained, then closed) and coming back.
+
+#include "client/provider_pool.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include <wheelrpc/transport/errc.h>
+
+#include "client/client_context.h"
+#include "base/log.h"
+#include "client/subchannel.h"
+
+namespace wheelrpc::rpc::detail {
+using boost::system::error_code;
+using tcp = boost::asio::ip::tcp;
+using Lock = common::LockGuard<common::Mutex>;
+
+namespace {
+
+std::string join_peers(const std::vector<std::shared_ptr<Subchannel>>& conns) {
+  std::string out;
+  for (const auto& c : conns) out += (out.empty() ? "" : ",") + c->peer();
+  return out;
+}
+
+}  // namespace
+
+ProviderPool::ProviderPool(std::shared_ptr<ClientContext> ctx) : ctx_(std::move(ctx)) {
+  set_.store(std::make_shared<ProviderSet>());
+}
+
+ProviderPool::~ProviderPool() = default;
+
+void ProviderPool::init(std::weak_ptr<SubchannelListener> listener, const std::vector<tcp::endpoint>& servers) {
+  listener_ = std::move(listener);
+  ToClose to_close;  // nothing: no provider leaves the first set
+  Lock lock(mu_);
+  apply_set_locked(servers, to_close);
+}
+
+void ProviderPool::init(std::weak_ptr<SubchannelListener> listener, std::shared_ptr<ProviderSource> source,
+                        ProviderSource::Listener on_report) {
+  listener_ = std::move(listener);
+  source_ = std::move(source);
+  auto empty = std::make_shared<ProviderSet>();
+  empty->peers = source_->describe();
+  set_.store(std::move(empty));
+  source_->start(std::move(on_report));
+}
+
+bool ProviderPool::on_source_report(error_code ec, std::vector<tcp::endpoint> endpoints, std::string why) {
+  if (ctx_->closed.load(std::memory_order_acquire)) return false;
+  bool check_waiting = false;
+  ToClose to_close;
+  {
+    Lock lock(mu_);
+    if (ctx_->closed.load(std::memory_order_acquire)) return false;
+    const auto set = current();
+    if (ec) {
+      // The client keeps what it has; with nothing yet, calls that do not
+      // wait for ready learn why at once.
+      logger()->warn("provider source {}: {}{}", source_->describe(), why.empty() ? ec.message() : why,
+                     set->known ? fmt::format(" (keeping {} providers)", set->conns.size()) : "");
+      if (!set->known) {
+        auto next = std::make_shared<ProviderSet>(*set);
+        next->source_error = source_->describe() + ": " + (why.empty() ? ec.message() : why);
+        set_.store(std::move(next));
+        check_waiting = true;
+      }
+    } else if (endpoints.empty() && ctx_->options.empty_protection) {
+      ClientMetrics::count(ctx_->metrics.empty_sets_ignored);
+      if (!set->known) {
+        auto next = std::make_shared<ProviderSet>(*set);
+        next->known = true;  // known to be empty: calls that do not wait for ready fail now
+        next->source_error.clear();
+        next->empty_why = source_->why_empty();
+        set_.store(std::move(next));
+        check_waiting = true;
+        // Nothing was ever known, so nothing is kept: no alarm about empty
+        // protection, just the fact.
+        logger()->warn("{}", source_->why_empty());
+      } else {
+        logger()->warn("{} reported no provider: keeping the last {} (empty protection)", source_->describe(),
+                       set->conns.size());
+      }
+    } else {
+      apply_set_locked(std::move(endpoints), to_close);
+      check_waiting = true;
+    }
+  }
+  close_retired(to_close);
+  return check_waiting;
+}
+
+SourceState ProviderPool::source_state() const {
+  const auto set = current();
+  SourceState s;
+  s.source = source_ ? source_->describe() : set->peers;
+  s.reported = set->known;
+  s.providers = set->conns.size();
+  if (!set->known) {
+    s.error = set->source_error;
+  } else if (set->conns.empty()) {
+    s.error = set->empty_why;
+  }
+  return s;
+}
+
+ProviderPool::SetPin::SetPin(const ProviderPool& pool) {
+  const std::size_t slot = common::thread_slot();
+  if (slot != common::kSharedSlot) {
+    Line& line = pool.set_cache_[slot];
+    const std::uint64_t version = pool.set_.version();
+    if (line.version != version && line.pins == 0) {  // changed, and no outer pin holds the old one
+      line.set = pool.set_.load();
+      line.version = version;
+    }
+    if (line.version == version) {
+      ++line.pins;
+      line_ = &line;
+      set_ = line.set.get();
+      return;
+    }
+  }
+  held_ = pool.set_.load();
+  set_ = held_.get();
+}
+
+void ProviderPool::wake_all(TimePoint t) {
+  ctx_->started.store(true, std::memory_order_release);
+  const auto set = current();
+  for (auto& c : set->conns) c->want(t);
+}
+
+void ProviderPool::connect_failed(const tcp::endpoint& endpoint) {
+  if (source_) source_->connect_failed(endpoint);
+}
+
+void ProviderPool::remember_left_locked(const Subchannel& sub) {
+  // Its task counters live on in the client's totals.
+  ClientMetrics::count(ctx_->metrics.forgotten_heartbeats, sub.heartbeats_sent());
+  ClientMetrics::count(ctx_->metrics.forgotten_idle_closes, sub.idle_closes());
+  auto& entry = left_[sub.endpoint()];
+  if (entry.peer.empty()) left_order_.push_back(sub.endpoint());
+  entry = sub.stats();
+  entry.ready = false;
+  entry.active = 0;
+  entry.last_error.clear();
+  entry.removed = true;
+  if (left_order_.size() > kLeftKept) {
+    left_.erase(left_order_.front());
+    left_order_.erase(left_order_.begin());
+  }
+}
+
+std::shared_ptr<Subchannel> ProviderPool::make_subchannel_locked(const tcp::endpoint& endpoint) {
+  // Back after it left: its counters go on from where they were.
+  std::optional<ProviderStats> restored;
+  if (auto it = left_.find(endpoint); it != left_.end()) {
+    restored = std::move(it->second);
+    left_.erase(it);
+    left_order_.erase(std::find(left_order_.begin(), left_order_.end(), endpoint));
+  }
+  auto c = std::make_shared<Subchannel>(ctx_, listener_, endpoint, next_seed_++, restored ? &*restored : nullptr);
+  c->start_tasks();
+  return c;
+}
+
+void ProviderPool::apply_set_locked(std::vector<tcp::endpoint> endpoints, ToClose& to_close) {
+  // Duplicates dropped, the first occurrence's order kept.
+  std::vector<tcp::endpoint> unique;
+  for (const auto& ep : endpoints) {
+    if (std::find(unique.begin(), unique.end(), ep) == unique.end()) unique.push_back(ep);
+  }
+  const auto old = current();
+  auto next = std::make_shared<ProviderSet>();
+  next->known = true;
+  std::vector<std::shared_ptr<Subchannel>> joined;
+  std::size_t added = 0, back = 0;
+  for (const auto& ep : unique) {
+    auto same = std::find_if(old->conns.begin(), old->conns.end(), [&](const auto& c) { return c->endpoint() == ep; });
+    if (same != old->conns.end()) {
+      next->conns.push_back(*same);
+      continue;
+    }
+    if (auto it = retiring_.find(ep); it != retiring_.end()) {
+      auto c = std::move(it->second);
+      retiring_.erase(it);
+      c->revive();
+      next->conns.push_back(c);
+      joined.push_back(std::move(c));
+      ++back;
+      continue;
+    }
+    auto c = make_subchannel_locked(ep);
+    next->conns.push_back(c);
+    joined.push_back(std::move(c));
+    ++added;
+  }
+  std::vector<std::shared_ptr<Subchannel>> left;
+  for (const auto& c : old->conns) {
+    if (std::find(next->conns.begin(), next->conns.end(), c) == next->conns.end()) left.push_back(c);
+  }
+  next->peers = next->conns.empty() && source_ ? source_->describe() : join_peers(next->conns);
+  if (next->conns.empty()) next->empty_why = source_ ? source_->why_empty() : "the provider list is empty";
+  if (old->known && joined.empty() && left.empty()) return;  // nothing changed
+  set_.store(next);
+  ClientMetrics::count(ctx_->metrics.provider_sets);
+  ClientMetrics::count(ctx_->metrics.providers_added, added + back);
+  ClientMetrics::count(ctx_->metrics.providers_removed, left.size());
+  if (old->known) {
+    logger()->info("providers now {} ({}): {} joined, {} left", next->conns.size(),
+                   next->conns.empty() ? "none" : next->peers, joined.size(), left.size());
+  }
+  // Published first, retired after: an attempt is never sent to a provider
+  // that is in no set, and a provider is never in the set and retired.
+  for (const auto& c : left) {
+    std::shared_ptr<ClientTransport> close_now;
+    if (c->retire(close_now)) {
+      retiring_[c->endpoint()] = c;  // it drains
+    } else {
+      remember_left_locked(*c);
+    }
+    if (close_now) to_close.push_back(std::move(close_now));  // after mu_ is released
+  }
+  // A client in use connects to new providers at once; one not used yet
+  // connects on its first call, as it would to its first providers.
+  if (ctx_->started.load(std::memory_order_acquire)) {
+    const auto t = ctx_->now();
+    for (const auto& c : joined) c->want(t);
+  }
+}
+
+void ProviderPool::close_retired(ToClose& to_close) {
+  for (auto& t : to_close) t->close(transport::make_error_code(transport::errc::closed), "provider left the set");
+  to_close.clear();
+}
+
+void ProviderPool::forget_retired(Subchannel& sub) {
+  std::shared_ptr<Subchannel> self;
+  {
+    Lock lock(mu_);
+    auto it = retiring_.find(sub.endpoint());
+    if (it == retiring_.end() || it->second.get() != &sub) return;  // revived, or the client closed
+    self = std::move(it->second);
+    retiring_.erase(it);
+    remember_left_locked(sub);
+  }
+  sub.stop_tasks();
+}
+
+std::vector<std::shared_ptr<Subchannel>> ProviderPool::all() const {
+  Lock lock(mu_);
+  auto conns = current()->conns;
+  for (const auto& [ep, c] : retiring_) conns.push_back(c);
+  return conns;
+}
+
+std::vector<std::shared_ptr<Subchannel>> ProviderPool::close() {
+  if (source_) source_->stop();
+  // No set is applied once the context is closed (on_source_report checks it under mu_).
+  Lock lock(mu_);
+  auto conns = current()->conns;
+  for (auto& [ep, c] : retiring_) conns.push_back(std::move(c));
+  retiring_.clear();
+  return conns;
+}
+
+void ProviderPool::add_left(std::vector<ProviderStats>& out) const {
+  Lock lock(mu_);
+  for (const auto& ep : left_order_) out.push_back(left_.at(ep));
+}
+
+}  // namespace wheelrpc::rpc::detail

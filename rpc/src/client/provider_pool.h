@@ -1,0 +1,152 @@
+#pragma once
+// The client's providers: the published provider set (the subchannels new
+// attempts may use), its changes from the provider source (providers join,
+// leave to drain and close, come back), and the counters of providers that
+// left, so per-provider counts never drop.
+//
+// Threads: the set is immutable once published; a change publishes a new one
+// (read with a pointer copy under a leaf lock, or SetPin). Changes are
+// serialized by `mu_`, which also guards the providers that left and still
+// drain; it is taken before a subchannel's lock, never after one, and never
+// with a call's lock held.
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include <wheelrpc/common/mutex.h>
+#include <wheelrpc/common/thread_annotations.h>
+#include <wheelrpc/common/thread_slot.h>
+#include <wheelrpc/rpc/introspection.h>
+#include <wheelrpc/rpc/client.h>
+#include <wheelrpc/rpc/provider_source.h>
+#include <wheelrpc/transport/channel.h>
+
+#include "client/attempt_policy.h"
+#include "base/shared_ptr_cell.h"
+
+namespace wheelrpc::rpc::detail {
+
+struct ClientContext;
+class ClientTransport;
+class Subchannel;
+class SubchannelListener;
+
+/// The providers new attempts may use: immutable once published.
+struct ProviderSet {
+  std::vector<std::shared_ptr<Subchannel>> conns;
+  /// "a:1,b:2" for messages; the source's description when empty.
+  std::string peers;
+  /// A set was received; false while the source has not reported one yet
+  /// (calls wait for it, as for a connection being made).
+  bool known = false;
+  /// Why the source could produce no set (only while none is known).
+  std::string source_error;
+  /// Why a known set has no provider (ProviderSource::why_empty()); "" when
+  /// it has some.
+  std::string empty_why;
+};
+
+class ProviderPool {
+ public:
+  explicit ProviderPool(std::shared_ptr<ClientContext> ctx);
+  ~ProviderPool();
+
+  /// A fixed list of providers.
+  void init(std::weak_ptr<SubchannelListener> listener, const std::vector<boost::asio::ip::tcp::endpoint>& servers);
+  /// Follows `source`; its reports go to `on_report` (then to on_source_report).
+  void init(std::weak_ptr<SubchannelListener> listener, std::shared_ptr<ProviderSource> source,
+            ProviderSource::Listener on_report);
+  /// A report of the source (any thread, never concurrently with itself).
+  /// True when what calls wait for may have changed (a new set, or news of
+  /// why there is none).
+  bool on_source_report(boost::system::error_code ec, std::vector<boost::asio::ip::tcp::endpoint> endpoints,
+                        std::string why);
+  SourceState source_state() const;
+
+  /// The current set (a pointer copy).
+  std::shared_ptr<const ProviderSet> current() const { return set_.load(); }
+  /// The current set, held for the calling thread while the pin lives: from
+  /// the thread's own cache line (thread_slot.h), without a lock or a
+  /// reference count, while the set is the one the thread saw last; else
+  /// copied as current() does. Pins nest (a retry sent from inside a
+  /// dispatch): an inner pin never lets go of the set an outer one holds.
+  class SetPin {
+   public:
+    explicit SetPin(const ProviderPool& pool);
+    ~SetPin() {
+      if (line_) --line_->pins;
+    }
+    SetPin(const SetPin&) = delete;
+    SetPin& operator=(const SetPin&) = delete;
+    const ProviderSet& operator*() const noexcept { return *set_; }
+    const ProviderSet* operator->() const noexcept { return set_; }
+
+    // The cache: the set a thread slot saw last, with the version of set_ it
+    // came with. Only its slot's thread touches a line.
+    struct alignas(64) Line {
+      std::uint64_t version = ~std::uint64_t{0};
+      std::shared_ptr<const ProviderSet> set;
+      int pins = 0;
+    };
+
+   private:
+    Line* line_ = nullptr;  // null: held_ holds the set
+    std::shared_ptr<const ProviderSet> held_;
+    const ProviderSet* set_ = nullptr;
+  };
+
+  /// Marks the client started and has every provider of the set connect if
+  /// it is not (any thread but the timer's worker).
+  void wake_all(TimePoint t);
+  /// A connect to `endpoint` was refused: tells the source (a name may
+  /// resolve elsewhere now).
+  void connect_failed(const boost::asio::ip::tcp::endpoint& endpoint);
+  /// A retired provider's channel closed (or it had none): forget it.
+  void forget_retired(Subchannel& sub);
+  /// The current set's subchannels, then the retired ones still draining.
+  std::vector<std::shared_ptr<Subchannel>> all() const;
+  /// The client closes: stops the source and hands over every subchannel.
+  std::vector<std::shared_ptr<Subchannel>> close();
+  /// Appends the stats of the providers that left.
+  void add_left(std::vector<ProviderStats>& out) const;
+
+ private:
+  /// Transports to close once mu_ is released: a close may run the
+  /// subchannel's close event inline (a strand dispatch), which takes mu_.
+  using ToClose = std::vector<std::shared_ptr<ClientTransport>>;
+  /// Makes `endpoints` the set: keeps the providers in both, brings back or
+  /// creates the new ones, retires the ones that left.
+  void apply_set_locked(std::vector<boost::asio::ip::tcp::endpoint> endpoints, ToClose& to_close)
+      WHEELRPC_REQUIRES(mu_);
+  std::shared_ptr<Subchannel> make_subchannel_locked(const boost::asio::ip::tcp::endpoint& endpoint)
+      WHEELRPC_REQUIRES(mu_);
+  /// Keeps `sub`'s counters: its attempts and failures in left_, its tasks'
+  /// counts in the client's totals.
+  void remember_left_locked(const Subchannel& sub) WHEELRPC_REQUIRES(mu_);
+  static void close_retired(ToClose& to_close);
+
+  const std::shared_ptr<ClientContext> ctx_;
+  std::weak_ptr<SubchannelListener> listener_;  // set by init(), then fixed
+  std::shared_ptr<ProviderSource> source_;      // set by init(source), then fixed
+  SharedPtrCell<const ProviderSet> set_;
+  mutable std::array<SetPin::Line, common::kThreadSlots> set_cache_;  // SetPin's, one line per thread slot
+  mutable common::Mutex mu_;
+  // Providers that left the set and still drain.
+  std::map<boost::asio::ip::tcp::endpoint, std::shared_ptr<Subchannel>> retiring_ WHEELRPC_GUARDED_BY(mu_);
+  std::uint64_t next_seed_ WHEELRPC_GUARDED_BY(mu_) = 1;
+  // The counters of providers that left and were closed (at most kLeftKept,
+  // the oldest dropped), handed back to a subchannel to the same endpoint if
+  // it joins again.
+  static constexpr std::size_t kLeftKept = 1024;
+  std::map<boost::asio::ip::tcp::endpoint, ProviderStats> left_ WHEELRPC_GUARDED_BY(mu_);
+  std::vector<boost::asio::ip::tcp::endpoint> left_order_ WHEELRPC_GUARDED_BY(mu_);
+};
+
+}  // namespace wheelrpc::rpc::detail

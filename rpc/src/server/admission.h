@@ -1,0 +1,103 @@
+#pragma once
+// Who may run: the methods a server serves, and the one refusal ladder every
+// request passes (read from a connection or invoked in process), with the
+// overload state behind it (deadline-aware shedding, the server-wide
+// concurrency limit, the handler executor's queue).
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include <wheelrpc/rpc/options.h>
+#include <wheelrpc/rpc/server.h>
+
+#include "base/concurrency_limiter.h"
+#include "base/method_metrics.h"
+#include "server/reply_slot.h"
+#include "server/server_method.h"
+
+namespace wheelrpc::rpc::detail {
+
+class ServerHost;
+class ServerShutdown;
+
+/// Admission and overload control of one server. admit() and dispatch() run
+/// where the request arrived (a channel's strand, or the executor for an
+/// in-process call); the checks of the default path (no limit, handlers
+/// inline) cost a branch each and take no lock. add_method() only before
+/// listening. The rest is thread-safe (atomics; the limiter's own state).
+class Admission {
+ public:
+  Admission(ServerHost& host, const ServerOptions& options, const ServerShutdown& shutdown, MethodTable& methods,
+            std::chrono::steady_clock::time_point now);
+
+  /// Registers (or replaces) `name`'s handler. Before listening.
+  void add_method(std::string name, Server::Handler handler, MethodOptions options);
+
+  /// The refusal ladder, in order: shutting down (or, for an in-process
+  /// call, not listening), offline, no such method, deadline already spent
+  /// (deadline_admission; requests read from a connection), the method's
+  /// max_concurrency, the server's max_concurrency. Counts the request as
+  /// started in its method's metrics either way. Returns the method to run,
+  /// or null once the request was answered with its refusal. `slot` is set up
+  /// (method, receipt time, deadline) and not yet shared.
+  const ServerMethod* admit(ReplySlot& slot, Origin origin);
+
+  /// Readies an admitted request to run: its interceptors (ServerOptions::
+  /// interceptors), then, with ServerOptions::handler_executor, queues it
+  /// there (shed there if its deadline passes first; `req` and `slot` are
+  /// taken): true. False: the caller runs the handler now, where it is
+  /// (ServerHost::run_handler), with `req` and `slot` as they were.
+  bool dispatch(const ServerMethod& method, Request& req, ReplySlotPtr& slot, std::uint64_t conn_id);
+
+  /// Gives back the slot's place under the concurrency limit, with its
+  /// latency (finish(), once).
+  void release_limit(const ReplySlot& slot);
+  /// Adds the time a handler took to answer, from its start, to its method's average.
+  static void record_service_time(std::atomic<std::int64_t>& avg, std::chrono::nanoseconds took);
+  /// Answers a request whose payload did not decode (`ec`, a StatusCode
+  /// error; `message` says why) without running its handler.
+  void refuse_undecodable(ReplySlot& slot, const boost::system::error_code& ec, std::string message);
+  /// A stream message that did not decode (its stream ended).
+  void count_undecodable() { undecodable_.fetch_add(1, std::memory_order_relaxed); }
+  /// The refusal and overload counters.
+  void add_stats(ServerStats& s) const;
+
+ private:
+  /// Answers `slot` with a refusal (counted in `counter`); returns null.
+  const ServerMethod* refuse(ReplySlot& slot, std::atomic<std::uint64_t>& counter, Status status, std::string message);
+  /// Sheds a request whose deadline passed before it was handled; true if it did.
+  bool shed_if_spent(ReplySlot& slot);
+  /// Admits under the method's max_concurrency (counting it in `slot`).
+  bool admit_method(const ServerMethod& method, ReplySlot& slot);
+  /// Admits under the server's concurrency limit.
+  bool admit_server(ReplySlot& slot) { return !limiter_.enabled() || admit_under_limit(slot); }
+  bool admit_under_limit(ReplySlot& slot);
+  void queue_handler(const ServerMethod& method, Request&& req, ReplySlotPtr&& slot, std::uint64_t conn_id);
+  /// Why a request whose turn came at `t` on the handler executor is shed
+  /// (deadline_admission: its deadline passed, too little of it is left, or
+  /// it waited past queue_target in a standing queue), or nothing.
+  std::optional<std::string> shed_reason(const ServerMethod& method, const ReplySlot& slot,
+                                         std::chrono::steady_clock::time_point t) const;
+  /// The handler executor's queue was seen empty at `t`.
+  void queue_emptied(std::chrono::steady_clock::time_point t);
+  void count_shed(const ReplySlot& slot);
+
+  ServerHost& host_;  // holds this
+  const ServerOptions& options_;
+  const ServerShutdown& shutdown_;
+  MethodTable& methods_;
+  MethodCells* unknown_cells_ = nullptr;                    // "(unknown)": requests for methods with no handler
+  std::unordered_map<std::string, ServerMethod> handlers_;  // fixed once listening
+  ConcurrencyLimiter limiter_;
+  std::atomic<std::int64_t> queue_emptied_ns_{0};  // steady ns (the server's clock)
+  std::atomic<std::int64_t> queued_{0};            // posted to the handler executor, not yet started
+  std::atomic<std::uint64_t> shed_{0}, refused_shutting_down_{0}, refused_offline_{0}, refused_overloaded_{0},
+      method_not_found_{0}, undecodable_{0};
+};
+
+}  // namespace wheelrpc::rpc::detail

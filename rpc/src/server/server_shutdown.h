@@ -1,0 +1,87 @@
+#pragma once
+// A server's lifecycle around its connections: listening, online/offline,
+// the announcement (announce, withdraw) and the graceful shutdown (withdraw,
+// grace, drain, the shutdown handler).
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/system/error_code.hpp>
+
+#include <wheelrpc/common/mutex.h>
+#include <wheelrpc/rpc/server.h>
+#include <wheelrpc/timer/timer.h>
+
+namespace wheelrpc::rpc::detail {
+
+class ServerHost;
+
+/// The lifecycle of one server (it reaches the server through its
+/// ServerHost). The flags are atomics, read from any thread
+/// (admission reads draining(), offline(), listening() on the request path).
+/// `shutdown_mu_` guards the shutdown handler and the grace or drain timeout;
+/// it is taken before the server's `mu_`, never after it. Unless noted, a
+/// function runs on any thread but the timer's worker; the grace and drain
+/// timeouts only post to the executor.
+class ServerShutdown {
+ public:
+  explicit ServerShutdown(ServerHost& host) : host_(host) {}
+
+  bool listening() const noexcept { return listening_.load(); }
+  /// Set by ServerCore::listen, cleared by stop (under the server's mu_).
+  void set_listening(bool listening) noexcept { listening_.store(listening); }
+  bool offline() const noexcept { return offline_.load(std::memory_order_relaxed); }
+  /// New requests are refused (the drain phase of a graceful shutdown).
+  bool draining() const noexcept { return draining_.load(); }
+  ServerState state() const;
+
+  /// Announces the server listening at `endpoint` and waits for the
+  /// announcer's answer; on failure stops the server and returns why. The
+  /// thread that calls Server::listen.
+  boost::system::error_code announce(const boost::asio::ip::tcp::endpoint& endpoint, std::string& message);
+  /// Server::set_online: withdraws or announces again.
+  void set_online(bool online);
+
+  /// Server::async_shutdown: withdraw, serve on for the grace, then drain;
+  /// `handler` completes when the calls in flight are done (or the drain
+  /// timeout passes, or stop() comes first: aborted).
+  void start(std::chrono::milliseconds drain_timeout,
+             boost::asio::any_completion_handler<Server::ShutdownSignature> handler);
+  /// The drain phase (after the withdraw and its grace): stops accepting,
+  /// refuses new requests, waits for the calls in flight up to `drain_timeout`.
+  void begin_drain(std::chrono::milliseconds drain_timeout);
+  /// Ends a graceful shutdown (once): stop, then the handler with `ec`. On the executor.
+  void finish(boost::system::error_code ec);
+  /// While shutting down: ends it if no open connection has a request in
+  /// flight (requests of closed connections can no longer be answered). On the executor.
+  void check_drained();
+  /// Posts check_drained() if draining: a connection closed, or the last
+  /// request in flight of one was answered.
+  void recheck_drained();
+  /// The tail of ServerCore::stop: withdraws the announcement (not waited
+  /// for) and completes a shutdown in progress, aborted.
+  void on_stopped();
+
+ private:
+  /// Asks the announcer to withdraw the server (`done` may be empty).
+  void withdraw(std::function<void()> done);
+  /// The shutdown's handler, taken, with its drain timeout cancelled.
+  boost::asio::any_completion_handler<Server::ShutdownSignature> take_handler();
+
+  ServerHost& host_;  // holds this
+  std::atomic<bool> listening_{false};
+  std::atomic<bool> offline_{false};
+  std::atomic<bool> started_{false};   // a graceful shutdown began (withdraw, grace, drain)
+  std::atomic<bool> draining_{false};  // new requests are refused
+  std::atomic<bool> finished_{false};
+  std::atomic<bool> announced_{false};  // the announcer announced us and was not asked to withdraw
+  common::Mutex shutdown_mu_;
+  boost::asio::any_completion_handler<Server::ShutdownSignature> handler_ WHEELRPC_GUARDED_BY(shutdown_mu_);
+  timer::Timeout drain_timeout_ WHEELRPC_GUARDED_BY(shutdown_mu_);  // the grace, then the drain timeout
+};
+
+}  // namespace wheelrpc::rpc::detail
