@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "base/option_checks.h"
+#include "base/stream_window.h"
 
 namespace wheelrpc::rpc {
 
@@ -93,9 +94,9 @@ void validate(const ClientOptions& o) {
                     o.idle_timeout.count(), o.heartbeat.count()));
   }
   if (o.connect_timeout.count() <= 0) throw std::invalid_argument("ClientOptions::connect_timeout must be > 0");
-  if (o.stream_window < 1024 || o.stream_window > (1u << 30)) {
-    throw std::invalid_argument(
-        fmt::format("ClientOptions::stream_window must be 1024 .. 1073741824 bytes, got {}", o.stream_window));
+  if (o.stream_window < detail::kMinStreamWindow || o.stream_window > detail::kMaxStreamWindow) {
+    throw std::invalid_argument(fmt::format("ClientOptions::stream_window must be {} .. {} bytes, got {}",
+                                            detail::kMinStreamWindow, detail::kMaxStreamWindow, o.stream_window));
   }
   if (o.max_stream_message == 0) throw std::invalid_argument("ClientOptions::max_stream_message must be > 0");
   if (auto problem = detail::compression_problem(o.compression); !problem.empty()) {

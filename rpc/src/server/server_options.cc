@@ -10,6 +10,7 @@
 
 #include "base/concurrency_limiter.h"
 #include "base/option_checks.h"
+#include "base/stream_window.h"
 
 namespace wheelrpc::rpc {
 
@@ -65,9 +66,9 @@ void validate(const ServerOptions& options) {
   for (const auto& i : o.interceptors) {
     if (!i) throw std::invalid_argument("ServerOptions::interceptors must not hold null");
   }
-  if (o.streams.window < 1024 || o.streams.window > (1u << 30)) {
-    throw std::invalid_argument(
-        fmt::format("ServerOptions::streams.window must be 1024 .. 1073741824 bytes, got {}", o.streams.window));
+  if (o.streams.window < detail::kMinStreamWindow || o.streams.window > detail::kMaxStreamWindow) {
+    throw std::invalid_argument(fmt::format("ServerOptions::streams.window must be {} .. {} bytes, got {}",
+                                            detail::kMinStreamWindow, detail::kMaxStreamWindow, o.streams.window));
   }
   if (o.streams.max_message == 0) throw std::invalid_argument("ServerOptions::streams.max_message must be > 0");
   if (auto problem = detail::compression_problem(o.compression); !problem.empty()) {

@@ -20,6 +20,8 @@
 #include <wheelrpc/transport/attachments.h>
 #include <wheelrpc/transport/compression.h>
 
+#include "base/stream_window.h"
+
 namespace wheelrpc::rpc::detail {
 
 /// What one message costs against a window beyond its size (bytes).
@@ -28,9 +30,6 @@ inline constexpr std::uint64_t kMessageOverhead = 27;
 inline constexpr std::uint64_t kMessageBodyOverhead = 3;
 /// The window a stream grants unless told otherwise (bytes).
 inline constexpr std::uint32_t kDefaultStreamWindow = 64 * 1024;
-/// Bounds of a window (ClientOptions::stream_window, ServerStreamOptions::window, a peer's).
-inline constexpr std::uint32_t kMinStreamWindow = 1024;
-inline constexpr std::uint32_t kMaxStreamWindow = 1u << 30;
 /// The largest message body a peer takes until its handshake says (bytes).
 inline constexpr std::uint32_t kDefaultPeerMaxBody = 8u << 20;
 /// Credit a peer may hold at most: more is a protocol violation.
