@@ -296,6 +296,8 @@ TEST(GrpcMessageReader, APrefixOverTheLimitIsRejectedBeforeAnythingIsBuffered) {
   EXPECT_FALSE(called);
   EXPECT_EQ(reader.buffered(), 0u);
   EXPECT_NE(reader.error().find("exceeds"), std::string::npos) << reader.error();
+  // What it is, said by its code (never read off the message's text).
+  EXPECT_EQ(reader.error_code(), StatusCode::resource_exhausted);
   EXPECT_FALSE(reader.feed("more", take));  // once failed, failed for good
   d::GrpcMessageReader one_over(100);
   EXPECT_FALSE(one_over.feed(prefixed(std::string(101, 'x')), take));
@@ -309,6 +311,7 @@ TEST(GrpcMessageReader, ACompressedFlagOtherThanZeroOrOneIsRejected) {
     wire[0] = flag;
     EXPECT_FALSE(reader.feed(wire, [](std::string&, bool) { FAIL() << "no message"; }));
     EXPECT_NE(reader.error().find("compressed flag"), std::string::npos) << reader.error();
+    EXPECT_EQ(reader.error_code(), StatusCode::internal);
   }
 }
 

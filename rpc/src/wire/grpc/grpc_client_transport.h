@@ -6,8 +6,9 @@
 // reply is the response's message and trailers (grpc-status, grpc-message),
 // or a trailers-only answer. A stream's StreamCore is bound to the HTTP/2
 // stream as soon as its HEADERS are queued (a gRPC server sends its response
-// headers when it likes: often with its first message), and its frames are
-// said in HTTP/2 through StreamWire. The handshake is the server's SETTINGS.
+// headers when it likes: often with its first message), and its operations
+// are said in HTTP/2 (this transport is its StreamWire). The handshake is
+// the server's SETTINGS.
 // HTTP/2 PING is the heartbeat, sent only while calls are open (gRPC
 // servers count a PING on a connection without calls as abuse; meanwhile
 // the channel's keepalive is paused), never more often than a server that

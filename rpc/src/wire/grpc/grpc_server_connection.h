@@ -2,20 +2,20 @@
 // One accepted connection speaking gRPC over HTTP/2 (docs/grpc.md): the
 // ServerTransport of the protocol seam for it, beside ServerConnection's
 // native framed protocol. A unary call is an HTTP/2 stream carrying one
-// message each way, handed to its server (ServerEvents::on_request) as an IncomingRequest
-// once the client's END_STREAM arrives; a streaming method's HTTP/2 stream
-// is a StreamCore, whose frames this connection says in HTTP/2
-// (StreamWire, its operations said as HTTP/2). Deadlines (grpc-timeout), admission, metrics and shutdown
-// are the server's own, as for native calls.
+// message each way, handed to its server (ServerEvents::on_request) as an
+// IncomingRequest once the client's END_STREAM arrives; a streaming
+// method's HTTP/2 stream is a StreamCore, whose operations this connection
+// says in HTTP/2 (it is the stream's StreamWire). Deadlines (grpc-timeout),
+// admission, metrics and shutdown are the server's own, as for native calls.
 //
 // Threads and locks: bytes arrive on the channel's strand; replies and
-// stream frames come from any thread. `mu_` guards the nghttp2 session and
-// the calls' state; under it the connection only encodes and queues bytes
-// on the channel (whose write lock is a leaf). What the session decodes is
-// gathered under it and delivered (to the server, to StreamCores) after it
-// is released, so no stream or server lock is ever taken inside it. A
-// StreamCore calls the StreamWire operations with its own lock held: the
-// order is StreamCore::mu_, then `mu_`.
+// streams' operations come from any thread. `mu_` guards the nghttp2 session
+// and the calls' state; under it the connection only encodes and queues
+// bytes on the channel (whose write lock is a leaf). What the session
+// decodes is gathered under it and delivered (to the server, to
+// StreamCores) after it is released, so no stream or server lock is ever
+// taken inside it. A StreamCore calls the StreamWire operations with its own
+// lock held: the order is StreamCore::mu_, then `mu_`.
 
 #include <atomic>
 #include <chrono>
