@@ -308,16 +308,20 @@ awaitable<void> client_compressed_unary(Ctx& c) {
   o.compression = Compression::identity;
   auto [ec, probe] = co_await c.stub.async_UnaryCall(req, o, asio::as_tuple(use_awaitable));
   expect_status(ec, rpc::StatusCode::invalid_argument, o.reply_info->error_message, "the probe");
-  // Compressed, as expected.
-  o = c.options();
+  // Compressed, as expected. The requests set no response_compressed: the
+  // replies must come uncompressed (gRPC's own client asserts it).
+  o = c.with_info();
   o.compression = Compression::gzip;
   auto reply = co_await c.stub.async_UnaryCall(req, o, use_awaitable);
   expect(reply.payload().body().size() == 314159, "compressed: the reply is not 314159 bytes");
+  expect(!o.reply_info->compressed, "compressed: the reply came compressed, and response_compressed was not set");
   // Uncompressed, as expected.
   req.mutable_expect_compressed()->set_value(false);
+  o = c.with_info();
   o.compression = Compression::identity;
   reply = co_await c.stub.async_UnaryCall(req, o, use_awaitable);
   expect(reply.payload().body().size() == 314159, "uncompressed: the reply is not 314159 bytes");
+  expect(!o.reply_info->compressed, "uncompressed: the reply came compressed");
 }
 
 awaitable<void> server_compressed_unary(Ctx& c) {

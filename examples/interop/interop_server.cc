@@ -84,8 +84,9 @@ void check_payload_type(testing::PayloadType type) {
 
 /// The messages answering one request's response_parameters: each after its
 /// interval (a timer on the stream's executor, not a sleep), compressed when
-/// its `compressed` says so (the stream compresses with gzip then; the others
-/// go with WriteOptions::no_compression).
+/// its `compressed` says true (the stream compresses with gzip then; the
+/// others, `compressed` false or not set, go with WriteOptions::no_compression),
+/// as gRPC's interop server does for server_compressed_streaming.
 asio::awaitable<void> answer(const testing::StreamingOutputCallRequest& req, OutputStream& stream) {
   check_payload_type(req.response_type());
   bool any_compressed = false;
@@ -132,9 +133,11 @@ class TestServiceImpl : public testing::TestService::Service {
     check_compression(req.has_expect_compressed(), req.expect_compressed().value(), ctx.request_compressed());
     check_status(req.response_status());
     check_payload_type(req.response_type());
-    if (req.has_response_compressed()) {
-      ctx.set_compression(req.response_compressed().value() ? Compression::gzip : Compression::identity);
-    }
+    // As gRPC's interop server: gzip when response_compressed says true,
+    // uncompressed otherwise (false, or not set: client_compressed_unary's
+    // compressed requests do not ask for a compressed reply, and gRPC's
+    // client fails the case on one), on either wire.
+    ctx.set_compression(req.response_compressed().value() ? Compression::gzip : Compression::identity);
     testing::SimpleResponse response;
     *response.mutable_payload() = zero_payload(req.response_size());
     co_return response;
@@ -159,6 +162,8 @@ class TestServiceImpl : public testing::TestService::Service {
   }
 
   asio::awaitable<testing::StreamingInputCallResponse> StreamingInputCall(InputStream& stream) override {
+    // Its one response asks for no compression (client_compressed_streaming).
+    stream.set_compression(Compression::identity);
     int total = 0;
     while (auto req = co_await stream.async_read(asio::use_awaitable)) {
       check_compression(req->has_expect_compressed(), req->expect_compressed().value(), stream.last_read_compressed());

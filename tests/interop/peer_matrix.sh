@@ -23,6 +23,11 @@
 #   WHEELRPC_BIN_DIR  where interop_server and interop_client are: the server and
 #             client named "wheelrpc" (SERVERS="wheelrpc" CLIENTS="python grpcpp node";
 #             SERVERS="python grpcpp" CLIENTS="wheelrpc")
+#   GRPC_OWN_DIR  where build_grpc_own_interop.sh built gRPC's own interop_client
+#             and interop_server (grpc_own_interop_*): the server and client named
+#             "grpc_own", run through grpc_own/server.sh and grpc_own/client.sh
+#             (SERVERS="wheelrpc" CLIENTS="grpc_own"; SERVERS="grpc_own" CLIENTS="wheelrpc";
+#             a manual run: not in CTest, docs/grpc_interop.md)
 #   VERBOSE=1 prints every case's line, not only the ones that did not pass
 #
 # The certificates come from tests/interop/certs.sh in a temporary directory;
@@ -61,6 +66,12 @@ if uses wheelrpc; then
     [ -x "${WHEELRPC_BIN_DIR:-}/$b" ] || usage "no ${WHEELRPC_BIN_DIR:-\$WHEELRPC_BIN_DIR}/$b"
   done
 fi
+if uses grpc_own; then
+  for b in grpc_own_interop_server grpc_own_interop_client; do
+    [ -x "${GRPC_OWN_DIR:-}/$b" ] ||
+      usage "no ${GRPC_OWN_DIR:-\$GRPC_OWN_DIR}/$b (tests/interop/build_grpc_own_interop.sh builds it)"
+  done
+fi
 if uses node; then
   command -v "$node" >/dev/null || usage "no $node (scripts/install_deps.sh interop)"
   [ -d "$peers/node/node_modules/@grpc/grpc-js" ] || [ -d "${NODE_PATH:-/nonexistent}/@grpc/grpc-js" ] ||
@@ -95,7 +106,8 @@ server_command() {  # NAME MODE: sets cmd
     python) cmd=("$python" "$peers/python/interop_server.py") ;;
     grpcpp) cmd=("$grpcpp_dir/grpcpp_interop_server") ;;
     wheelrpc) cmd=("$WHEELRPC_BIN_DIR/interop_server") ;;
-    *) usage "unknown server '$1' (python, grpcpp, wheelrpc)" ;;
+    grpc_own) cmd=(bash "$here/grpc_own/server.sh" "$GRPC_OWN_DIR/grpc_own_interop_server") ;;
+    *) usage "unknown server '$1' (python, grpcpp, wheelrpc, grpc_own)" ;;
   esac
   cmd+=(--port=0)
   if [ "$2" = tls ]; then
@@ -111,7 +123,8 @@ client_command() {  # NAME MODE PORT: sets cmd
     grpcpp) cmd=("$grpcpp_dir/grpcpp_interop_client") ;;
     node) cmd=("$node" "$peers/node/interop_client.js") ;;
     wheelrpc) cmd=("$WHEELRPC_BIN_DIR/interop_client") ;;
-    *) usage "unknown client '$1' (python, grpcpp, node, wheelrpc)" ;;
+    grpc_own) cmd=(bash "$here/grpc_own/client.sh" "$GRPC_OWN_DIR/grpc_own_interop_client") ;;
+    *) usage "unknown client '$1' (python, grpcpp, node, wheelrpc, grpc_own)" ;;
   esac
   cmd+=(--server_host=127.0.0.1 "--server_port=$3" --test_case=all)
   if [ "$2" = tls ]; then

@@ -22,6 +22,7 @@ struct OutputCap {
   bool by_ratio = false;        ///< the ratio limit set it (else max_output)
   std::uint32_t max_ratio = 0;  ///< for the message
   std::size_t in_size = 0;      ///< for the message
+  std::size_t max_output = 0;   ///< the body limit (DecompressLimits::max_output), whichever set the cap
 };
 
 /// Size of the per-thread scratch buffer (bytes): the counting passes decode into it.

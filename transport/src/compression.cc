@@ -19,6 +19,7 @@ constexpr std::array<std::string_view, kCompressionCount> kNames = {"identity", 
 codec::OutputCap output_cap(const DecompressLimits& limits, std::size_t in_size) noexcept {
   codec::OutputCap cap;
   cap.bytes = limits.max_output;
+  cap.max_output = limits.max_output;
   cap.max_ratio = limits.max_ratio;
   cap.in_size = in_size;
   if (limits.max_ratio != 0) {

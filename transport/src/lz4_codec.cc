@@ -1,6 +1,8 @@
 // lz4: one LZ4 frame (lz4frame) each way. The decoder trusts the frame's
 // content size only as far as the cap, decodes straight into a buffer of that
-// size, and counts first when the frame has no size.
+// size, and counts first when the frame has no size. A frame of 4 MiB blocks
+// (the lz4 command's default) is decoded with its block buffer counted against
+// the body limit.
 #include <algorithm>
 #include <memory>
 #include <new>
@@ -60,6 +62,40 @@ void check(std::size_t code) {
 }
 
 int clamp_level(int level) noexcept { return level == 0 ? 0 : std::clamp(level, 1, kMaxLevel); }
+
+/// Blocks up to this size are decoded with the context's buffers beside the
+/// body limit (at most ~2 MiB, freed after the call), as zstd keeps its 1 MiB
+/// window beside it. A larger block's buffer counts against the limit.
+constexpr std::size_t kBlockBesideLimit = 1u << 20;
+
+/// The bytes of a block size id (LZ4F_default: 64 KiB).
+std::size_t block_bytes(LZ4F_blockSizeID_t id) noexcept {
+  switch (id) {
+    case LZ4F_max256KB: return 256u << 10;
+    case LZ4F_max1MB: return 1u << 20;
+    case LZ4F_max4MB: return 4u << 20;
+    default: return 64u << 10;
+  }
+}
+
+/// The buffer LZ4F decodes a frame's blocks through, as lz4frame.c sizes it:
+/// a block, and 128 KiB more for linked blocks (their dictionary). It writes
+/// a block there whenever the output has less room left than a block (always
+/// while counting into the scratch buffer; for the last block of a frame with
+/// its size), so a decoding holds up to that much beside its output. (Its
+/// input buffer is written only with a frame cut short: the whole frame is
+/// handed over at once.)
+std::size_t block_buffer_bytes(const LZ4F_frameInfo_t& info) noexcept {
+  return block_bytes(info.blockSizeID) + (info.blockMode == LZ4F_blockLinked ? 128u << 10 : 0);
+}
+
+/// "; a frame of 4 MiB blocks decodes through a B-byte block buffer counted
+/// against the body limit of M bytes, which leaves L bytes for the payload".
+std::string block_budget_text(const LZ4F_frameInfo_t& info, const OutputCap& cap, std::size_t left) {
+  return "; a frame of " + std::to_string(block_bytes(info.blockSizeID) >> 20) + " MiB blocks decodes through a " +
+         std::to_string(block_buffer_bytes(info)) + "-byte block buffer counted against the body limit of " +
+         std::to_string(cap.max_output) + " bytes, which leaves " + std::to_string(left) + " bytes for the payload";
+}
 
 /// How a decoding run ended.
 enum class RunEnd { frame_end, over_limit, error, truncated, stuck };
@@ -132,7 +168,8 @@ boost::system::error_code run_error(const Run& r, const OutputCap& cap, std::str
 
 /// Frees the context on the way out unless the call decoded its frame to the
 /// end with blocks of 64 KiB: a frame with larger blocks made it allocate two
-/// buffers of a block each, and a frame left half-way (an error, a refusal)
+/// buffers of a block each (block_buffer_bytes: up to 8 MiB for 4 MiB blocks),
+/// and a frame left half-way (an error, a refusal)
 /// leaves state that LZ4F_resetDecompressionContext does not clear (lz4 1.9.4
 /// keeps the remaining content size of a frame with a size, and then fails the
 /// next frame without one with frameSize_wrong).
@@ -189,14 +226,31 @@ boost::system::error_code lz4_decompress(std::string_view in, const OutputCap& c
   std::size_t header = in.size();
   const std::size_t hint = LZ4F_getFrameInfo(dctx.get(), &info, in.data(), &header);
   if (LZ4F_isError(hint)) return corrupt(kAlg, error_name(hint), why);
-  // Larger blocks make the context allocate two buffers of a block each.
-  if (info.blockSizeID > LZ4F_max1MB) return corrupt(kAlg, "a block size over 1 MiB is not accepted", why);
   const bool small_blocks = info.blockSizeID <= LZ4F_max64KB;  // LZ4F_default is 64 KiB
+  // What the output may take: the cap; for blocks over 1 MiB, also no more
+  // than the body limit leaves beside their block buffer, so that the two
+  // together stay within it.
+  std::size_t limit = cap.bytes;
+  bool block_bound = false;
+  if (block_bytes(info.blockSizeID) > kBlockBesideLimit) {
+    const std::size_t buffer = block_buffer_bytes(info);
+    const std::size_t left = cap.max_output > buffer ? cap.max_output - buffer : 0;
+    if (left < limit) {
+      limit = left;
+      block_bound = true;
+    }
+  }
 
   // contentSize 0 means "not given"; a skippable frame has none.
   const bool known = info.frameType == LZ4F_frame && info.contentSize != 0;
   if (known) {
     if (info.contentSize > cap.bytes) return declares_over(kAlg, info.contentSize, cap, why);
+    if (info.contentSize > limit) {
+      return too_large(
+          kAlg,
+          "the payload declares " + std::to_string(info.contentSize) + " bytes" + block_budget_text(info, cap, limit),
+          why);
+    }
     const auto size = static_cast<std::size_t>(info.contentSize);
     out.clear();
     out.resize(size);
@@ -213,7 +267,12 @@ boost::system::error_code lz4_decompress(std::string_view in, const OutputCap& c
     return {};
   }
 
-  const Run counted = run(*dctx, in.substr(header), nullptr, 0, cap.bytes);
+  const Run counted = run(*dctx, in.substr(header), nullptr, 0, limit);
+  if (counted.end == RunEnd::over_limit && block_bound) {
+    return too_large(
+        kAlg, "the payload inflates past " + std::to_string(limit) + " bytes" + block_budget_text(info, cap, limit),
+        why);
+  }
   if (auto ec = run_error(counted, cap, why)) return ec;
   const auto size = static_cast<std::size_t>(counted.total);
   out.clear();

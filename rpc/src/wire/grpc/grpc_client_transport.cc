@@ -13,6 +13,7 @@
 #include <wheelrpc/transport/errc.h>
 
 #include "wire/grpc/grpc_client_call.h"
+#include "wire/grpc/grpc_client_compression.h"
 #include "wire/grpc/grpc_wire.h"
 #include "base/log.h"
 #include "base/payload_coding.h"
@@ -151,12 +152,16 @@ ClientTransport::SendResult GrpcClientTransport::send_request(OutgoingRequest& r
   limit = max_body_;
   body = r.payload.size() + kGrpcPrefix;
   if (body > limit) return SendResult::too_big;
-  // Compressed (gzip or deflate: the ones every gRPC server decodes) in the per-thread scratch.
+  // Compressed (gzip or deflate: the ones every gRPC server decodes; zstd
+  // and lz4 fall back to gzip) in the per-thread scratch.
+  const transport::Compression alg = grpc_call_compression(r.compression);
+  const int level = grpc_call_compression_level(r.compression, alg, r.compression_level);
+  if (alg != r.compression) note_fallback(r);
   std::string* payload = &r.payload;
   transport::Compression used = transport::Compression::identity;
-  if (r.compression == transport::Compression::gzip || r.compression == transport::Compression::deflate) {
-    used = compress_payload(r.payload, r.compression, r.compression_level, settings_->coding.threshold,
-                            transport::CompressionSet().insert(r.compression), compression_scratch());
+  if (alg != transport::Compression::identity) {
+    used = compress_payload(r.payload, alg, level, settings_->coding.threshold, transport::CompressionSet().insert(alg),
+                            compression_scratch());
     if (used != transport::Compression::identity) payload = &compression_scratch();
   }
   HeaderBlock h;
@@ -171,13 +176,14 @@ ClientTransport::SendResult GrpcClientTransport::send_request(OutgoingRequest& r
   h.add(":authority", authority_);
   h.add("content-type", "application/grpc");
   h.add("te", "trailers");
-  h.add("user-agent", "wheelrpc");
+  h.add("user-agent", kWheelrpcUserAgent);
+  if (r.stream) h.add(kKindHeader, "stream");
   const auto budget = r.stream ? (*r.stream)->remaining_budget() : r.budget;
   if (budget.count() > 0) h.add("grpc-timeout", format_grpc_timeout(budget), !index_name_once(kTimeoutName));
-  if (used != transport::Compression::identity) h.add("grpc-encoding", grpc_encoding_name(used));
-  if (r.stream && r.compression != transport::Compression::identity &&
-      (r.compression == transport::Compression::gzip || r.compression == transport::Compression::deflate)) {
-    if (used == transport::Compression::identity) h.add("grpc-encoding", grpc_encoding_name(r.compression));
+  if (used != transport::Compression::identity) {
+    h.add("grpc-encoding", grpc_encoding_name(used));
+  } else if (r.stream && alg != transport::Compression::identity) {
+    h.add("grpc-encoding", grpc_encoding_name(alg));  // its messages' algorithm
   }
   h.add("grpc-accept-encoding", accept_encoding_);
   const auto add_md = [&h](std::string_view k, std::string_view v, bool never_index) {
@@ -234,6 +240,17 @@ ClientTransport::SendResult GrpcClientTransport::send_request(OutgoingRequest& r
   r.compressed = used != transport::Compression::identity;
   flush();
   return SendResult::sent;
+}
+
+void GrpcClientTransport::note_fallback(OutgoingRequest& r) {
+  // A stream's messages are compressed by the stream, which was made with the
+  // call's algorithm: it is told the one this wire carries.
+  if (r.stream) (*r.stream)->set_compression(grpc_call_compression(r.compression), 0);
+  if (fallback_noted_.exchange(true, std::memory_order_relaxed) || !first_compression_fallback(settings_)) return;
+  logger()->warn(
+      "conn={} peer={} method={} compression {} is not gRPC's (gRPC defines gzip and deflate): this client's calls "
+      "that choose it go gzip-compressed on the gRPC wire (said once per client)",
+      channel_->id(), channel_->remote(), r.method, transport::to_string(r.compression));
 }
 
 void GrpcClientTransport::cancel_request(std::uint64_t id) {

@@ -143,6 +143,11 @@ class GrpcClientTransport final : public ClientTransport,
   static constexpr unsigned kTimeoutName = 1, kTraceName = 2;
   std::atomic<unsigned> names_indexed_{0};
   bool index_name_once(unsigned name);
+  /// A call chose zstd or lz4, which this wire sends as gzip
+  /// (grpc_client_compression.h): its stream is told so; the client's log
+  /// says it once per client. Any thread, without `mu_`.
+  void note_fallback(OutgoingRequest& r);
+  std::atomic<bool> fallback_noted_{false};  // this connection asked first_compression_fallback
   std::vector<Delivery> batch_ WHEELRPC_GUARDED_BY(mu_);
   std::vector<std::pair<std::int32_t, std::uint64_t>> credits_ WHEELRPC_GUARDED_BY(mu_);
   bool credit_posted_ WHEELRPC_GUARDED_BY(mu_) = false;

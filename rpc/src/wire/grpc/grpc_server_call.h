@@ -45,6 +45,10 @@ struct GrpcServerCall {
       }
     } else if (name == "grpc-accept-encoding") {
       accept = parse_grpc_accept_encoding(value);
+    } else if (name == "user-agent") {
+      from_wheelrpc = value.substr(0, kWheelrpcUserAgent.size()) == kWheelrpcUserAgent;
+    } else if (name == kKindHeader) {
+      opened_as_stream = value == "stream";
     } else if (!is_reserved_header(name)) {
       if (!valid_metadata_key(name)) {
         problem_once(StatusCode::invalid_argument, "a metadata key '{}' gRPC does not allow", name);
@@ -98,6 +102,8 @@ struct GrpcServerCall {
   std::optional<std::chrono::milliseconds> timeout;
   transport::Compression encoding = transport::Compression::identity;
   transport::CompressionSet accept;  // what the client decodes (identity always)
+  bool from_wheelrpc = false;        // a wheelrpc client's user-agent
+  bool opened_as_stream = false;     // kKindHeader said "stream"
   std::size_t header_bytes = 0;
   bool header_overflow = false;
   int problem_status = 0;  // non-zero: refused once the headers end (HTTP status; 200: a gRPC status)

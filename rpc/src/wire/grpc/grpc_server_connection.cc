@@ -227,6 +227,13 @@ int GrpcServerConnection::on_headers_done(std::int32_t stream_id, bool end_strea
     return 0;
   }
   c->is_stream = context_->events->is_stream_method(c->method);
+  // A wheelrpc client says which kind it meant: a mismatch gets the native wire's answer.
+  if (c->from_wheelrpc && c->is_stream != c->opened_as_stream) [[unlikely]] {
+    if (auto why = context_->events->kind_mismatch(c->method, c->opened_as_stream)) {
+      refuse(*c, StatusCode::unimplemented, std::move(*why));
+      return 0;
+    }
+  }
   if (c->is_stream) {
     Delivery d{Delivery::Kind::open, stream_id};
     d.method = c->method;
@@ -491,7 +498,7 @@ void GrpcServerConnection::deliver(std::vector<Delivery>& batch) {
                                 settings.receipt_time(channel),
                                 d.payload.size(),
                                 d.compressed,
-                                d.compressed ? d.encoding : transport::Compression::identity,
+                                kGrpcDefaultReplyCompression,
                                 {}};
         if (d.compressed) {
           std::string why;
@@ -506,7 +513,7 @@ void GrpcServerConnection::deliver(std::vector<Delivery>& batch) {
         StreamOpenRequest open{static_cast<std::uint64_t>(d.stream_id), d.method, d.metadata};
         open.budget = d.budget;
         open.received = settings.receipt_time(channel);
-        open.reply_compression = d.encoding;
+        open.reply_compression = kGrpcDefaultReplyCompression;
         open.wire = shared_from_this();
         open.peer_window = settings.stream_window;  // credit is HTTP/2's: the stream only paces its own writes
         open.receive_window = stream_receive_window();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
@@ -88,8 +89,10 @@ error_code GrpcServerConnection::send_open_answer(std::uint64_t id, const error_
   Call* c = writable(id);
   if (!c) return transport::make_error_code(transport::errc::closed);
   if (!ec) {
-    // The stream's messages go in the algorithm it would use, if the client decodes it.
-    const auto alg = context_->settings->reply_compression.value_or(c->encoding);
+    // The HEADERS name the algorithm the server's option gives the stream's
+    // messages, if the client decodes it; a handler's choice is known from
+    // its first message (send_message). Not the request's: kGrpcDefaultReplyCompression.
+    const auto alg = context_->settings->reply_compression.value_or(kGrpcDefaultReplyCompression);
     if ((alg == transport::Compression::gzip || alg == transport::Compression::deflate) && c->accept.contains(alg)) {
       c->response_encoding = alg;
     }
@@ -113,7 +116,25 @@ error_code GrpcServerConnection::send_message(std::uint64_t id, std::string& pay
     if (encoding != 0) c->response_encoding = static_cast<transport::Compression>(encoding);
     submit_headers(*c, &initial);
   }
-  queue_message(*c, payload, encoding != 0);
+  if (encoding != 0 && static_cast<transport::Compression>(encoding) != c->response_encoding) {
+    // The HEADERS went naming another algorithm, or none (the handler chose
+    // its algorithm after its first message went uncompressed), and a gRPC
+    // client decodes a message only in the algorithm they name: this one
+    // goes as it is. Our own encoder's output, within our own limits.
+    std::string plain;
+    transport::DecompressLimits unbounded;
+    unbounded.max_output = std::numeric_limits<std::size_t>::max();
+    unbounded.max_ratio = 0;
+    if (transport::decompress(static_cast<transport::Compression>(encoding), payload, unbounded, plain)) {
+      return transport::make_error_code(transport::errc::protocol_error);
+    }
+    logger()->debug("conn={} stream={} a message compressed with {} after HEADERS naming {}: sent uncompressed", id_,
+                    c->id, transport::to_string(static_cast<transport::Compression>(encoding)),
+                    grpc_encoding_name(c->response_encoding));
+    queue_message(*c, plain, false);
+  } else {
+    queue_message(*c, payload, encoding != 0);
+  }
   flush(false);
   return {};
 }

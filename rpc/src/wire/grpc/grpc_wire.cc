@@ -142,6 +142,7 @@ bool is_reserved_header(std::string_view name) noexcept {
   if (name.empty() || name[0] == ':') return true;
   if (name == "content-type" || name == "te" || name == "user-agent" || name == "content-length") return true;
   if (name == "grpc-status-details-bin") return false;  // metadata a handler may set
+  if (name == kKindHeader) return true;
   return name.substr(0, 5) == "grpc-";
 }
 

@@ -47,6 +47,14 @@ inline bool is_binary_key(std::string_view key) noexcept {
 /// Headers of the protocol itself, never metadata: pseudo headers,
 /// content-type, te, user-agent and the grpc-* ones gRPC reserves.
 bool is_reserved_header(std::string_view name) noexcept;
+/// The header a wheelrpc client opens a stream with ("stream"): with its
+/// user-agent, it tells a wheelrpc server which kind of call the client
+/// meant, so that a stream method called as a call (or a call's method
+/// opened as a stream) gets the answer the native wire gives. Reserved:
+/// never a handler's metadata.
+inline constexpr std::string_view kKindHeader = "wheelrpc-kind";
+/// The user-agent a wheelrpc client sends.
+inline constexpr std::string_view kWheelrpcUserAgent = "wheelrpc";
 /// A metadata key gRPC accepts: lower case letters, digits, '-', '_', '.'.
 bool valid_metadata_key(std::string_view key) noexcept;
 
@@ -57,6 +65,19 @@ StatusCode grpc_code_of(Status status) noexcept;
 /// (DEADLINE_EXCEEDED: server_timeout; UNIMPLEMENTED: method_not_found;
 /// RESOURCE_EXHAUSTED: overloaded); the rest stay gRPC codes.
 Status status_of_grpc(int code) noexcept;
+
+/// How a gRPC server answers by default: uncompressed, whatever the request's
+/// grpc-encoding. grpc-encoding says how the request was compressed, not how
+/// the client wants its reply (gRPC has no such header: grpc-accept-encoding
+/// only says what it can decode), and a gRPC server compresses a reply only
+/// when the server or the call asks for it; gRPC's interop client checks it
+/// (client_compressed_unary fails on a compressed reply it did not ask for).
+/// On this wire a reply or a stream's messages are compressed only when
+/// ServerOptions::compression.reply or the handler (ServerContext::
+/// set_compression, ServerStream::set_compression) asks. (The native wire
+/// mirrors the call's algorithm instead: its requests say which one their
+/// reply may use.)
+inline constexpr transport::Compression kGrpcDefaultReplyCompression = transport::Compression::identity;
 
 /// grpc-encoding names: identity, gzip, deflate (the ones gRPC defines and
 /// every implementation decodes). Nothing for others.

@@ -11,7 +11,9 @@
 /// - lz4: one LZ4 frame (lz4frame, not the raw block format). The encoder
 ///   writes the content size, 64 KiB independent blocks and a content
 ///   checksum. The decoder accepts exactly one frame, with or without a
-///   content size, with blocks of up to 1 MiB.
+///   content size, with blocks of any size lz4 defines (64 KiB to 4 MiB: the
+///   lz4 command writes 4 MiB blocks by default); see Memory for the bound
+///   on a frame of 4 MiB blocks.
 /// - gzip: one RFC 1952 member (a multi-member file is refused).
 /// - deflate: one RFC 1950 zlib stream (what gRPC and HTTP call "deflate";
 ///   not raw RFC 1951 data); no preset dictionary.
@@ -23,6 +25,12 @@
 /// decoder's context: zstd ~0.2 MiB (plus a 1 MiB window for a frame
 /// without its content size, freed after the call), lz4 ~0.1 MiB (~2 MiB
 /// during a frame of 1 MiB blocks, freed after the call), zlib ~40 KiB.
+/// The exception is an lz4 frame of 4 MiB blocks: lz4 decodes a block
+/// through a buffer of a block (4 MiB; 4 MiB + 128 KiB for linked blocks)
+/// whenever the output has less room than a block left, and that buffer
+/// counts against `max_output`: such a frame may decode to at most
+/// `max_output` minus its buffer (4 MiB of the default 8 MiB), so the output
+/// and the buffer together stay within `max_output`.
 /// A payload that declares its size (zstd's frame content size, lz4's
 /// content size, gzip's ISIZE trailer) is refused before anything is
 /// decoded when the size passes the cap; a payload that does not is first
@@ -188,14 +196,17 @@ struct DecompressLimits {
 ///   before decoding anything when the payload declares its size; otherwise
 ///   once the decoded count passes the cap. Also a zstd frame without its
 ///   content size whose window is over 1 MiB (our encoder always writes the
-///   size). `why` names the limit and its value:
+///   size), and an lz4 frame of 4 MiB blocks whose output would pass what
+///   `max_output` leaves beside its block buffer (see Memory): "lz4: the
+///   payload declares 5242880 bytes; a frame of 4 MiB blocks decodes through a
+///   4194304-byte block buffer counted against the body limit of 8388608
+///   bytes, which leaves 4194304 bytes for the payload". `why` names the limit and its value:
 ///   "zstd: the payload inflates past the body limit of 8388608 bytes",
 ///   "gzip: the payload declares 1073741824 bytes, over the body limit of 8388608 bytes",
 ///   "deflate: the payload inflates past the ratio limit of 1024:1 (1024 bytes in)".
 /// - errc::corrupt_compression: `in` is not a valid stream of `c`: empty, bad
 ///   magic, a bad checksum, truncated, bytes after the last frame or member,
-///   a size that does not match the declared one, an lz4 frame with blocks
-///   over 1 MiB, a gzip ISIZE beyond deflate's largest ratio (1032:1: a
+///   a size that does not match the declared one, a gzip ISIZE beyond deflate's largest ratio (1032:1: a
 ///   damaged or truncated trailer), a zstd frame of a legacy format or that
 ///   needs a dictionary, a value of `c` that is no Compression. `why` says
 ///   what the library said, e.g. "zstd: Unknown frame descriptor", "lz4:
