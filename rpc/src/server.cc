@@ -33,18 +33,16 @@ Server::Server(asio::any_io_executor ex, timer::Timer& timer, ServerOptions opti
 
 Server::~Server() { stop(); }
 
-void Server::add_service(Service& service) {
-  core_->add_service(service);  // its unary methods (ServerCore knows only those)
-  for (const ServiceStreamMethod& m : service.stream_methods()) core_->handle_stream(m.path, m.handler);
-}
+void Server::add_service(Service& service) { core_->add_service(service); }
 
 const ServiceMethod* Server::service_method(std::string_view path) const { return core_->service_method(path); }
+bool Server::is_stream_method(std::string_view method) const { return core_->is_stream_method(std::string(method)); }
 
 void Server::handle(std::string method, Handler handler, MethodOptions options) {
   core_->handle(std::move(method), std::move(handler), options);
 }
-void Server::handle_stream(std::string method, StreamHandler handler) {
-  core_->handle_stream(std::move(method), std::move(handler));
+void Server::handle_stream(std::string method, StreamHandler handler, MethodOptions options) {
+  core_->handle_stream(std::move(method), std::move(handler), options);
 }
 error_code Server::listen(const asio::ip::tcp::endpoint& endpoint) {
   std::string message;
@@ -67,7 +65,8 @@ void Server::set_online(bool online) { core_->shutdown().set_online(online); }
 ServerState Server::state() const { return core_->shutdown().state(); }
 
 void Server::start_invoke(std::string method, std::string payload, std::chrono::milliseconds timeout,
-                          boost::asio::any_completion_handler<InvokeSignature> handler) {
+                          boost::asio::any_completion_handler<InvokeSignature> handler,
+                          transport::Attachments metadata) {
   auto shared = std::make_shared<boost::asio::any_completion_handler<InvokeSignature>>();
   shared->swap(handler);
   auto ex = core_->executor();
@@ -84,10 +83,10 @@ void Server::start_invoke(std::string method, std::string payload, std::chrono::
                        assoc, [shared, ec, r = std::move(r)]() mutable { std::move (*shared)(ec, std::move(r)); }));
   };
   // Handlers run on the executor, as for a request read from a connection.
-  asio::post(ex,
-             [core = core_, m = std::move(method), p = std::move(payload), timeout, done = std::move(done)]() mutable {
-               core->invoke(std::move(m), std::move(p), {}, timeout, std::move(done));
-             });
+  asio::post(ex, [core = core_, m = std::move(method), p = std::move(payload), a = std::move(metadata), timeout,
+                  done = std::move(done)]() mutable {
+    core->invoke(std::move(m), std::move(p), std::move(a), timeout, std::move(done));
+  });
 }
 
 }  // namespace wheelrpc::rpc

@@ -63,23 +63,24 @@ TEST(Call, BlockingCall) {
 }
 
 TEST(Call, AttachmentsTravelToTheHandler) {
-  RpcFixture fx;
-  fx.server.handle("attach", [](wheelrpc::rpc::Request req, wheelrpc::rpc::Responder r) {
-    // The caller's attachments in order, then the traceparent every call carries.
-    std::string all;
-    for (auto& [k, v] : req.attachments) {
-      all += k;
-      all += '=';
-      if (k == "traceparent") {  // its length: the value is random
-        all += '<';
-        all += std::to_string(v.size());
-        all += '>';
-      } else {
-        all += v;
+  RpcFixture fx({}, {}, 2, [](wheelrpc::rpc::Server& server) {
+    server.handle("attach", [](wheelrpc::rpc::Request req, wheelrpc::rpc::Responder r) {
+      // The caller's attachments in order, then the traceparent every call carries.
+      std::string all;
+      for (auto& [k, v] : req.attachments) {
+        all += k;
+        all += '=';
+        if (k == "traceparent") {  // its length: the value is random
+          all += '<';
+          all += std::to_string(v.size());
+          all += '>';
+        } else {
+          all += v;
+        }
+        all += ';';
       }
-      all += ';';
-    }
-    r.reply(all, {{"reply-key", "reply-value"}});
+      r.reply(all, {{"reply-key", "reply-value"}});
+    });
   });
   CallOptions o;
   o.attachments = {{"trace", "abc"}, {"user", "u1"}};
@@ -194,10 +195,12 @@ TEST(Call, ConcurrentCallsFromManyThreads) {
 }
 
 TEST(Call, HandlerThatDropsItsResponderAnswersServerError) {
-  RpcFixture fx;
-  fx.server.handle("drop", [](wheelrpc::rpc::Request, wheelrpc::rpc::Responder) {});
-  fx.server.handle(
-      "throw", [](wheelrpc::rpc::Request, wheelrpc::rpc::Responder) { throw std::runtime_error("handler exploded"); });
+  RpcFixture fx({}, {}, 2, [](wheelrpc::rpc::Server& server) {
+    server.handle("drop", [](wheelrpc::rpc::Request, wheelrpc::rpc::Responder) {});
+    server.handle("throw", [](wheelrpc::rpc::Request, wheelrpc::rpc::Responder) {
+      throw std::runtime_error("handler exploded");
+    });
+  });
   auto dropped = call(*fx.client, "drop", "");
   EXPECT_EQ(dropped.ec, errc::server_error);
   EXPECT_NE(dropped.response.error_message.find("dropped"), std::string::npos);
@@ -208,15 +211,16 @@ TEST(Call, HandlerThatDropsItsResponderAnswersServerError) {
 }
 
 TEST(Call, HandlerMayReplyLaterFromAnotherThread) {
-  RpcFixture fx;
   std::vector<std::thread> repliers;
   std::mutex mu;
-  fx.server.handle("later", [&](wheelrpc::rpc::Request req, wheelrpc::rpc::Responder r) {
-    std::lock_guard lock(mu);
-    repliers.emplace_back([req = std::move(req), r = std::move(r)]() mutable {
-      EXPECT_TRUE(r.pending());
-      EXPECT_TRUE(r.deadline().has_value());
-      r.reply("later:" + req.payload);
+  RpcFixture fx({}, {}, 2, [&](wheelrpc::rpc::Server& server) {
+    server.handle("later", [&](wheelrpc::rpc::Request req, wheelrpc::rpc::Responder r) {
+      std::lock_guard lock(mu);
+      repliers.emplace_back([req = std::move(req), r = std::move(r)]() mutable {
+        EXPECT_TRUE(r.pending());
+        EXPECT_TRUE(r.deadline().has_value());
+        r.reply("later:" + req.payload);
+      });
     });
   });
   auto out = call(*fx.client, "later", "x");

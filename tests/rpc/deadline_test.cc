@@ -119,18 +119,21 @@ TEST(Deadline, ExpiredDeadlineFailsAtOnceWithoutSending) {
 }
 
 TEST(Deadline, ServerAnswersServerTimeoutAndDropsTheLateResult) {
-  RpcFixture fx;
   std::promise<bool> late_reply_result;
-  fx.server.handle("slow", [&](wheelrpc::rpc::Request, wheelrpc::rpc::Responder r) {
-    auto deadline = r.deadline();
-    ASSERT_TRUE(deadline.has_value());
-    EXPECT_GT(*deadline, Clock::now());
-    auto t = std::make_shared<boost::asio::steady_timer>(fx.threads.io, *deadline + 100ms);
-    t->async_wait([t, &late_reply_result, r = std::move(r)](const error_code&) mutable {
-      EXPECT_TRUE(r.expired());
-      late_reply_result.set_value(r.reply("too late"));
+  boost::asio::io_context* io = nullptr;  // the fixture's, set before any call
+  RpcFixture fx({}, {}, 2, [&](wheelrpc::rpc::Server& server) {
+    server.handle("slow", [&](wheelrpc::rpc::Request, wheelrpc::rpc::Responder r) {
+      auto deadline = r.deadline();
+      ASSERT_TRUE(deadline.has_value());
+      EXPECT_GT(*deadline, Clock::now());
+      auto t = std::make_shared<boost::asio::steady_timer>(*io, *deadline + 100ms);
+      t->async_wait([t, &late_reply_result, r = std::move(r)](const error_code&) mutable {
+        EXPECT_TRUE(r.expired());
+        late_reply_result.set_value(r.reply("too late"));
+      });
     });
   });
+  io = &fx.threads.io;
   // Connected first: a connect slower than 100 ms would time the call out
   // before it was sent, and the handler would never run.
   ASSERT_FALSE(fx.client->call("echo", "warm up").payload.empty());
@@ -315,11 +318,12 @@ TEST(Deadline, NoServerListeningFailsWithUnavailable) {
 }
 
 TEST(Deadline, CallWithoutDeadlineHasNoBudgetOnEitherSide) {
-  RpcFixture fx;
   std::promise<bool> server_saw_deadline;
-  fx.server.handle("probe", [&](wheelrpc::rpc::Request req, wheelrpc::rpc::Responder r) {
-    server_saw_deadline.set_value(req.deadline.has_value() || r.deadline().has_value());
-    r.reply("ok");
+  RpcFixture fx({}, {}, 2, [&](wheelrpc::rpc::Server& server) {
+    server.handle("probe", [&](wheelrpc::rpc::Request req, wheelrpc::rpc::Responder r) {
+      server_saw_deadline.set_value(req.deadline.has_value() || r.deadline().has_value());
+      r.reply("ok");
+    });
   });
   const auto scheduled_before = fx.timer.stats().scheduled;
   auto f = start(*fx.client, "probe", "", with_timeout(CallOptions::kNoDeadline));

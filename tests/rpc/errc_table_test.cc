@@ -50,7 +50,13 @@ TEST(ErrcTable, EachErrcHasItsCodeItsStatusByteAndItsCountedCode) {
       {errc::first_message_timeout, StatusCode::deadline_exceeded, code_byte(StatusCode::deadline_exceeded),
        CallCode::timeout},
       {errc::stream_closed, StatusCode::failed_precondition, code_byte(StatusCode::failed_precondition),
-       CallCode::other},
+       CallCode::stream_misuse},
+      {errc::stream_half_closed, StatusCode::failed_precondition, code_byte(StatusCode::failed_precondition),
+       CallCode::stream_misuse},
+      {errc::read_pending, StatusCode::failed_precondition, code_byte(StatusCode::failed_precondition),
+       CallCode::stream_misuse},
+      {errc::write_pending, StatusCode::failed_precondition, code_byte(StatusCode::failed_precondition),
+       CallCode::stream_misuse},
   };
   for (const Row& r : rows) {
     const auto ec = make_error_code(r.e);
@@ -59,6 +65,8 @@ TEST(ErrcTable, EachErrcHasItsCodeItsStatusByteAndItsCountedCode) {
     EXPECT_EQ(wheelrpc::rpc::error_status(ec), r.wire);
     EXPECT_EQ(wheelrpc::rpc::error_status(r.e), r.wire);
     EXPECT_EQ(wheelrpc::rpc::call_code(ec), r.counted);
+    // The metrics' `code` label is the row's status: no errc counts under another.
+    EXPECT_EQ(wheelrpc::rpc::call_status(r.counted), r.code);
     EXPECT_FALSE(ec.message().empty());
     EXPECT_EQ(ec.message().find("unknown"), std::string::npos);
   }

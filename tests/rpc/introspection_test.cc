@@ -6,11 +6,15 @@
 #include <atomic>
 #include <cstdio>
 #include <future>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include <boost/asio/error.hpp>
 #include <boost/asio/use_future.hpp>
 
+#include <wheelrpc/rpc/status_code.h>
 #include <wheelrpc/rpc/trace.h>
 
 #include "base/lazy_trace.h"
@@ -97,6 +101,67 @@ TEST(MethodMetrics, HistogramSinceGivesTheObservationsBetweenTwoSnapshots) {
   EXPECT_EQ(window.count, 1u);
   EXPECT_NEAR(window.quantile(0.5), 3e-3, 0.75e-3);
   EXPECT_GE(window.max_bound(), 3e-3);
+}
+
+TEST(MethodMetrics, PercentilesAreClampedToTheFastestAndSlowestCall) {
+  // 100 calls of exactly 1.1 ms: one fine bucket, [1.048576, 1.31072) ms.
+  // Interpolating inside it puts p99 near its top (1.31 ms, above every
+  // call) and p1 near its bottom (below every call).
+  MethodCells cells("m");
+  for (int i = 0; i < 100; ++i) cells.completed(CallCode::ok, 1100us);
+  const auto s = cells.snapshot();
+  EXPECT_NEAR(s.max_s, 1.1e-3, 1e-12);
+  EXPECT_NEAR(s.min_s, 1.1e-3, 1e-12);
+  ASSERT_GT(s.latency_fine.quantile(0.99), s.max_s) << "the interpolation this guards against";
+  ASSERT_LT(s.latency_fine.quantile(0.01), s.min_s);
+  EXPECT_DOUBLE_EQ(s.latency_quantile(0.99), s.max_s);
+  EXPECT_DOUBLE_EQ(s.latency_quantile(0.5), 1.1e-3);
+  EXPECT_DOUBLE_EQ(s.latency_quantile(0.01), s.min_s);
+  EXPECT_DOUBLE_EQ(s.latency_fine.quantile(0.99, 0, 1e-3), 1e-3);
+  // Spread calls: the clamp changes nothing inside the range.
+  MethodCells spread("s");
+  for (int i = 1; i <= 100; ++i) spread.completed(CallCode::ok, std::chrono::microseconds(i * 100));
+  const auto t = spread.snapshot();
+  EXPECT_NEAR(t.min_s, 100e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(t.latency_quantile(0.5), t.latency_fine.quantile(0.5));
+  EXPECT_LE(t.latency_quantile(0.99), t.max_s);
+  EXPECT_EQ(MethodCells("empty").snapshot().min_s, 0);
+}
+
+TEST(CallCodes, EachPairsAStatusWithADetailAndTellsTheApplicationsStatusesApart) {
+  using wheelrpc::rpc::call_code;
+  using wheelrpc::rpc::call_code_name;
+  using wheelrpc::rpc::call_status;
+  using wheelrpc::rpc::StatusCode;
+  // Every (status, reason) pair once: the label sets of *_handled_total.
+  std::set<std::pair<StatusCode, std::string_view>> pairs;
+  for (std::size_t i = 0; i < wheelrpc::rpc::kCallCodes; ++i) {
+    const auto c = static_cast<CallCode>(i);
+    EXPECT_TRUE(pairs.emplace(call_status(c), call_code_name(c)).second) << call_code_name(c);
+  }
+  // A status a handler chose counts under that status: UNAUTHENTICATED and
+  // INVALID_ARGUMENT no longer fall together under "other".
+  for (int v = 1; v < wheelrpc::rpc::kStatusCodes; ++v) {
+    const auto code = static_cast<StatusCode>(v);
+    const auto counted = call_code(make_error_code(code));
+    EXPECT_EQ(call_status(counted), code) << v;
+    EXPECT_EQ(call_code_name(counted), "application") << v;
+    EXPECT_EQ(counted, wheelrpc::rpc::application_code(code));
+  }
+  EXPECT_NE(call_code(make_error_code(StatusCode::unauthenticated)),
+            call_code(make_error_code(StatusCode::invalid_argument)));
+  EXPECT_EQ(call_code(error_code{}), CallCode::ok);
+  EXPECT_EQ(call_status(CallCode::ok), StatusCode::ok);
+  EXPECT_EQ(call_code_name(CallCode::ok), "ok");
+  // The framework's own errors keep their detail beside their status.
+  EXPECT_EQ(call_status(call_code(make_error_code(errc::server_timeout))), StatusCode::deadline_exceeded);
+  EXPECT_EQ(call_code_name(call_code(make_error_code(errc::server_timeout))), "server_timeout");
+  EXPECT_EQ(call_code_name(call_code(make_error_code(errc::timeout))), "timeout");
+  EXPECT_EQ(call_code_name(call_code(boost::asio::error::operation_aborted)), "aborted");
+  EXPECT_EQ(call_status(call_code(boost::asio::error::operation_aborted)), StatusCode::cancelled);
+  const error_code foreign = make_error_code(boost::system::errc::io_error);
+  EXPECT_EQ(call_code(foreign), CallCode::other);
+  EXPECT_EQ(call_status(CallCode::other), wheelrpc::rpc::status_code_of(foreign));
 }
 
 TEST(Trace, ParseAndFormatRoundTrip) {
@@ -226,6 +291,132 @@ TEST(Introspection, ClientAndServerCountCallsByMethodAndOutcome) {
   EXPECT_EQ(handled(*find(server, "sleep"), CallCode::server_timeout), 1u);
   EXPECT_EQ(handled(*find(server, "(unknown)"), CallCode::method_not_found), 1u);
   EXPECT_EQ(find(server, "nope"), nullptr) << "unknown method names must not become label sets";
+}
+
+TEST(Introspection, AHandlersStatusIsCountedUnderItsOwnCodeOnBothSides) {
+  RpcFixture fx({}, {}, 2, [](wheelrpc::rpc::Server& s) {
+    s.handle("login", [](wheelrpc::rpc::Request, Responder r) {
+      r.fail(wheelrpc::rpc::StatusCode::unauthenticated, "no token");
+    });
+    s.handle("parse", [](wheelrpc::rpc::Request req, Responder r) {
+      if (req.payload == "errc") {
+        r.fail(errc::bad_request, "refused by the framework's vocabulary");
+      } else {
+        r.fail(wheelrpc::rpc::StatusCode::invalid_argument, "not a number");
+      }
+    });
+  });
+  EXPECT_EQ(wheelrpc::rpc::status_code_of(call(*fx.client, "login", "").ec),
+            wheelrpc::rpc::StatusCode::unauthenticated);
+  EXPECT_EQ(wheelrpc::rpc::status_code_of(call(*fx.client, "parse", "x").ec),
+            wheelrpc::rpc::StatusCode::invalid_argument);
+  EXPECT_EQ(call(*fx.client, "parse", "errc").ec, errc::bad_request);
+  const auto client = fx.client->method_stats();
+  ASSERT_TRUE(find(client, "login") && find(client, "parse"));
+  EXPECT_EQ(handled(*find(client, "login"), CallCode::app_unauthenticated), 1u);
+  EXPECT_EQ(handled(*find(client, "login"), CallCode::other), 0u);
+  EXPECT_EQ(handled(*find(client, "parse"), CallCode::app_invalid_argument), 1u);
+  EXPECT_EQ(handled(*find(client, "parse"), CallCode::bad_request), 1u);
+  ASSERT_TRUE(wheelrpc::test::wait_until(
+      [&] {
+        const auto all = fx.server.method_stats();
+        const auto* p = find(all, "parse");
+        return p && p->calls() == 2;
+      },
+      10s));
+  const auto server = fx.server.method_stats();
+  EXPECT_EQ(handled(*find(server, "login"), CallCode::app_unauthenticated), 1u);
+  EXPECT_EQ(handled(*find(server, "parse"), CallCode::app_invalid_argument), 1u);
+  EXPECT_EQ(handled(*find(server, "parse"), CallCode::bad_request), 1u);
+  EXPECT_EQ(handled(*find(server, "parse"), CallCode::other), 0u);
+}
+
+namespace {
+
+/// Echoes each message; a message "fail" ends the stream INVALID_ARGUMENT.
+struct EchoOrFail : std::enable_shared_from_this<EchoOrFail> {
+  explicit EchoOrFail(wheelrpc::rpc::ServerStream s) : stream(std::move(s)) {}
+  void read() {
+    stream.async_read([self = shared_from_this()](error_code ec, std::optional<std::string> m) {
+      if (ec || !m) {
+        self->stream.finish();
+      } else if (*m == "fail") {
+        self->stream.finish(wheelrpc::rpc::StatusCode::invalid_argument, "no");
+      } else {
+        self->stream.async_write(std::move(*m), [self](error_code werr) {
+          if (!werr) self->read();
+        });
+      }
+    });
+  }
+  wheelrpc::rpc::ServerStream stream;
+};
+
+std::uint64_t ended(const MethodStats& m, std::string_view cause, wheelrpc::rpc::StatusCode code) {
+  for (const auto& e : m.stream_ends) {
+    if (e.cause == cause && e.code == code) return e.count;
+  }
+  return ~std::uint64_t{0};  // not listed
+}
+
+}  // namespace
+
+TEST(Introspection, StreamsAreCountedPerMethodOnBothSides) {
+  using wheelrpc::rpc::StatusCode;
+  RpcFixture fx({}, {}, 2, [](wheelrpc::rpc::Server& s) {
+    s.handle_stream("chat",
+                    [](wheelrpc::rpc::ServerStream st) { std::make_shared<EchoOrFail>(std::move(st))->read(); });
+  });
+  auto open = [&] {
+    auto f = fx.client->async_open_stream("chat", {}, boost::asio::use_future);
+    EXPECT_EQ(f.wait_for(20s), std::future_status::ready);
+    return f.get();
+  };
+  auto a = open();
+  a.async_write("hi", boost::asio::use_future).get();
+  EXPECT_EQ(a.async_read(boost::asio::use_future).get(), std::optional<std::string>("hi"));
+  // Open: the method shows it.
+  auto chat = [](const std::vector<MethodStats>& all) {
+    const auto* m = find(all, "chat");
+    return m ? *m : MethodStats{};
+  };
+  const auto open_client = chat(fx.client->method_stats());
+  EXPECT_EQ(open_client.streams.opened, 1u);
+  EXPECT_EQ(open_client.streams.open, 1u);
+  EXPECT_EQ(open_client.streams.messages_out, 1u);
+  EXPECT_EQ(open_client.streams.messages_in, 1u);
+  const auto open_server = chat(fx.server.method_stats());
+  EXPECT_EQ(open_server.streams.open, 1u);
+  EXPECT_EQ(open_server.streams.messages_in, 1u);
+  EXPECT_EQ(open_server.streams.messages_out, 1u);
+
+  a.async_writes_done(boost::asio::use_future).get();
+  EXPECT_EQ(a.async_read(boost::asio::use_future).get(), std::nullopt);
+  a.async_finish(boost::asio::use_future).get();
+  auto b = open();
+  b.async_write("fail", boost::asio::use_future).get();
+  EXPECT_THROW(b.async_finish(boost::asio::use_future).get(), std::exception);
+
+  ASSERT_TRUE(wheelrpc::test::wait_until(
+      [&] {
+        const auto s = chat(fx.server.method_stats());
+        return s.streams.open == 0 && s.streams.opened == 2;
+      },
+      10s));
+  for (const auto& m : {chat(fx.server.method_stats()), chat(fx.client->method_stats())}) {
+    EXPECT_EQ(m.streams.opened, 2u);
+    EXPECT_EQ(m.streams.open, 0u);
+    EXPECT_EQ(m.streams.ends.ok, 1u);
+    EXPECT_EQ(m.streams.ends.error, 1u);
+    // By cause and status: the handler's INVALID_ARGUMENT, beside the usual codes at zero.
+    EXPECT_EQ(ended(m, "ok", StatusCode::ok), 1u);
+    EXPECT_EQ(ended(m, "error", StatusCode::invalid_argument), 1u);
+    EXPECT_EQ(ended(m, "error", StatusCode::unknown), 0u);
+    EXPECT_EQ(ended(m, "message_idle", StatusCode::deadline_exceeded), 0u);
+    EXPECT_EQ(ended(m, "refused", StatusCode::unavailable), 0u);
+  }
+  // The side's totals still count every stream.
+  EXPECT_EQ(fx.server.stats().streams.opened, 2u);
 }
 
 TEST(Introspection, RecentTimeoutsNameThePhaseAndOneTraceIdOnBothSides) {

@@ -65,6 +65,13 @@ struct ManualStreams {
     });
     // Never reads: what the write-stall timer watches.
     server.handle_stream("deaf", [this](ServerStream s) { held.push_back(std::move(s)); });
+    // Reads two messages (their credit goes back), then stops reading.
+    server.handle_stream("two", [this](ServerStream s) {
+      held.push_back(s);
+      s.async_read([s](boost::system::error_code, std::optional<std::string>) mutable {
+        s.async_read([](boost::system::error_code, std::optional<std::string>) {});
+      });
+    });
     if (auto ec = server.listen(wheelrpc::test::loopback0())) throw boost::system::system_error(ec);
     co.clock = &manual.clock;
     client.emplace(client_io.io.get_executor(), manual.timer,
@@ -236,7 +243,31 @@ TEST(StreamTimers, WriteStallFiresWhenThePeerGrantsNoCredit) {
   EXPECT_EQ(ec, errc::write_stall) << message;
   EXPECT_TRUE(contains(message, "write-stall timeout after 100 ms")) << message;
   EXPECT_TRUE(contains(message, "1 messages sent")) << message;
+  EXPECT_TRUE(contains(message, "none came since the stream opened (the peer reads nothing)")) << message;
   EXPECT_EQ(s.info().timer, StreamTimer::write_stall);
+}
+
+TEST(StreamTimers, WriteStallSaysWhenThePeerWasReadingOnlySlowerThanTheTimer) {
+  ServerOptions so;
+  so.streams.window = 4096;
+  ManualStreams fx(so);
+  CallOptions o;
+  o.stall_timeout = 100ms;
+  auto s = fx.open("two", o);
+  // Each message costs 1027 of the 4096 window: three go, the fourth waits
+  // until the server read two (their 2054 bytes of credit come back), the
+  // fifth goes too, and the sixth waits for credit that never comes.
+  for (int i = 0; i < 5; ++i) {
+    auto w = s.async_write(std::string(1000, 'a'), asio::use_future);
+    ASSERT_EQ(w.wait_for(30s), std::future_status::ready) << "write " << i;
+    w.get();
+  }
+  auto waiting = s.async_write(std::string(1000, 'a'), asio::use_future);
+  fx.advance(100ms);
+  auto [ec, message] = outcome(waiting);
+  EXPECT_EQ(ec, errc::write_stall) << message;
+  EXPECT_TRUE(contains(message, "the last credit came")) << message;
+  EXPECT_TRUE(contains(message, "slower than this timer allows, or stopped reading")) << message;
 }
 
 TEST(StreamTimers, ServerMessageIdleFreesWhatAnIdleClientHolds) {

@@ -459,20 +459,22 @@ TEST(TypedStream, ADefaultTypedStreamFailsEveryOperationWithStreamClosed) {
   EXPECT_FALSE(server_none.cancelled());
 }
 
-TEST(TypedStream, StreamMethodsHaveNoMethodOptions) {
+TEST(TypedStream, StreamMethodsTakeMethodOptions) {
   CoroutineProbe probe;
   EXPECT_EQ(probe.stream_methods().size(), 7u);
   EXPECT_TRUE(probe.methods().empty());
   EXPECT_EQ(probe.stream_methods()[0].path, "/typedstream.StreamProbe/Chat");
   EXPECT_EQ(probe.stream_methods()[1].kind, MethodKind::server_streaming);
   EXPECT_EQ(probe.stream_methods()[2].reply_type, "typedstream.Total");
+  wheelrpc::rpc::MethodOptions mo;
+  mo.max_concurrency = 4;
+  probe.set_method_options("Chat", mo);
+  EXPECT_EQ(probe.stream_methods()[0].options.max_concurrency, 4u);
   try {
-    probe.set_method_options("Chat", {});
+    probe.set_method_options("Nope", {});
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("'Chat' of service typedstream.StreamProbe is a streaming method"),
-              std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("has no method 'Nope'"), std::string::npos) << e.what();
   }
 }
 
@@ -528,7 +530,7 @@ TEST(TypedStreamPolicy, TheCallsMessageTimeoutBeatsTheIdls) {
   EXPECT_LT(elapsed, std::chrono::seconds(20));
 }
 
-TEST(TypedStreamPolicy, TheIdlStreamTimeoutIsTheHandlersDeadlineUnlessTheCallSetsOne) {
+TEST(TypedStreamPolicy, TheIdlStreamTimeoutBoundsTheHandlersDeadlineWhateverTheCallSets) {
   StreamFixture fx;
   Stub stub(*fx.client);
   auto total_with = [&](CallOptions o) {
@@ -551,9 +553,14 @@ TEST(TypedStreamPolicy, TheIdlStreamTimeoutIsTheHandlersDeadlineUnlessTheCallSet
   EXPECT_LE(idl.scope_deadline_ms(), 30'000);
   EXPECT_EQ(idl.trace_id().size(), 32u);
   EXPECT_EQ(idl.scope_trace_id(), idl.trace_id());
+  // A longer one set at the call: the server still holds the stream to the
+  // IDL's (docs/timeouts.md, "The server's side"); a shorter one is the call's.
   CallOptions longer;
   longer.stream_timeout = std::chrono::seconds(120);
-  EXPECT_GT(total_with(longer).deadline_ms(), 60'000);
+  EXPECT_LE(total_with(longer).deadline_ms(), 30'000);
+  CallOptions shorter;
+  shorter.stream_timeout = std::chrono::seconds(10);
+  EXPECT_LE(total_with(shorter).deadline_ms(), 10'000);
 }
 
 // ---------------------------------------------------------------- a reply that does not parse

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <mutex>
 #include <thread>
@@ -353,10 +354,15 @@ TEST(TypedPolicy, CallBeatsIdlBeatsClientDefault) {
   const auto idl = wait(stub.async_Budgeted(text("b"), asio::use_future)).remaining_ms();
   EXPECT_GT(idl, 0);
   EXPECT_LE(idl, 3000);
-  // A timeout given at the call beats the IDL.
+  // A timeout given at the call beats the IDL on the client, but the
+  // server holds the method to its IDL timeout: the earlier one wins there.
   CallOptions o;
   o.timeout = std::chrono::seconds(20);
-  EXPECT_GT(wait(stub.async_Budgeted(text("c"), o, asio::use_future)).remaining_ms(), 10'000);
+  EXPECT_LE(wait(stub.async_Budgeted(text("c"), o, asio::use_future)).remaining_ms(), 3000);
+  o.timeout = std::chrono::milliseconds(1000);
+  const auto shorter = wait(stub.async_Budgeted(text("d"), o, asio::use_future)).remaining_ms();
+  EXPECT_GT(shorter, 0);
+  EXPECT_LE(shorter, 1000);
 }
 
 TEST(TypedPolicy, FillPolicyTakesOnlyWhatTheCallLeftAlone) {
@@ -438,3 +444,61 @@ TEST(TypedPolicy, TheGeneratedTraitsCarryTheIdlOption) {
 }
 
 }  // namespace
+
+// The IDL's timeout binds the server too (docs/timeouts.md, "The server's
+// side"): a caller with no deadline, or a later one, gets the method's.
+TEST(TypedPolicy, TheIdlTimeoutIsTheServersDeadlineForACallerWithoutOneOrWithALaterOne) {
+  for (auto wire : {wheelrpc::rpc::WireProtocol::native, wheelrpc::rpc::WireProtocol::grpc}) {
+    SCOPED_TRACE(wire == wheelrpc::rpc::WireProtocol::grpc ? "grpc" : "native");
+    ClientOptions copts;
+    copts.protocol = wire;  // on gRPC a call without a deadline sends no grpc-timeout, as a foreign client's
+    TypedFixture fx(false, copts);
+    EchoRequest req = text("bounded");
+    std::string body;
+    req.SerializeToString(&body);
+    for (auto budget : {CallOptions::kNoDeadline, std::chrono::milliseconds(60000)}) {
+      CallOptions o;
+      o.timeout = budget;  // an untyped call: the stub's IDL policy is not applied on the client
+      auto out = wheelrpc::test::call_and_wait(*fx.client, "/typedtest.Probe/Budgeted", body, o);
+      ASSERT_FALSE(out.ec) << out.response.error_message;
+      EchoReply reply;
+      ASSERT_TRUE(reply.ParseFromString(out.response.payload));
+      EXPECT_GT(reply.remaining_ms(), 0);
+      EXPECT_LE(reply.remaining_ms(), 3000) << "the handler's deadline is the IDL's 3000 ms";
+    }
+    // A caller's earlier deadline stays its own.
+    CallOptions early;
+    early.timeout = std::chrono::milliseconds(1500);
+    auto out = wheelrpc::test::call_and_wait(*fx.client, "/typedtest.Probe/Budgeted", body, early);
+    ASSERT_FALSE(out.ec) << out.response.error_message;
+    EchoReply reply;
+    ASSERT_TRUE(reply.ParseFromString(out.response.payload));
+    EXPECT_LE(reply.remaining_ms(), 1500);
+  }
+}
+
+TEST(TypedService, AServiceRegisteredTwiceIsRefusedNamingWhatIsTaken) {
+  timer::HashedWheelTimer timer;
+  IoThreads threads;
+  ProbeImpl impl;
+  CallbackProbeImpl other;
+  Server server(threads.io.get_executor(), timer);
+  server.add_service(impl);
+  try {
+    server.add_service(other);  // the same paths
+    ADD_FAILURE() << "a second service with the same methods was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'/typedtest.Probe/Echo'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("registered already"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(server.add_service(impl), std::invalid_argument);
+  ASSERT_FALSE(server.listen({asio::ip::make_address("127.0.0.1"), 0}));
+  try {
+    server.add_service(impl);
+    ADD_FAILURE() << "add_service after listen was accepted";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("after listen()"), std::string::npos) << e.what();
+  }
+  server.stop();
+  threads.stop();
+}

@@ -5,23 +5,52 @@
 
 namespace wheelrpc::rpc {
 
+namespace {
+
+// Per CallCode: its reason label and its status. The application's codes
+// follow StatusCode's order from CANCELLED, and their reason is one word.
+struct CallCodeRow {
+  std::string_view reason;
+  StatusCode status;
+};
+constexpr std::size_t kFirstApp = static_cast<std::size_t>(CallCode::app_cancelled);
+constexpr CallCodeRow kFramework[kFirstApp] = {
+    {"ok", StatusCode::ok},
+    {"timeout", StatusCode::deadline_exceeded},
+    {"server_timeout", StatusCode::deadline_exceeded},
+    {"connection_lost", StatusCode::unavailable},
+    {"unavailable", StatusCode::unavailable},
+    {"method_not_found", StatusCode::unimplemented},
+    {"bad_request", StatusCode::invalid_argument},
+    {"server_error", StatusCode::unknown},
+    {"cancelled", StatusCode::cancelled},
+    {"too_many_pending", StatusCode::resource_exhausted},
+    {"resource_exhausted", StatusCode::resource_exhausted},
+    {"aborted", StatusCode::cancelled},
+    {"other", StatusCode::unknown},
+    {"stream_misuse", StatusCode::failed_precondition},
+};
+static_assert(kFirstApp + kStatusCodes - 1 == kCallCodes, "one application code per StatusCode but OK");
+static_assert(static_cast<std::size_t>(CallCode::app_unauthenticated) == kCallCodes - 1);
+
+}  // namespace
+
 std::string_view call_code_name(CallCode code) noexcept {
-  switch (code) {
-    case CallCode::ok: return "ok";
-    case CallCode::timeout: return "timeout";
-    case CallCode::server_timeout: return "server_timeout";
-    case CallCode::connection_lost: return "connection_lost";
-    case CallCode::unavailable: return "unavailable";
-    case CallCode::method_not_found: return "method_not_found";
-    case CallCode::bad_request: return "bad_request";
-    case CallCode::server_error: return "server_error";
-    case CallCode::cancelled: return "cancelled";
-    case CallCode::too_many_pending: return "too_many_pending";
-    case CallCode::resource_exhausted: return "resource_exhausted";
-    case CallCode::aborted: return "aborted";
-    case CallCode::other: break;
-  }
-  return "other";
+  const auto i = static_cast<std::size_t>(code);
+  if (i < kFirstApp) return kFramework[i].reason;
+  return i < kCallCodes ? std::string_view("application") : std::string_view("other");
+}
+
+StatusCode call_status(CallCode code) noexcept {
+  const auto i = static_cast<std::size_t>(code);
+  if (i < kFirstApp) return kFramework[i].status;
+  return i < kCallCodes ? static_cast<StatusCode>(i - kFirstApp + 1) : StatusCode::unknown;
+}
+
+CallCode application_code(StatusCode code) noexcept {
+  const int v = static_cast<int>(code);
+  if (v <= 0 || v >= kStatusCodes) return v == 0 ? CallCode::ok : CallCode::app_unknown;
+  return static_cast<CallCode>(kFirstApp + static_cast<std::size_t>(v) - 1);
 }
 
 std::string_view timeout_phase_name(TimeoutPhase phase) noexcept {
@@ -71,6 +100,12 @@ double LatencyHistogram::quantile(double q) const noexcept {
     }
   }
   return bounds.empty() ? 0 : bounds.back();
+}
+
+double LatencyHistogram::quantile(double q, double lo, double hi) const noexcept {
+  const double v = quantile(q);
+  if (count == 0 || hi < lo) return v;
+  return std::clamp(v, lo, hi);
 }
 
 double LatencyHistogram::max_bound() const noexcept {

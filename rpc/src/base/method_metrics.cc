@@ -66,6 +66,10 @@ void MethodCells::completed(CallCode code, std::chrono::nanoseconds latency) noe
   auto max = max_ns_.load(std::memory_order_relaxed);
   while (ns > max && !max_ns_.compare_exchange_weak(max, ns, std::memory_order_relaxed)) {
   }
+  // Both extremes settle after the first few calls: then each is one load.
+  auto min = min_ns_.load(std::memory_order_relaxed);
+  while (ns < min && !min_ns_.compare_exchange_weak(min, ns, std::memory_order_relaxed)) {
+  }
 }
 
 MethodStats MethodCells::snapshot() const {
@@ -75,7 +79,26 @@ MethodStats MethodCells::snapshot() const {
   out.latency.counts.assign(kCoarse, 0);
   out.latency_fine.bounds = bounds().fine;
   out.latency_fine.counts.assign(kFine, 0);
-  std::uint64_t started = 0, sum_ns = 0;
+  std::uint64_t started = 0, sum_ns = 0, streams_ended = 0;
+  // Stream ends before starts, as calls: a stream seen ended is seen opened.
+  for (std::size_t c = 0; c < kStreamEndKinds; ++c) {
+    const auto cause = static_cast<StreamEnd>(c);
+    const auto usual = static_cast<std::size_t>(usual_status(cause));
+    std::uint64_t by_cause = 0;
+    const std::size_t first = out.stream_ends.size();
+    for (std::size_t v = 0; v < static_cast<std::size_t>(kStatusCodes); ++v) {
+      const auto n = stream_ends_[c][v].load(std::memory_order_acquire);
+      by_cause += n;
+      if (v == usual) {
+        out.stream_ends.insert(out.stream_ends.begin() + static_cast<std::ptrdiff_t>(first),
+                               {to_label(cause), static_cast<StatusCode>(v), n});
+      } else if (n != 0) {
+        out.stream_ends.push_back({to_label(cause), static_cast<StatusCode>(v), n});
+      }
+    }
+    count_of(out.streams.ends, cause) = by_cause;
+    streams_ended += by_cause;
+  }
   for (const Shard& s : shards_) {
     // Completions first, then starts: a call racing with the snapshot is
     // seen started if seen completed, so in flight never goes negative.
@@ -92,13 +115,21 @@ MethodStats MethodCells::snapshot() const {
       t.bytes += s.traffic[d][2].load(std::memory_order_relaxed);
       t.wire_bytes += s.traffic[d][3].load(std::memory_order_relaxed);
     }
+    out.streams.messages_out += s.stream_messages[static_cast<int>(Direction::sent)].load(std::memory_order_relaxed);
+    out.streams.messages_in += s.stream_messages[static_cast<int>(Direction::received)].load(std::memory_order_relaxed);
   }
-  for (const Shard& s : shards_) started += s.started.load(std::memory_order_acquire);
+  for (const Shard& s : shards_) {
+    started += s.started.load(std::memory_order_acquire);
+    out.streams.opened += s.stream_opened.load(std::memory_order_acquire);
+  }
+  out.streams.open = out.streams.opened - std::min(out.streams.opened, streams_ended);
   for (auto c : out.latency.counts) out.latency.count += c;
   for (auto c : out.latency_fine.counts) out.latency_fine.count += c;
   out.latency.sum = out.latency_fine.sum = static_cast<double>(sum_ns) / 1e9;
   out.in_flight = std::max<std::int64_t>(0, static_cast<std::int64_t>(started - std::min(started, out.calls())));
   out.max_s = static_cast<double>(max_ns_.load(std::memory_order_relaxed)) / 1e9;
+  const auto min_ns = min_ns_.load(std::memory_order_relaxed);
+  out.min_s = min_ns == ~std::uint64_t{0} ? 0 : static_cast<double>(min_ns) / 1e9;
   return out;
 }
 

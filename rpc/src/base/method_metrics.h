@@ -17,8 +17,11 @@
 
 #include <wheelrpc/common/mutex.h>
 #include <wheelrpc/rpc/introspection.h>
+#include <wheelrpc/rpc/status_code.h>
 
 #include <wheelrpc/common/thread_slot.h>
+
+#include "base/stream_end.h"
 
 namespace wheelrpc::transport {
 class Channel;
@@ -63,6 +66,29 @@ class MethodCells {
     common::add_in_slot(t[3], wire, slot);
   }
 
+  // ---- the method's streams (StreamCore counts them beside the side's StreamCounters)
+  /// One of its streams started (made: a client's open attempt, a server's accepted OPEN).
+  void stream_opened() noexcept {
+    const std::size_t slot = common::thread_slot();
+    common::add_in_slot(shards_[slot].stream_opened, 1, slot);
+  }
+  /// A stream message: payload() plus the count of the stream's messages that way.
+  void stream_message(Direction d, std::size_t bytes, std::size_t wire, bool compressed) noexcept {
+    payload(d, bytes, wire, compressed);
+    const std::size_t slot = common::thread_slot();
+    common::add_in_slot(shards_[slot].stream_messages[static_cast<int>(d)], 1, slot);
+  }
+  /// One of its streams ended, by `cause`, with `code` (status_code_of its
+  /// error). Once per stream; streams end far less often than calls do, so
+  /// these cells are shared, not per thread.
+  void stream_ended(StreamEnd cause, StatusCode code) noexcept {
+    const auto c = static_cast<std::size_t>(cause);
+    const auto v = static_cast<std::size_t>(code);
+    if (c < kStreamEndKinds && v < static_cast<std::size_t>(kStatusCodes)) {
+      stream_ends_[c][v].fetch_add(1, std::memory_order_release);
+    }
+  }
+
   MethodStats snapshot() const;
 
   /// Bucket of `ns` among the fine buckets, and their upper bounds (ns).
@@ -80,11 +106,15 @@ class MethodCells {
     std::atomic<std::uint64_t> fine[kFine]{};
     // Per Direction: messages, compressed, bytes, wire bytes (PayloadTraffic).
     std::atomic<std::uint64_t> traffic[2][4]{};
+    std::atomic<std::uint64_t> stream_opened{0};
+    std::atomic<std::uint64_t> stream_messages[2]{};  // per Direction
   };
 
   const std::string name_;
   Shard shards_[kShards];
   std::atomic<std::uint64_t> max_ns_{0};
+  std::atomic<std::uint64_t> min_ns_{~std::uint64_t{0}};  // none yet
+  std::atomic<std::uint64_t> stream_ends_[kStreamEndKinds][kStatusCodes]{};
 };
 
 /// The methods of one Client or Server. Cells are created on first use (or

@@ -5,6 +5,8 @@
 #include "server/admission.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
@@ -24,18 +26,23 @@ const char* limit_kind(const ConcurrencyLimit& limit) {
 }  // namespace
 
 Admission::Admission(ServerHost& host, const ServerOptions& options, const ServerShutdown& shutdown,
-                     MethodTable& methods, std::chrono::steady_clock::time_point now)
+                     MethodTable& methods, const StreamMethods& streams, std::chrono::steady_clock::time_point now)
     : host_(host),
       options_(options),
       shutdown_(shutdown),
       methods_(methods),
+      streams_(streams),
       limiter_(options.overload.max_concurrency, now) {
   if (options_.metrics) unknown_cells_ = &methods_.get("(unknown)");
 }
 
 void Admission::add_method(std::string name, Server::Handler handler, MethodOptions options) {
   MethodCells* cells = options_.metrics ? &methods_.get(name) : nullptr;
-  ServerMethod m{std::move(handler), cells, options.max_concurrency, nullptr, nullptr};
+  if (options.timeout.count() < 0) {
+    throw std::invalid_argument("MethodOptions::timeout of '" + name + "' must be 0 (none) or positive, got " +
+                                std::to_string(options.timeout.count()) + " ms");
+  }
+  ServerMethod m{std::move(handler), cells, options.max_concurrency, options.timeout, nullptr, nullptr};
   if (m.max_concurrency > 0) m.running = std::make_unique<std::atomic<std::size_t>>(0);
   if (options_.handler_executor) m.service_ns = std::make_unique<std::atomic<std::int64_t>>(0);
   handlers_[std::move(name)] = std::move(m);
@@ -58,7 +65,17 @@ const ServerMethod* Admission::admit(ReplySlot& slot, Origin origin) {
   if (shutdown_.offline()) {
     return refuse(slot, refused_offline_, Status::shutting_down, "server offline: '" + slot.method + "' not processed");
   }
-  if (!method) return refuse(slot, method_not_found_, Status::method_not_found, "no method '" + slot.method + "'");
+  if (!method) [[unlikely]] {
+    if (const StreamMethod* stream = streams_.find(slot.method)) {
+      return refuse(slot, method_not_found_, Status::method_not_found, called_as_call(slot.method, stream->kind));
+    }
+    return refuse(slot, method_not_found_, Status::method_not_found, "no method '" + slot.method + "'");
+  }
+  // The method's own timeout bounds a caller that set none, or a later deadline.
+  if (method->timeout.count() != 0) [[unlikely]] {
+    const auto bound = slot.received + method->timeout;
+    if (!slot.deadline || bound < *slot.deadline) slot.deadline = bound;
+  }
   // Only a request read from a connection may have waited (behind the
   // handlers of the frames before it in the same read) before it got here.
   if (origin == Origin::channel && options_.overload.deadline_admission && slot.deadline && shed_if_spent(slot)) {
@@ -128,6 +145,15 @@ bool Admission::admit_under_limit(ReplySlot& slot) {
                            limiter_.limit(), limit_kind(options_.overload.max_concurrency), slot.method),
                {}, ServerHost::Answer::server);
   return false;
+}
+
+std::optional<std::string> Admission::stream_overloaded(const std::string& method) {
+  if (!limiter_.enabled() || limiter_.in_flight() < limiter_.limit()) return std::nullopt;
+  refused_overloaded_.fetch_add(1, std::memory_order_relaxed);
+  return fmt::format(
+      "the server is at its concurrency limit of {} requests at once ({}, "
+      "ServerOptions::overload.max_concurrency): stream '{}' not opened",
+      limiter_.limit(), limit_kind(options_.overload.max_concurrency), method);
 }
 
 void Admission::release_limit(const ReplySlot& slot) {

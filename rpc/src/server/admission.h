@@ -19,6 +19,7 @@
 #include "base/method_metrics.h"
 #include "server/reply_slot.h"
 #include "server/server_method.h"
+#include "server/stream_methods.h"
 
 namespace wheelrpc::rpc::detail {
 
@@ -32,16 +33,26 @@ class ServerShutdown;
 /// listening. The rest is thread-safe (atomics; the limiter's own state).
 class Admission {
  public:
+  /// `streams`: the server's stream methods, for the answer to a stream
+  /// method called as a call.
   Admission(ServerHost& host, const ServerOptions& options, const ServerShutdown& shutdown, MethodTable& methods,
-            std::chrono::steady_clock::time_point now);
+            const StreamMethods& streams, std::chrono::steady_clock::time_point now);
 
   /// Registers (or replaces) `name`'s handler. Before listening.
   void add_method(std::string name, Server::Handler handler, MethodOptions options);
+  /// Whether `name` is a method (a call's; not a stream's). Once listening, any thread.
+  bool has_method(const std::string& name) const { return handlers_.count(name) != 0; }
+  /// A stream's opening meets the server-wide overload controls: nothing
+  /// when it may open, else why not (the server at its concurrency limit).
+  /// It holds no place under the limit (ServerStreamOptions::max_open).
+  std::optional<std::string> stream_overloaded(const std::string& method);
 
   /// The refusal ladder, in order: shutting down (or, for an in-process
-  /// call, not listening), offline, no such method, deadline already spent
+  /// call, not listening), offline, no such method (a stream method's
+  /// answer names its kind), deadline already spent
   /// (deadline_admission; requests read from a connection), the method's
-  /// max_concurrency, the server's max_concurrency. Counts the request as
+  /// max_concurrency, the server's max_concurrency. MethodOptions::timeout
+  /// becomes the slot's deadline when it had none, or an earlier one. Counts the request as
   /// started in its method's metrics either way. Returns the method to run,
   /// or null once the request was answered with its refusal. `slot` is set up
   /// (method, receipt time, deadline) and not yet shared.
@@ -91,6 +102,7 @@ class Admission {
   const ServerOptions& options_;
   const ServerShutdown& shutdown_;
   MethodTable& methods_;
+  const StreamMethods& streams_;
   MethodCells* unknown_cells_ = nullptr;                    // "(unknown)": requests for methods with no handler
   std::unordered_map<std::string, ServerMethod> handlers_;  // fixed once listening
   ConcurrencyLimiter limiter_;

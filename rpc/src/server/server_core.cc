@@ -76,7 +76,7 @@ ServerCore::ServerCore(boost::asio::any_io_executor ex, timer::Timer& timer, Ser
       options_(std::move(options)),
       wire_settings_(wire_settings_for(options_)),
       make_wire_(make_wire),
-      admission_(*this, options_, shutdown_, methods_, now()),
+      admission_(*this, options_, shutdown_, methods_, stream_methods_, now()),
       local_context_(new ServerConnContext) {
   if (options_.return_memory) memory_return_ = std::make_shared<MemoryReturn>(ex_, timer_, timer_work_);
   if (options_.tls.enabled) tls_ = transport::TlsContext::make(options_.tls, transport::TlsRole::server);
@@ -85,6 +85,7 @@ ServerCore::ServerCore(boost::asio::any_io_executor ex, timer::Timer& timer, Ser
 // ---------------------------------------------------------------- listening and connections
 
 error_code ServerCore::listen(const asio::ip::tcp::endpoint& endpoint, std::string& message) {
+  listened_.store(true, std::memory_order_release);  // the method tables are fixed from here on
   auto acceptor = transport::Acceptor::create(ex_, [weak = weak_from_this()](asio::ip::tcp::socket s) {
     if (auto self = weak.lock()) self->on_accept(std::move(s));
   });
@@ -256,20 +257,6 @@ void ServerCore::invoke(std::string method, std::string payload, transport::Atta
   Request req{std::move(method), std::move(payload), std::move(attachments), slot->deadline, "local"};
   if (!admission_.dispatch(*m, req, slot, 0)) run_handler(*m, std::move(req), std::move(slot), 0);
   if (keep) arm_deadline(std::move(keep));
-}
-
-void ServerCore::add_service(const Service& service) {
-  for (const ServiceMethod& m : service.methods()) {
-    handle(m.path, m.handler, m.options);
-    common::LockGuard lock(mu_);
-    service_methods_[m.path] = &m;
-  }
-}
-
-const ServiceMethod* ServerCore::service_method(std::string_view path) const {
-  common::LockGuard lock(mu_);
-  auto it = service_methods_.find(std::string(path));
-  return it == service_methods_.end() ? nullptr : it->second;
 }
 
 void ServerCore::run_handler(const ServerMethod& method, Request req, ReplySlotPtr slot, std::uint64_t conn_id) {

@@ -47,6 +47,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -74,6 +75,7 @@
 #include "server/server_host.h"
 #include "server/server_liveness.h"
 #include "server/server_shutdown.h"
+#include "server/stream_methods.h"
 #include "stream/stream_counters.h"
 #include "wire/server_events.h"
 #include "wire/server_wire_factory.h"
@@ -81,6 +83,8 @@
 #include "wire/stream_open.h"
 
 namespace wheelrpc::rpc::detail {
+
+class StreamCore;
 
 /// The engine behind Server: the ServerEvents its connections' wires report
 /// to, and the ServerHost its parts (admission, interception, shutdown)
@@ -91,14 +95,12 @@ class ServerCore final : public ServerHost, public ServerEvents, public std::ena
   /// native protocol, handing HTTP/2 clients to gRPC).
   ServerCore(boost::asio::any_io_executor ex, timer::Timer& timer, ServerOptions options, ServerWireFactory make_wire);
 
-  /// Registers `method`. Before listening.
-  void handle(std::string method, Server::Handler handler, MethodOptions options) {
-    admission_.add_method(std::move(method), std::move(handler), options);
-  }
-  /// Registers a stream method (Server::handle_stream). Before listening.
-  void handle_stream(std::string method, StreamHandler handler) {
-    stream_handlers_[std::move(method)] = std::move(handler);
-  }
+  /// Registers `method` (Server::handle). Before listening: after, throws std::logic_error.
+  void handle(std::string method, Server::Handler handler, MethodOptions options);
+  /// Registers a stream method (Server::handle_stream); `kind` when a typed
+  /// service says. Before listening, like handle().
+  void handle_stream(std::string method, StreamHandler handler, MethodOptions options,
+                     std::optional<MethodKind> kind = std::nullopt);
   /// A client's OPEN (its connection's strand): admitted and accepted, the
   /// handler started; or refused with a status.
   /// `wire`: the connection's protocol when it is not the native one (the
@@ -106,12 +108,14 @@ class ServerCore final : public ServerHost, public ServerEvents, public std::ena
   void on_stream_open(ServerTransport& conn, StreamOpenRequest& open, const ConnContextPtr& context) override;
   /// Whether `method` is a stream method (Server::handle_stream). Any thread
   /// once listening.
-  bool is_stream_method(const std::string& method) const override { return stream_handlers_.count(method) != 0; }
+  bool is_stream_method(const std::string& method) const override { return stream_methods_.contains(method); }
+  std::optional<std::string> kind_mismatch(const std::string& method, bool as_stream) const override;
   /// A graceful shutdown began: each connection whose protocol says so
   /// (gRPC's GOAWAY) tells its client. Any thread.
   void announce_drain() override;
   void count_unknown_stream_frame() override { unknown_stream_frames_.fetch_add(1, std::memory_order_relaxed); }
-  /// Registers every method of `service` (Server::add_service). Before listening.
+  /// Registers every method of `service` (Server::add_service): none if
+  /// one of them is registered already (std::invalid_argument). Before listening.
   void add_service(const Service& service);
   /// The typed method under `path`, or nullptr. Any thread.
   const ServiceMethod* service_method(std::string_view path) const;
@@ -247,6 +251,7 @@ class ServerCore final : public ServerHost, public ServerEvents, public std::ena
   MethodTable methods_;
   TimeoutLog timeout_log_;
   ServerShutdown shutdown_{*this};
+  StreamMethods stream_methods_{options_.streams.max_open};  // fixed once listening
   Admission admission_;
   ServerLiveness liveness_{options_};  // its task pointers under mu_
   ConnContextPtr local_context_;       // the context of in-process calls (invoke)
@@ -264,9 +269,14 @@ class ServerCore final : public ServerHost, public ServerEvents, public std::ena
   // Typed methods by wire path (Server::add_service), for the gateway.
   std::unordered_map<std::string, const ServiceMethod*> service_methods_ WHEELRPC_GUARDED_BY(mu_);
 
-  // Streams (stream_core.h): handlers by method (fixed once listening), counters.
-  std::unordered_map<std::string, StreamHandler> stream_handlers_;
+  // Streams (stream_core.h): counters.
   StreamCounters streams_;
+  /// A stream passed its interceptors (or had none): its opening answered,
+  /// its handler started (on the stream's executor, or posted there).
+  static void accept_stream(ServerHost& host, const std::shared_ptr<StreamCore>& stream, const StreamMethod& method);
+  /// Throws std::logic_error once listen() was called ("`what` after listen()").
+  void check_registration_open(const char* what) const;
+  std::atomic<bool> listened_{false};  // listen() was called: registration is closed
   std::atomic<std::uint64_t> streams_refused_{0}, unknown_stream_frames_{0};
   /// A stream ended: a graceful shutdown may be done.
   static void on_stream_end(const void* core);

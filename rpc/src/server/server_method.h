@@ -3,6 +3,7 @@
 // request came from. Shared by admission, the interceptors and the engine.
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -18,7 +19,8 @@ namespace wheelrpc::rpc::detail {
 struct ServerMethod {
   Server::Handler handler;
   MethodCells* cells = nullptr;
-  std::size_t max_concurrency = 0;  // 0: no limit
+  std::size_t max_concurrency = 0;       // 0: no limit
+  std::chrono::milliseconds timeout{0};  // MethodOptions::timeout; 0: none
   // Calls running now, counted only under a limit (shared by the threads
   // that run the method: the price of the limit).
   std::unique_ptr<std::atomic<std::size_t>> running;

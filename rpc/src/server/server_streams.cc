@@ -12,6 +12,7 @@
 
 #include "base/log.h"
 #include "server/server_core.h"
+#include "server/stream_interception.h"
 #include "stream/stream_core.h"
 #include "wire/stream_open.h"
 
@@ -30,21 +31,39 @@ void ServerCore::on_stream_open(ServerTransport& conn, StreamOpenRequest& open, 
     logger()->debug("conn={} stream '{}' refused: {}", conn.id(), open.method, message);
     open.wire->send_open_answer(id, make_error_code(why), message);
   };
+  // The same ladder as a call's (Admission::admit), at the stream's start.
   if (shutdown_.draining() || !shutdown_.listening()) {
     return refuse(errc::unavailable, fmt::format("server shutting down: stream '{}' not opened", open.method));
   }
   if (shutdown_.offline()) {
     return refuse(errc::unavailable, fmt::format("server offline: stream '{}' not opened", open.method));
   }
-  const auto it = stream_handlers_.find(open.method);
-  if (it == stream_handlers_.end()) {
+  const StreamMethod* method = stream_methods_.find(open.method);
+  if (!method) {
+    if (admission_.has_method(open.method)) return refuse(errc::method_not_found, opened_as_stream(open.method));
     return refuse(errc::method_not_found, fmt::format("no stream method '{}'", open.method));
+  }
+  // Its deadline: the client's, bounded by the method's own timeout.
+  std::optional<StreamCore::TimePoint> deadline;
+  if (open.budget.count() != 0) deadline = open.received + open.budget;
+  if (method->timeout.count() != 0 && (!deadline || open.received + method->timeout < *deadline)) {
+    deadline = open.received + method->timeout;
+  }
+  if (deadline && options_.overload.deadline_admission && now() >= *deadline) {
+    return refuse(
+        errc::server_timeout,
+        fmt::format("the deadline of stream '{}' had passed when the server got to it: not opened", open.method));
   }
   const std::size_t cap = options_.streams.max_per_connection;
   if (context->streams->size() >= cap) {
     return refuse(errc::resource_exhausted, fmt::format("stream '{}' refused: {} streams open on this connection "
                                                         "(ServerStreamOptions::max_per_connection)",
                                                         open.method, cap));
+  }
+  if (auto why = admission_.stream_overloaded(open.method)) return refuse(errc::resource_exhausted, std::move(*why));
+  const bool holds = stream_methods_.limited(*method);
+  if (holds) {
+    if (auto why = stream_methods_.take(*method, open.method)) return refuse(errc::resource_exhausted, std::move(*why));
   }
   StreamCore::Settings s;
   s.client = false;
@@ -67,19 +86,50 @@ void ServerCore::on_stream_open(ServerTransport& conn, StreamOpenRequest& open, 
   s.coding = &wire_settings_.coding;
   if (options_.metrics) s.cells = &methods_.get(open.method);
   auto stream = std::make_shared<StreamCore>(std::move(s));
-  std::optional<StreamCore::TimePoint> deadline;
-  if (open.budget.count() != 0) deadline = open.received + open.budget;
-  stream->set_request(std::move(open.metadata), deadline);
+  if (holds) {
+    // Its places are given back once it ended, however it ends.
+    stream->wait_end([core = shared_from_this(), method](const boost::system::error_code&) {
+      core->stream_methods_.give_back(*method);
+    });
+  }
+  const bool intercepted = !options_.interceptors.empty();
+  transport::Attachments metadata;  // with interceptors, theirs to see first
+  if (intercepted) metadata = std::move(open.metadata);
+  stream->set_request(intercepted ? transport::Attachments() : std::move(open.metadata), deadline);
   if (!stream->bind(open.wire, context->streams, id, open.peer_window == 0 ? kMinStreamWindow : open.peer_window,
                     open.peer_max_body, conn.remote(), open.peer_accept) ||
       !context->streams->add(id, stream)) {
     stream->end_local(make_error_code(errc::bad_request), "a stream id already open", StreamEnd::protocol);
     return refuse(errc::bad_request, fmt::format("stream id {} is already open on this connection", id));
   }
-  std::string accepted;
-  open.wire->send_open_answer(id, {}, accepted);
   stream->start();
-  auto run = [handler = &it->second, stream]() mutable {
+  if (!intercepted) return accept_stream(*this, stream, *method);
+  // Its interceptors decide, where its handler would run: its messages wait
+  // in its inbox meanwhile, its deadline runs.
+  auto chain = std::make_shared<StreamInterception>(shared_from_this(), stream, *method, &ServerCore::accept_stream);
+  if (options_.handler_executor) {
+    asio::post(options_.handler_executor, [chain, metadata = std::move(metadata), peer = conn.remote()]() mutable {
+      chain->start(std::move(metadata), std::move(peer));
+    });
+  } else {
+    chain->start(std::move(metadata), conn.remote());
+  }
+}
+
+std::optional<std::string> ServerCore::kind_mismatch(const std::string& method, bool as_stream) const {
+  if (as_stream) {
+    if (!stream_methods_.contains(method) && admission_.has_method(method)) return opened_as_stream(method);
+  } else if (const StreamMethod* m = stream_methods_.find(method)) {
+    return called_as_call(method, m->kind);
+  }
+  return std::nullopt;
+}
+
+void ServerCore::accept_stream(ServerHost& host, const std::shared_ptr<StreamCore>& stream,
+                               const StreamMethod& method) {
+  auto& core = static_cast<ServerCore&>(host);
+  if (!stream->accept_open()) return;  // ended meanwhile: its deadline, the client, the connection
+  auto run = [handler = &method.handler, stream]() mutable {
     try {
       (*handler)(ServerStream(std::make_shared<StreamHandle>(stream)));
     } catch (const std::exception& e) {
@@ -89,8 +139,9 @@ void ServerCore::on_stream_open(ServerTransport& conn, StreamOpenRequest& open, 
       stream->end_local(make_error_code(errc::server_error), "the stream handler threw", StreamEnd::error);
     }
   };
-  if (options_.handler_executor) {
-    asio::post(options_.handler_executor, std::move(run));
+  // With interceptors this already runs where the handler would.
+  if (core.options_.handler_executor && core.options_.interceptors.empty()) {
+    asio::post(core.options_.handler_executor, std::move(run));
   } else {
     run();
   }

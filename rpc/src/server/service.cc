@@ -5,17 +5,15 @@
 namespace wheelrpc::rpc {
 
 void Service::set_method_options(std::string_view name, MethodOptions options) {
+  const auto apply = [&](MethodOptions& mine) {
+    if (options.timeout.count() == 0) options.timeout = mine.timeout;  // the IDL's stays
+    mine = options;
+  };
   for (auto& m : methods_) {
-    if (m.name == name) {
-      m.options = options;
-      return;
-    }
+    if (m.name == name) return apply(m.options);
   }
-  for (const auto& m : stream_methods_) {
-    if (m.name == name) {
-      throw std::invalid_argument("'" + std::string(name) + "' of service " + full_name_ +
-                                  " is a streaming method: its limits are the server's (ServerOptions::streams)");
-    }
+  for (auto& m : stream_methods_) {
+    if (m.name == name) return apply(m.options);
   }
   throw std::invalid_argument("service " + full_name_ + " has no method '" + std::string(name) + "'");
 }

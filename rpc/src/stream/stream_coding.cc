@@ -67,7 +67,7 @@ void StreamCore::take_message(std::string& payload, bool compressed, std::size_t
   if (s_.client && received_ == 0 && initial && !initial->empty()) initial_metadata_ = std::move(*initial);
   ++received_;
   bytes_received_ += size;
-  if (s_.cells) s_.cells->payload(Direction::received, size, wire_size, compressed);
+  if (s_.cells) s_.cells->stream_message(Direction::received, size, wire_size, compressed);
   last_message_ = now();
   if (s_.counters) s_.counters->messages_in.fetch_add(1, std::memory_order_relaxed);
   if (received_ == 1 && armed_[index(StreamTimer::first_message)]) {

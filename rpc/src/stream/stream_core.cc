@@ -117,6 +117,7 @@ StreamCore::StreamCore(Settings s) : s_(std::move(s)), start_(now()) {
     s_.counters->opened.fetch_add(1, std::memory_order_relaxed);
     s_.counters->open.fetch_add(1, std::memory_order_relaxed);
   }
+  if (s_.cells) s_.cells->stream_opened();
 }
 
 StreamCore::~StreamCore() {
@@ -127,6 +128,7 @@ StreamCore::~StreamCore() {
     s_.counters->open.fetch_sub(1, std::memory_order_relaxed);
     s_.counters->ends[static_cast<std::size_t>(StreamEnd::refused)].fetch_add(1, std::memory_order_relaxed);
   }
+  if (!ended_ && s_.cells) s_.cells->stream_ended(StreamEnd::refused, StatusCode::unknown);  // no error to say
 }
 
 std::chrono::milliseconds StreamCore::remaining_budget() const {
@@ -142,37 +144,6 @@ void StreamCore::start() {
     arm(StreamTimer::deadline, start_ + s_.deadline);
   }
   if (s_.first_message_timeout.count() > 0) arm(StreamTimer::first_message, start_ + s_.first_message_timeout);
-}
-
-void StreamCore::set_request(transport::Attachments metadata, std::optional<TimePoint> deadline) {
-  metadata_ = std::move(metadata);
-  if (deadline) {
-    common::LockGuard lock(mu_);
-    deadline_at_ = deadline;
-    arm(StreamTimer::deadline, *deadline);
-  }
-}
-
-bool StreamCore::bind(std::shared_ptr<StreamWire> wire, std::weak_ptr<StreamTable> table, std::uint64_t id,
-                      std::uint32_t peer_window, std::uint32_t peer_max_body, std::string peer,
-                      transport::CompressionSet peer_accept, std::uint32_t receive_window) {
-  peer_accept_.store(peer_accept.bits(), std::memory_order_relaxed);
-  common::LockGuard lock(mu_);
-  if (ended_) return false;
-  if (receive_window != 0) window_ = receive_window;
-  wire_ = std::move(wire);
-  table_ = std::move(table);
-  id_.store(id, std::memory_order_relaxed);
-  peer_window_ = peer_window;
-  peer_max_body_ = peer_max_body;
-  if (s_.message_timeout.count() > 0) {  // counted from when messages can flow
-    last_message_ = now();
-    arm(StreamTimer::message_idle, last_message_ + s_.message_timeout);
-  }
-  send_credit_ = peer_window;
-  peer_ = std::move(peer);
-  bound_ = true;
-  return true;
 }
 
 void StreamCore::fail_open(const error_code& ec, std::string message) {
@@ -288,6 +259,7 @@ void StreamCore::add_credit(std::uint64_t n, Pending& p) {
     return;
   }
   send_credit_ += static_cast<std::int64_t>(n);
+  last_credit_ = now();  // what the write-stall timer's message tells
   try_send_write(p);
 }
 
@@ -330,7 +302,7 @@ void StreamCore::read(StreamReadHandler h) {
   {
     common::LockGuard lock(mu_);
     if (read_) {
-      p.read(h, make_error_code(errc::bad_request), std::nullopt);  // one read at a time
+      p.read(h, make_error_code(errc::read_pending), std::nullopt);
     } else if (inbox_head_ < inbox_.size()) {
       const Received r = inbox_received_[inbox_head_];  // the same length as inbox_
       last_read_compressed_.store(r.compressed, std::memory_order_relaxed);
@@ -357,9 +329,11 @@ void StreamCore::write(std::string message, StreamDoneHandler h, bool compress) 
   {
     common::LockGuard lock(mu_);
     if (ended_ || writes_done_ || finished_) {
-      p.done(h, ended_ && end_ec_ ? end_ec_ : make_error_code(errc::stream_closed));
+      p.done(h, ended_ && end_ec_         ? end_ec_
+                : !ended_ && writes_done_ ? make_error_code(errc::stream_half_closed)
+                                          : make_error_code(errc::stream_closed));
     } else if (write_) {
-      p.done(h, make_error_code(errc::bad_request));  // one write at a time
+      p.done(h, make_error_code(errc::write_pending));
     } else if (message.size() + kMessageBodyOverhead > peer_max_body_) {
       p.done(h, make_error_code(errc::bad_request));  // the peer would close the connection on it
     } else {
@@ -415,7 +389,7 @@ void StreamCore::send_message(std::string& payload, Pending& p) {
   send_credit_ -= static_cast<std::int64_t>(cost);
   ++sent_;
   bytes_sent_ += write_bytes_;
-  if (s_.cells) s_.cells->payload(Direction::sent, write_bytes_, payload.size(), write_encoding_ != 0);
+  if (s_.cells) s_.cells->stream_message(Direction::sent, write_bytes_, payload.size(), write_encoding_ != 0);
   if (s_.counters) s_.counters->messages_out.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -442,7 +416,9 @@ void StreamCore::writes_done(StreamDoneHandler h) {
   {
     common::LockGuard lock(mu_);
     if (!s_.client || ended_ || writes_done_) {
-      p.done(h, ended_ && end_ec_ ? end_ec_ : make_error_code(errc::stream_closed));
+      p.done(h, ended_ && end_ec_         ? end_ec_
+                : !ended_ && writes_done_ ? make_error_code(errc::stream_half_closed)
+                                          : make_error_code(errc::stream_closed));
     } else {
       writes_done_ = true;
       if (write_) {  // after the write that waits for credit
@@ -584,6 +560,7 @@ void StreamCore::end_locked(error_code ec, std::string message, StreamEnd cause,
     s_.counters->open.fetch_sub(1, std::memory_order_relaxed);
     s_.counters->ends[static_cast<std::size_t>(cause)].fetch_add(1, std::memory_order_relaxed);
   }
+  if (s_.cells) s_.cells->stream_ended(cause, status_code_of(ec));
   if (ec && cause != StreamEnd::ok && cause != StreamEnd::cancelled) {
     logger()->debug("{}", end_message_);
   }

@@ -108,6 +108,19 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
             transport::CompressionSet peer_accept, std::uint32_t receive_window = 0);
   /// Server: the client's metadata and deadline, from its OPEN.
   void set_request(transport::Attachments metadata, std::optional<TimePoint> deadline);
+  /// Server: the client's metadata as the server's interceptors left it,
+  /// before the handler runs (the handler's thread sees it through the post
+  /// or call that starts it).
+  void replace_metadata(transport::Attachments metadata) { metadata_ = std::move(metadata); }
+  /// Server, once bound: answers its opening, accepted, through its wire
+  /// (before any message of the handler). False, answering nothing, if it
+  /// ended meanwhile (its deadline, the client's cancel, the connection).
+  bool accept_open();
+  /// Server, once bound: refuses its opening with `ec` and `message` (an
+  /// interceptor's rejection): answered through its wire, the stream ends
+  /// (StreamEnd::refused) telling the peer nothing more. False if it had
+  /// ended already.
+  bool refuse_open(const boost::system::error_code& ec, std::string message);
   /// Client: its opening failed (refused, unreachable, timed out).
   void fail_open(const boost::system::error_code& ec, std::string message);
   /// Client: what its opener is told, given the open call's outcome: that
@@ -274,7 +287,8 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   std::uint64_t sent_ WHEELRPC_GUARDED_BY(mu_) = 0, received_ WHEELRPC_GUARDED_BY(mu_) = 0;
   std::uint64_t bytes_sent_ WHEELRPC_GUARDED_BY(mu_) = 0, bytes_received_ WHEELRPC_GUARDED_BY(mu_) = 0;
   TimePoint last_message_ WHEELRPC_GUARDED_BY(mu_);
-  TimePoint stall_since_ WHEELRPC_GUARDED_BY(mu_);  // a write waits for credit since (when write_)
+  TimePoint stall_since_ WHEELRPC_GUARDED_BY(mu_);                 // a write waits for credit since (when write_)
+  std::optional<TimePoint> last_credit_ WHEELRPC_GUARDED_BY(mu_);  // when the peer's last credit came
   std::optional<StreamTimer> fired_ WHEELRPC_GUARDED_BY(mu_);
   std::chrono::milliseconds fired_elapsed_ WHEELRPC_GUARDED_BY(mu_){0};
   // The timers: one Timeout each, armed lazily (the idle and stall ones

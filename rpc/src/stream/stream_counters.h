@@ -1,6 +1,6 @@
 #pragma once
-// The counters of the streams of one client or server, and the causes a
-// stream ends by (StreamStats in /metrics).
+// The counters of the streams of one client or server (ServerStats::streams,
+// ClientStats::streams); the causes a stream ends by are base/stream_end.h's.
 
 #include <array>
 #include <atomic>
@@ -9,25 +9,9 @@
 
 #include <wheelrpc/rpc/stream_info.h>
 
-namespace wheelrpc::rpc::detail {
+#include "base/stream_end.h"
 
-/// How streams ended, for /metrics (StreamCounters::ends).
-enum class StreamEnd : std::uint8_t {
-  ok,               // both sides done, success
-  error,            // ended with an error status by the server's handler
-  cancelled,        // cancelled by the client (or its handle dropped)
-  deadline,         // the stream deadline
-  message_idle,     // the message-idle timeout
-  write_stall,      // the write-stall timeout
-  first_message,    // the first-message timeout
-  connection_lost,  // the connection closed under it
-  refused,          // never opened: refused, unreachable, or its opening timed out
-  protocol,         // the peer broke the protocol (window, size, order)
-  shutdown,         // the server stopped it (grace over) or the client closed
-};
-inline constexpr std::size_t kStreamEndKinds = 11;
-/// The label of each StreamEnd in /metrics.
-const char* to_label(StreamEnd e) noexcept;
+namespace wheelrpc::rpc::detail {
 
 /// Counters of the streams of one client or server (monotonic but `open`).
 struct StreamCounters {

@@ -108,7 +108,15 @@ void StreamCore::expire(StreamTimer which, TimePoint since, TimePoint fired, Pen
       setting = s_.stall_timeout;
       ec = make_error_code(errc::write_stall);
       cause = StreamEnd::write_stall;
-      what = fmt::format("a write of {} bytes waited for the peer's credit (it reads nothing)", write_msg_.size());
+      // Whether the peer reads at all: a peer that stopped, or one slower than the timer.
+      what = last_credit_ ? fmt::format(
+                                "a write of {} bytes waited for the peer's credit; the last credit came {} ms "
+                                "before (the peer reads slower than this timer allows, or stopped reading)",
+                                write_msg_.size(), ms_between(*last_credit_, fired).count())
+                          : fmt::format(
+                                "a write of {} bytes waited for the peer's credit; none came since the stream "
+                                "opened (the peer reads nothing)",
+                                write_msg_.size());
       break;
     case StreamTimer::first_message:
       setting = s_.first_message_timeout;

@@ -39,6 +39,11 @@ class ServerEvents {
   virtual void on_stream_open(ServerTransport& conn, StreamOpenRequest& open, const ConnContextPtr& context) = 0;
   /// Whether `method` is a stream method (Server::handle_stream). Any thread.
   virtual bool is_stream_method(const std::string& method) const = 0;
+  /// A client said which kind of call it meant (`as_stream`) and `method` is
+  /// of the other kind: the refusal's message (UNIMPLEMENTED), the same the
+  /// native wire answers; nothing when the method is not served at all.
+  /// Any thread.
+  virtual std::optional<std::string> kind_mismatch(const std::string& method, bool as_stream) const = 0;
   /// The connection `id` closed (once; nothing of it follows).
   virtual void on_connection_closed(std::uint64_t id) = 0;
   /// The connection closes for bad input: counted by reason, logged.

@@ -176,6 +176,8 @@ ServiceMethod make_service_method() {
   m.name = m.path.substr(m.path.rfind('/') + 1);
   m.request_type = Request::default_instance().GetTypeName();
   m.reply_type = Reply::default_instance().GetTypeName();
+  // The IDL's timeout binds the server too, for a caller that sets none (MethodOptions::timeout).
+  if (Method::policy.timeout) m.options.timeout = *Method::policy.timeout;
   m.request_from_json = [](std::string_view json, std::string& body, std::string& error) {
     Request request;
     const auto status =

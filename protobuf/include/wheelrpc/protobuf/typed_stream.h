@@ -196,6 +196,9 @@ ServiceStreamMethod make_service_stream_method() {
   m.request_type = Method::Request::default_instance().GetTypeName();
   m.reply_type = Method::Reply::default_instance().GetTypeName();
   m.kind = Method::kind;
+  // The whole stream's budget from the IDL binds the server too, for a
+  // client that sets none (MethodOptions::timeout).
+  if (Method::policy.stream_timeout) m.options.timeout = *Method::policy.stream_timeout;
   return m;
 }
 

@@ -54,9 +54,11 @@ class ClientStream {
 
   /// Sends `message`; completes once the server has room for it (its credit
   /// window), so a slow reader bounds what a writer holds. Fails with the
-  /// stream's error once it ended (errc::stream_closed if it ended well, or
-  /// after async_writes_done), errc::write_stall when it waited past
-  /// CallOptions::stall_timeout.
+  /// stream's error once it ended (errc::stream_closed if it ended well),
+  /// errc::stream_half_closed after async_writes_done (and on a
+  /// server-streaming stream, which half-closes once its request is sent),
+  /// errc::write_pending while another write is pending (one at a time),
+  /// errc::write_stall when it waited past CallOptions::stall_timeout.
   template <class Token>
   auto async_write(std::string message, Token&& token) {
     return async_write(std::move(message), WriteOptions{}, std::forward<Token>(token));
@@ -91,7 +93,8 @@ class ClientStream {
   /// Whether the message the last completed async_read returned came
   /// compressed. After that read completed, before the next.
   bool last_read_compressed() const { return handle_ && detail::stream_last_read_compressed(handle_->core()); }
-  /// The next message from the server (see ReadSignature).
+  /// The next message from the server (see ReadSignature). One at a time:
+  /// a read while another is pending fails with errc::read_pending.
   template <class Token>
   auto async_read(Token&& token) {
     return detail::initiate_stream_op<ReadSignature>(

@@ -23,7 +23,11 @@ enum class errc {
   message_timeout,        ///< a stream received no message for its message-idle timeout
   write_stall,            ///< a stream's write waited for the peer's credit for its write-stall timeout
   first_message_timeout,  ///< a stream had no response headers or no first message within its timeout
-  stream_closed,          ///< a write on a stream that already ended (or after writes_done)
+  stream_closed,          ///< a read or write on a stream that already ended
+  stream_half_closed,     ///< a write after this side's writes_done (a server-streaming stream's client
+                          ///< half-closes once its request is sent)
+  read_pending,           ///< a read while another read of the same stream is pending: one at a time
+  write_pending,          ///< a write while another write of the same stream is pending: one at a time
 };
 
 /// The category whose name is "wheelrpc.rpc". Thread-safe.

@@ -15,32 +15,66 @@
 
 #include <boost/system/error_code.hpp>
 
+#include <wheelrpc/rpc/status_code.h>
+#include <wheelrpc/rpc/stream_info.h>
+
 namespace wheelrpc::rpc {
 
-/// The outcome a call is counted under: `ok`, an errc name (`timeout`,
-/// `server_timeout`, `connection_lost`, `unavailable`, `method_not_found`,
-/// `bad_request`, `server_error`, `cancelled`, `too_many_pending`,
-/// `resource_exhausted`), `aborted`
-/// (cancelled through the completion token's slot) or `other`.
+/// How a call ended, as the metrics count it: one value per pair of a gRPC
+/// status code (call_status: the `code` label of `*_handled_total`,
+/// "DEADLINE_EXCEEDED") and the detail the framework adds to it
+/// (call_code_name: the `reason` label, "server_timeout"). The details:
+/// `ok`; an errc name (`timeout`, `server_timeout`, `connection_lost`,
+/// `unavailable`, `method_not_found`, `bad_request`, `server_error`,
+/// `cancelled`, `too_many_pending`, `resource_exhausted`; a stream's timers
+/// count as `timeout`); `aborted` (cancelled through the completion token's
+/// slot); `stream_misuse` (a stream read or write out of turn: never a
+/// call's end); `other` (an error of no wheelrpc category: UNKNOWN); and
+/// `application`, a status the framework adds nothing to: one a handler or
+/// an interceptor chose (on a client: the server's), or a gRPC peer's bare
+/// status. The values up to `other` keep the numbers they always had.
 enum class CallCode : std::uint8_t {
-  ok,
-  timeout,
-  server_timeout,
-  connection_lost,
-  unavailable,
-  method_not_found,
-  bad_request,
-  server_error,
-  cancelled,
-  too_many_pending,
-  resource_exhausted,
-  aborted,
-  other,
+  ok,                  ///< OK
+  timeout,             ///< DEADLINE_EXCEEDED: this side's deadline (errc::timeout, a stream's timers)
+  server_timeout,      ///< DEADLINE_EXCEEDED: the server's (errc::server_timeout)
+  connection_lost,     ///< UNAVAILABLE
+  unavailable,         ///< UNAVAILABLE
+  method_not_found,    ///< UNIMPLEMENTED
+  bad_request,         ///< INVALID_ARGUMENT
+  server_error,        ///< UNKNOWN
+  cancelled,           ///< CANCELLED (errc::cancelled: the client was closed; a server: the caller cancelled)
+  too_many_pending,    ///< RESOURCE_EXHAUSTED
+  resource_exhausted,  ///< RESOURCE_EXHAUSTED
+  aborted,             ///< CANCELLED: through the completion token's cancellation slot
+  other,               ///< UNKNOWN: an error of no wheelrpc category
+  stream_misuse,       ///< FAILED_PRECONDITION: errc::stream_closed and the other stream misuses
+  // A status the application chose (reason "application"), one per code but OK, in StatusCode's order.
+  app_cancelled,
+  app_unknown,
+  app_invalid_argument,
+  app_deadline_exceeded,
+  app_not_found,
+  app_already_exists,
+  app_permission_denied,
+  app_resource_exhausted,
+  app_failed_precondition,
+  app_aborted,
+  app_out_of_range,
+  app_unimplemented,
+  app_internal,
+  app_unavailable,
+  app_data_loss,
+  app_unauthenticated,
 };
-inline constexpr std::size_t kCallCodes = 13;
-/// "ok", "timeout", ... (the metric label value).
+inline constexpr std::size_t kCallCodes = 30;
+/// The detail (the `reason` label): "ok", "timeout", ..., "application".
 std::string_view call_code_name(CallCode code) noexcept;
-/// The code a completion's error counts under (empty: ok).
+/// The gRPC status code (its name, to_string(), is the `code` label).
+StatusCode call_status(CallCode code) noexcept;
+/// The code a status the application chose counts under (ok for OK).
+CallCode application_code(StatusCode code) noexcept;
+/// The code a completion's error counts under (empty: ok). Always
+/// call_status(call_code(ec)) == status_code_of(ec).
 CallCode call_code(const boost::system::error_code& ec) noexcept;
 
 /// A latency distribution: counts per bucket (not cumulative), in seconds.
@@ -51,8 +85,13 @@ struct LatencyHistogram {
   std::uint64_t count = 0;            ///< observations (the sum of `counts`)
 
   /// Quantile q (0..1) by linear interpolation inside its bucket (seconds);
-  /// 0 when empty; the last bucket reports its lower bound.
+  /// 0 when empty; the last bucket reports its lower bound. Interpolation
+  /// may land above the slowest observation (or below the fastest): what is
+  /// shown clamps it to them (MethodStats::latency_quantile, quantile(q, lo, hi)).
   double quantile(double q) const noexcept;
+  /// quantile(q), clamped to [lo, hi]: the fastest and slowest observations
+  /// known (or bounds known to hold them).
+  double quantile(double q, double lo, double hi) const noexcept;
   /// The upper bound of the highest non-empty bucket (seconds): what "max"
   /// is known to be at most; 0 when empty.
   double max_bound() const noexcept;
@@ -96,13 +135,32 @@ struct MethodStats {
   /// The same calls over finer buckets (a quarter-power of two apart, 1 µs to
   /// ~70 s): for quantiles.
   LatencyHistogram latency_fine;
-  /// The slowest call so far (seconds).
+  /// The slowest and the fastest call so far (seconds; 0 before any).
   double max_s = 0;
+  double min_s = 0;
   /// Payloads this side sent (client: requests; server: replies) and
   /// received, with their compression.
   PayloadTraffic sent, received;
 
+  /// The streams of the method (a stream method's; zeros for a unary one):
+  /// opened, open now, messages in and out, ends by cause.
+  StreamStats streams;
+  /// How they ended, by cause and status code: the `cause` and `code` labels
+  /// of `*_streams_ended_total`. Every cause with its usual code (zeros
+  /// included: `ok` OK, `error` UNKNOWN, `cancelled` CANCELLED, the four
+  /// timers DEADLINE_EXCEEDED, `connection_lost`, `refused` and `shutdown`
+  /// UNAVAILABLE, `protocol` INTERNAL), then every other pair that occurred.
+  struct StreamEndCount {
+    std::string_view cause;  ///< "ok", "error", "message_idle", ... (static storage)
+    StatusCode code = StatusCode::ok;
+    std::uint64_t count = 0;
+  };
+  std::vector<StreamEndCount> stream_ends;
+
   std::uint64_t calls() const noexcept;
+  /// latency_fine.quantile(q), clamped to [min_s, max_s]: never a p99 above
+  /// the slowest call.
+  double latency_quantile(double q) const noexcept { return latency_fine.quantile(q, min_s, max_s); }
 };
 
 /// Where a call was when its deadline passed.

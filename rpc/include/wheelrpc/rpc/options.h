@@ -398,6 +398,12 @@ struct ServerStreamOptions {
   /// its start with Status::overloaded (errc::resource_exhausted, which the
   /// client retries on another provider). Default 1024; 0 = no streams.
   std::size_t max_per_connection = 1024;
+  /// Streams open at once on the whole server; one beyond it is refused at
+  /// its start like one over max_per_connection. An open stream holds no
+  /// place under overload.max_concurrency (a stream's life is no call's
+  /// latency), but a server at that limit refuses new streams too.
+  /// Default 0 = no limit.
+  std::size_t max_open = 0;
   /// The credit window granted to each stream: bytes the client may send
   /// ahead of what the handler read. Default 64 KiB; 1 KiB .. 1 GiB.
   std::uint32_t window = 64 * 1024;
@@ -453,9 +459,11 @@ struct GrpcServerOptions {
 /// A server's compression (docs/compression.md).
 struct ServerCompressionOptions : CompressionOptions {
   /// The algorithm of its replies (and of the messages its stream handlers
-  /// write). std::nullopt (default): mirror the call's, i.e. the one the
-  /// client's CallOptions::compression named (carried by each request,
-  /// even one too small to have been compressed). Set: that one for every
+  /// write). std::nullopt (default): on the native wire, mirror the call's,
+  /// i.e. the one the client's CallOptions::compression named (carried by
+  /// each request, even one too small to have been compressed); on the gRPC
+  /// wire, uncompressed, as a gRPC server answers unless asked
+  /// (docs/compression.md, "On the gRPC wire"). Set: that one for every
   /// reply (identity: never compress). Either way only if the client
   /// announced it decodes it, and under the threshold as for requests.
   std::optional<transport::Compression> reply;
@@ -578,8 +586,16 @@ struct MethodOptions {
   /// Calls of the method running at once (Dubbo's `executes`): a request
   /// beyond it is answered at once, unprocessed, with Status::overloaded
   /// (the caller sees errc::resource_exhausted, which clients retry on
-  /// another provider). 0 (default) = no limit.
+  /// another provider). 0 (default) = no limit. For a stream method
+  /// (Server::handle_stream): its streams open at once, one beyond it
+  /// refused at its start the same way.
   std::size_t max_concurrency = 0;
+  /// The method's own timeout (a typed method's IDL `timeout_ms`): the
+  /// server-side deadline of a call or stream that arrives without one (a
+  /// foreign gRPC client, the admin gateway), and the smaller of the two
+  /// when the caller set one (docs/timeouts.md, "Precedence"). 0 (default) =
+  /// the caller's deadline only.
+  std::chrono::milliseconds timeout{0};
 };
 
 /// Checks a call's options: the problem ("CallOptions::retries must be 0 ..

@@ -99,8 +99,9 @@ class Responder {
   /// its caller cancelled): a reply would be dropped, so the handler may stop
   /// its work. Thread-safe.
   bool cancelled() const noexcept;
-  /// The algorithm of this reply's payload, overriding the call's (the
-  /// server mirrors the algorithm the request asked its reply in) and
+  /// The algorithm of this reply's payload, overriding the call's (on the
+  /// native wire the server mirrors the algorithm the request asked its
+  /// reply in; on the gRPC wire it answers uncompressed unless asked) and
   /// ServerCompressionOptions::reply: `identity` sends it uncompressed even
   /// when the client asked for compression; another algorithm compresses it
   /// even when the client asked for none. As every compressed payload, only
@@ -205,29 +206,42 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   /// Registers `handler` for `method` (replacing an earlier one), with its
-  /// limits (MethodOptions::max_concurrency).
+  /// limits and timeout (MethodOptions). Before listen(): afterwards it
+  /// throws std::logic_error. Throws std::invalid_argument for a negative
+  /// MethodOptions::timeout.
   void handle(std::string method, Handler handler, MethodOptions options = {});
 
   /// Registers `handler` for the streams a client opens to `method`
-  /// (docs/streams.md), replacing an earlier one. At a stream's start the
-  /// server refuses it, unprocessed, when it is offline or shutting down, or
-  /// at ServerOptions::streams.max_per_connection (Status::overloaded); a
-  /// refused stream never reaches the handler (the client may retry it
-  /// elsewhere). ServerOptions::interceptors and the unary overload controls
-  /// (handler_executor shedding, the concurrency limit) do not apply to
-  /// streams. Before listen().
-  void handle_stream(std::string method, StreamHandler handler);
+  /// (docs/streams.md), replacing an earlier one, with its limits
+  /// (MethodOptions::max_concurrency: its streams open at once) and timeout
+  /// (the stream's deadline when the client sets none). A stream passes the
+  /// same admission as a call, at its start: it is refused, unprocessed,
+  /// when the server is offline or shutting down, when its deadline has
+  /// passed, at ServerOptions::streams.max_per_connection or max_open, at
+  /// the method's max_concurrency or while the server is at its
+  /// overload.max_concurrency (Status::overloaded: the client may retry it
+  /// elsewhere); then ServerOptions::interceptors run at its opening and may
+  /// refuse it. A refused stream never reaches the handler. Before listen(),
+  /// like handle().
+  void handle_stream(std::string method, StreamHandler handler, MethodOptions options = {});
 
   /// Registers every method of a typed service (a class derived from a
   /// generated `Greeter::Service` or `Greeter::CallbackService`), each under
   /// its wire path "/<package>.<Service>/<Method>", with the limits set by
-  /// Service::set_method_options. Before `listen`, like handle(); `service`
-  /// must outlive the server. docs/typed_services.md.
+  /// Service::set_method_options, and the IDL's `timeout_ms` as each one's
+  /// MethodOptions::timeout. Before `listen`, like handle(); `service` must
+  /// outlive the server. Throws std::invalid_argument, registering nothing,
+  /// if a method of `service` is registered already (the same service
+  /// twice, or two services of one name). docs/typed_services.md.
   void add_service(Service& service);
   /// The typed method registered under `path` ("/helloworld.Greeter/
   /// SayHello"), or nullptr: what the admin gateway transcodes JSON with.
   /// Any thread.
   const ServiceMethod* service_method(std::string_view path) const;
+  /// Whether `method` names a stream method (handle_stream, or a typed
+  /// service's streaming method under its wire path): the admin gateway
+  /// answers those 501 rather than 404. Any thread once listening.
+  bool is_stream_method(std::string_view method) const;
 
   /// Binds and listens (port 0 picks a free port), then accepts connections.
   /// With ServerOptions::announcer, then announces the bound address and
@@ -313,10 +327,24 @@ class Server {
         },
         token, std::move(method), std::move(payload), timeout);
   }
+  /// The same, with `metadata` as the call's metadata (Request::attachments:
+  /// what the interceptors and the handler read, e.g. `authorization`). A
+  /// `traceparent` among it continues that trace; without one the call
+  /// starts a new trace.
+  template <class Token>
+  auto async_invoke(std::string method, std::string payload, std::chrono::milliseconds timeout,
+                    transport::Attachments metadata, Token&& token) {
+    return boost::asio::async_initiate<Token, InvokeSignature>(
+        [this](auto handler, std::string m, std::string p, std::chrono::milliseconds t, transport::Attachments a) {
+          start_invoke(std::move(m), std::move(p), t,
+                       boost::asio::any_completion_handler<InvokeSignature>(std::move(handler)), std::move(a));
+        },
+        token, std::move(method), std::move(payload), timeout, std::move(metadata));
+  }
 
  private:
   void start_invoke(std::string method, std::string payload, std::chrono::milliseconds timeout,
-                    boost::asio::any_completion_handler<InvokeSignature> handler);
+                    boost::asio::any_completion_handler<InvokeSignature> handler, transport::Attachments metadata = {});
   void start_shutdown(std::chrono::milliseconds drain_timeout,
                       boost::asio::any_completion_handler<ShutdownSignature> handler);
 

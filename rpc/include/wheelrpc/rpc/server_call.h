@@ -14,9 +14,11 @@ namespace wheelrpc::rpc {
 
 namespace detail {
 class ServerInterception;
-}
+class StreamInterception;
+}  // namespace detail
 
-/// What a ServerInterceptor sees of a request. Owned by the library; valid
+/// What a ServerInterceptor sees of a request or of a stream's opening
+/// (is_stream()). Owned by the library; valid
 /// from intercept() until on_complete() returned, and while the
 /// InterceptorNext it came with is held.
 ///
@@ -31,6 +33,9 @@ class ServerCall {
 
   /// The method called.
   const std::string& method() const noexcept { return method_; }
+  /// True for a stream's opening (Server::handle_stream; the handler runs
+  /// once every interceptor went on, and on_complete() at the stream's end).
+  bool is_stream() const noexcept { return stream_; }
   /// "ip:port" of the caller ("local" for Server::async_invoke).
   const std::string& peer() const noexcept { return peer_; }
   /// The request's metadata (Request::attachments): what the handler will
@@ -40,7 +45,10 @@ class ServerCall {
   /// Metadata added to the reply's attachments (after the handler's): write
   /// it in intercept() or on_complete(). Sent when on_complete() runs before
   /// the reply goes out, which is always the case unless the request's
-  /// deadline passed while an interceptor was still working.
+  /// deadline passed while an interceptor was still working. For a stream:
+  /// what intercept() writes goes as initial metadata before the handler's
+  /// (with its first message); what on_complete() writes is not sent (the
+  /// stream has ended).
   transport::Attachments& reply_metadata() noexcept { return reply_metadata_; }
   /// When the caller stops waiting; empty when it set no deadline.
   std::optional<std::chrono::steady_clock::time_point> deadline() const noexcept { return deadline_; }
@@ -57,6 +65,7 @@ class ServerCall {
 
  private:
   friend class detail::ServerInterception;
+  friend class detail::StreamInterception;
   ServerCall() = default;
   std::chrono::steady_clock::time_point now() const noexcept {
     return clock_ ? clock_->now() : timer::fast_steady_now();
@@ -70,6 +79,7 @@ class ServerCall {
   std::chrono::steady_clock::time_point received_{};
   boost::asio::any_io_executor executor_;
   const timer::Clock* clock_ = nullptr;
+  bool stream_ = false;
 };
 
 }  // namespace wheelrpc::rpc

@@ -10,11 +10,19 @@
 
 namespace wheelrpc::rpc {
 
-/// Runs around the handler of every request of a server
-/// (ServerOptions::interceptors; docs/interceptors.md), typed methods
-/// included (they are Server::handle handlers underneath). After admission:
-/// a request refused for shutdown, offline, an unknown method, a spent
+/// Runs around the handler of every request and every stream of a server
+/// (ServerOptions::interceptors; docs/interceptors.md): unary methods and
+/// streams of every kind (Server::handle_stream), typed methods included,
+/// on both wires and from the admin gateway. After admission: a request or
+/// stream refused for shutdown, offline, an unknown method, a spent
 /// deadline or a concurrency limit reaches no interceptor.
+///
+/// A stream (ServerCall::is_stream()) is intercepted at its opening, with
+/// its metadata, deadline and peer: its handler starts once every
+/// interceptor went on; a rejection refuses the opening with the status
+/// (the client's open, or its first read on gRPC, fails with it; no
+/// handler runs). on_complete() runs once the stream ended, with its final
+/// status.
 ///
 /// Order (an onion): intercept() in the order given, each going on only
 /// when the one before called InterceptorNext::proceed(), the handler after

@@ -73,7 +73,8 @@ class ServerStream {
   }
   /// The algorithm (and level, 0: its default) of the messages written from
   /// now on, instead of the stream's (the client's CallOptions::compression,
-  /// mirrored, or ServerCompressionOptions::reply): `identity` sends them
+  /// mirrored on the native wire; none on the gRPC wire; or
+  /// ServerCompressionOptions::reply): `identity` sends them
   /// uncompressed; another algorithm compresses them even when the client
   /// asked for none (if it decodes that algorithm, past the threshold, when
   /// they shrink; docs/compression.md). Between writes; any thread.

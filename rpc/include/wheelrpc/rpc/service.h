@@ -50,6 +50,7 @@ struct ServiceStreamMethod {
   std::string reply_type;    ///< the message type the server sends, "helloworld.HelloReply"
   MethodKind kind = MethodKind::bidi_streaming;
   StreamHandler handler;  ///< wraps the stream typed, runs the typed handler
+  MethodOptions options;  ///< its limits and timeout (Service::set_method_options, the IDL's timeout_ms)
 };
 
 /// The base of every generated service base (`helloworld::Greeter::Service`
@@ -73,10 +74,11 @@ class Service {
   const std::vector<ServiceMethod>& methods() const noexcept { return methods_; }
   /// Its streaming methods.
   const std::vector<ServiceStreamMethod>& stream_methods() const noexcept { return stream_methods_; }
-  /// Limits of the unary method `name` ("SayHello"): call before
-  /// add_service. Throws std::invalid_argument naming the method if the
-  /// service has no unary method of that name (a streaming method's limits
-  /// are the server's: ServerOptions::streams).
+  /// Limits and timeout of the method `name` ("SayHello"; a streaming one's
+  /// max_concurrency counts its open streams): call before add_service. A
+  /// timeout left 0 keeps the IDL's `timeout_ms`. Throws
+  /// std::invalid_argument naming the method if the service has no method
+  /// of that name.
   void set_method_options(std::string_view name, MethodOptions options);
 
  protected:

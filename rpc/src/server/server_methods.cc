@@ -1,0 +1,66 @@
+// ServerCore's registration: the methods a server serves (calls, streams,
+// the methods of typed services), fixed once listen() was called.
+
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "server/server_core.h"
+
+namespace wheelrpc::rpc::detail {
+
+void ServerCore::check_registration_open(const char* what) const {
+  if (listened_.load(std::memory_order_acquire)) {
+    throw std::logic_error(fmt::format("Server::{} after listen(): register every method before listening", what));
+  }
+}
+
+void ServerCore::handle(std::string method, Server::Handler handler, MethodOptions options) {
+  check_registration_open("handle");
+  admission_.add_method(std::move(method), std::move(handler), options);
+}
+
+void ServerCore::handle_stream(std::string method, StreamHandler handler, MethodOptions options,
+                               std::optional<MethodKind> kind) {
+  check_registration_open("handle_stream");
+  if (options.timeout.count() < 0) {
+    throw std::invalid_argument(
+        fmt::format("MethodOptions::timeout of stream method '{}' must be 0 (none) or "
+                    "positive, got {} ms",
+                    method, options.timeout.count()));
+  }
+  if (options_.metrics) methods_.get(method);  // listed (at zero) from the start, like a call's method
+  stream_methods_.add(std::move(method), std::move(handler), options, kind);
+}
+
+void ServerCore::add_service(const Service& service) {
+  check_registration_open("add_service");
+  // All or nothing: a path already served (the same service twice, two of
+  // one name) registers none of the service's methods.
+  std::string taken;
+  const auto check = [&](const std::string& path) {
+    if (admission_.has_method(path) || stream_methods_.contains(path))
+      taken += (taken.empty() ? "'" : ", '") + path + "'";
+  };
+  for (const ServiceMethod& m : service.methods()) check(m.path);
+  for (const ServiceStreamMethod& m : service.stream_methods()) check(m.path);
+  if (!taken.empty()) {
+    throw std::invalid_argument(
+        fmt::format("Server::add_service({}): {} registered already", service.full_name(), taken));
+  }
+  for (const ServiceMethod& m : service.methods()) {
+    handle(m.path, m.handler, m.options);
+    common::LockGuard lock(mu_);
+    service_methods_[m.path] = &m;
+  }
+  for (const ServiceStreamMethod& m : service.stream_methods()) handle_stream(m.path, m.handler, m.options, m.kind);
+}
+
+const ServiceMethod* ServerCore::service_method(std::string_view path) const {
+  common::LockGuard lock(mu_);
+  auto it = service_methods_.find(std::string(path));
+  return it == service_methods_.end() ? nullptr : it->second;
+}
+
+}  // namespace wheelrpc::rpc::detail

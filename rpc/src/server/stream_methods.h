@@ -1,0 +1,66 @@
+#pragma once
+// The stream methods a server serves (Server::handle_stream, the streaming
+// methods of Server::add_service), and the places a stream holds while it
+// is open: under the method's max_concurrency and the server's
+// ServerStreamOptions::max_open.
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include <wheelrpc/rpc/options.h>
+#include <wheelrpc/rpc/server_stream.h>
+#include <wheelrpc/rpc/service.h>
+
+namespace wheelrpc::rpc::detail {
+
+/// A stream method: its handler, its kind when a typed service says
+/// (untyped: unknown), its limit and its timeout.
+struct StreamMethod {
+  StreamHandler handler;
+  std::optional<MethodKind> kind;
+  std::size_t max_concurrency = 0;                 // its streams open at once; 0: no limit
+  std::chrono::milliseconds timeout{0};            // the stream's deadline when the client sets none; 0: none
+  std::unique_ptr<std::atomic<std::size_t>> open;  // counted only under a limit
+};
+
+/// "server-streaming", "client-streaming", "bidi-streaming", "unary", or
+/// "stream" when unknown: for messages.
+const char* kind_name(std::optional<MethodKind> kind) noexcept;
+
+/// The answers to a method called as the kind it is not (UNIMPLEMENTED),
+/// the same on every wire: "'/p.S/M' is a server-streaming method: open it
+/// as a stream (...)" and "'/p.S/M' is a unary method: call it (...)".
+std::string called_as_call(const std::string& method, std::optional<MethodKind> kind);
+std::string opened_as_stream(const std::string& method);
+
+/// The table (fixed once listening: add() before) and the open counts.
+/// find() and the places from any thread once listening.
+class StreamMethods {
+ public:
+  explicit StreamMethods(std::size_t max_open) : max_open_(max_open) {}
+
+  /// Registers (or replaces) `name`.
+  void add(std::string name, StreamHandler handler, const MethodOptions& options, std::optional<MethodKind> kind);
+  const StreamMethod* find(const std::string& name) const;
+  bool contains(const std::string& name) const { return methods_.count(name) != 0; }
+
+  /// Whether a stream of `m` holds a place (a limit is set): then take()
+  /// must be followed by give_back() once it ended.
+  bool limited(const StreamMethod& m) const noexcept { return max_open_ != 0 || m.open != nullptr; }
+  /// Takes a place for a stream of `m` (`name`): nothing when taken, or the
+  /// refusal's message (which limit, its value) when at a limit.
+  std::optional<std::string> take(const StreamMethod& m, const std::string& name);
+  void give_back(const StreamMethod& m) noexcept;
+
+ private:
+  std::unordered_map<std::string, StreamMethod> methods_;
+  const std::size_t max_open_;
+  std::atomic<std::size_t> open_{0};  // counted only under max_open_
+};
+
+}  // namespace wheelrpc::rpc::detail
