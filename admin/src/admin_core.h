@@ -15,6 +15,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
+#include <boost/json/value.hpp>
 
 #include <wheelrpc/admin/admin_server.h>
 #include <wheelrpc/common/mutex.h>
@@ -33,6 +34,9 @@ inline void add_traffic(rpc::PayloadTraffic& a, const rpc::PayloadTraffic& b) no
   a.bytes += b.bytes;
   a.wire_bytes += b.wire_bytes;
 }
+
+/// A JSON answer: `v` with plain numbers (50, not 5E1) and a newline.
+detail::HttpResponse json_response(unsigned status, const boost::json::value& v);
 
 class AdminCore : public std::enable_shared_from_this<AdminCore> {
  public:
@@ -67,6 +71,7 @@ class AdminCore : public std::enable_shared_from_this<AdminCore> {
 
   void add_routes();
   void schedule_sample();
+  /// POST /rpc/METHOD (admin_gateway.cc).
   void gateway(detail::HttpRequest& req, detail::Reply reply);
   boost::json::array methods_json(const std::vector<rpc::MethodStats>& methods, const std::string& owner,
                                   bool server_side) const;

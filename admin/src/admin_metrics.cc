@@ -1,10 +1,13 @@
 // GET /metrics: the Prometheus exposition of the server, the clients (summed
 // per method and per provider across clients) and the timer.
+#include <algorithm>
+#include <array>
 #include <map>
 
 #include <wheelrpc/admin/exposition.h>
 #include <wheelrpc/rpc/client.h>
 #include <wheelrpc/rpc/server.h>
+#include <wheelrpc/rpc/status_code.h>
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 
 #include "admin_core.h"
@@ -29,15 +32,45 @@ void merge(rpc::MethodStats& a, const rpc::MethodStats& b) {
   a.latency.sum += b.latency.sum;
   add_traffic(a.sent, b.sent);
   add_traffic(a.received, b.received);
+  a.streams.opened += b.streams.opened;
+  a.streams.open += b.streams.open;
+  a.streams.messages_in += b.streams.messages_in;
+  a.streams.messages_out += b.streams.messages_out;
+  for (const auto& e : b.stream_ends) {
+    auto it = std::find_if(a.stream_ends.begin(), a.stream_ends.end(),
+                           [&](const auto& x) { return x.cause == e.cause && x.code == e.code; });
+    if (it != a.stream_ends.end()) {
+      it->count += e.count;
+    } else {
+      a.stream_ends.push_back(e);
+    }
+  }
 }
 
+/// CallCodes in the order their samples are written: by status code, then
+/// as CallCode lists them (OK first, each status's details together).
+const std::array<rpc::CallCode, rpc::kCallCodes>& exposition_order() {
+  static const auto order = [] {
+    std::array<rpc::CallCode, rpc::kCallCodes> o{};
+    for (std::size_t i = 0; i < o.size(); ++i) o[i] = static_cast<rpc::CallCode>(i);
+    std::stable_sort(o.begin(), o.end(), [](rpc::CallCode a, rpc::CallCode b) {
+      return static_cast<int>(rpc::call_status(a)) < static_cast<int>(rpc::call_status(b));
+    });
+    return o;
+  }();
+  return order;
+}
+
+/// `code` is the gRPC status name, `reason` the framework's detail
+/// (rpc::CallCode): every pair present for every method, zeros included.
 void handled_family(TextExposition& out, std::string_view name, std::string_view help,
                     const std::vector<rpc::MethodStats>& methods) {
   out.begin(name, MetricType::counter, help);
   for (const auto& m : methods) {
-    for (std::size_t i = 0; i < rpc::kCallCodes; ++i) {
-      out.sample({{"method", m.method}, {"code", rpc::call_code_name(static_cast<rpc::CallCode>(i))}},
-                 static_cast<double>(m.handled[i]));
+    for (const rpc::CallCode c : exposition_order()) {
+      out.sample(
+          {{"method", m.method}, {"code", rpc::to_string(rpc::call_status(c))}, {"reason", rpc::call_code_name(c)}},
+          static_cast<double>(m.handled[static_cast<std::size_t>(c)]));
     }
   }
 }
@@ -73,52 +106,36 @@ void payload_families(TextExposition& out, std::string_view side, const std::vec
          &rpc::PayloadTraffic::compressed);
 }
 
-/// Adds `b` to `a`.
-void add(rpc::StreamStats& a, const rpc::StreamStats& b) {
-  a.opened += b.opened;
-  a.open += b.open;
-  a.messages_in += b.messages_in;
-  a.messages_out += b.messages_out;
-  a.ends.ok += b.ends.ok;
-  a.ends.error += b.ends.error;
-  a.ends.cancelled += b.ends.cancelled;
-  a.ends.deadline += b.ends.deadline;
-  a.ends.message_idle += b.ends.message_idle;
-  a.ends.write_stall += b.ends.write_stall;
-  a.ends.first_message += b.ends.first_message;
-  a.ends.connection_lost += b.ends.connection_lost;
-  a.ends.refused += b.ends.refused;
-  a.ends.protocol += b.ends.protocol;
-  a.ends.shutdown += b.ends.shutdown;
-}
-
-/// The streams of one side ("server", "client"): open, opened, messages, ends by cause.
-void stream_families(TextExposition& out, std::string_view side, const rpc::StreamStats& s) {
+/// The streams of one side ("server", "client") by method: open, opened,
+/// messages each way, ends by cause and status code. A method is listed
+/// once its first stream opened (a unary method has none).
+void stream_families(TextExposition& out, std::string_view side, const std::vector<rpc::MethodStats>& methods) {
   const std::string prefix = "wheelrpc_" + std::string(side) + "_streams";
-  out.begin(prefix + "_open", MetricType::gauge, "Streams open now.");
-  out.sample({}, static_cast<double>(s.open));
-  out.begin(prefix + "_opened_total", MetricType::counter, "Streams started (a client's: opens attempted).");
-  out.sample({}, static_cast<double>(s.opened));
-  out.begin(prefix + "_messages_total", MetricType::counter, "Stream messages, by direction.");
-  out.sample({{"direction", "in"}}, static_cast<double>(s.messages_in));
-  out.sample({{"direction", "out"}}, static_cast<double>(s.messages_out));
+  auto streamed = [](const rpc::MethodStats& m) { return m.streams.opened != 0; };
+  out.begin(prefix + "_open", MetricType::gauge, "Streams open now, by method.");
+  for (const auto& m : methods) {
+    if (streamed(m)) out.sample({{"method", m.method}}, static_cast<double>(m.streams.open));
+  }
+  out.begin(prefix + "_opened_total", MetricType::counter, "Streams started (a client's: opens attempted), by method.");
+  for (const auto& m : methods) {
+    if (streamed(m)) out.sample({{"method", m.method}}, static_cast<double>(m.streams.opened));
+  }
+  out.begin(prefix + "_messages_total", MetricType::counter, "Stream messages, by method and direction.");
+  for (const auto& m : methods) {
+    if (!streamed(m)) continue;
+    out.sample({{"method", m.method}, {"direction", "in"}}, static_cast<double>(m.streams.messages_in));
+    out.sample({{"method", m.method}, {"direction", "out"}}, static_cast<double>(m.streams.messages_out));
+  }
   out.begin(prefix + "_ended_total", MetricType::counter,
-            "Streams ended, by cause (each once): ok, error, cancelled, deadline, message_idle, write_stall, "
-            "first_message, connection_lost, refused, protocol, shutdown.");
-  const std::pair<const char*, std::uint64_t> ends[] = {
-      {"ok", s.ends.ok},
-      {"error", s.ends.error},
-      {"cancelled", s.ends.cancelled},
-      {"deadline", s.ends.deadline},
-      {"message_idle", s.ends.message_idle},
-      {"write_stall", s.ends.write_stall},
-      {"first_message", s.ends.first_message},
-      {"connection_lost", s.ends.connection_lost},
-      {"refused", s.ends.refused},
-      {"protocol", s.ends.protocol},
-      {"shutdown", s.ends.shutdown},
-  };
-  for (const auto& [cause, n] : ends) out.sample({{"cause", cause}}, static_cast<double>(n));
+            "Streams ended (each once), by method, gRPC status code and cause: ok, error, cancelled, deadline, "
+            "message_idle, write_stall, first_message, connection_lost, refused, protocol, shutdown.");
+  for (const auto& m : methods) {
+    if (!streamed(m)) continue;
+    for (const auto& e : m.stream_ends) {
+      out.sample({{"method", m.method}, {"code", rpc::to_string(e.code)}, {"cause", e.cause}},
+                 static_cast<double>(e.count));
+    }
+  }
 }
 
 }  // namespace
@@ -152,7 +169,7 @@ std::string AdminCore::metrics_text() const {
     out.sample({}, static_cast<double>(stats.concurrency_limit));
     out.begin("wheelrpc_server_connections", MetricType::gauge, "Connections the server has open.");
     out.sample({}, static_cast<double>(stats.connections));
-    stream_families(out, "server", stats.streams);
+    stream_families(out, "server", methods);
   }
 
   rpc::ClientStats sum;  // the clients' counters, summed
@@ -183,7 +200,6 @@ std::string AdminCore::metrics_text() const {
       sum.late_replies += s.late_replies;
       sum.heartbeats_sent += s.heartbeats_sent;
       sum.idle_closes += s.idle_closes;
-      add(sum.streams, s.streams);
     }
     handled_family(out, "wheelrpc_client_handled_total", "Calls the clients completed, by method and outcome code.",
                    methods);
@@ -213,7 +229,7 @@ std::string AdminCore::metrics_text() const {
     out.begin("wheelrpc_reconnect_attempts_total", MetricType::counter,
               "Connect attempts to each provider (the first one included).");
     for (const auto& [peer, row] : providers) out.sample({{"provider", peer}}, static_cast<double>(row[3]));
-    stream_families(out, "client", sum.streams);
+    stream_families(out, "client", methods);
   }
 
   // Channel tasks, by side (each side present only when shown).

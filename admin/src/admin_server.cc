@@ -1,17 +1,13 @@
 #include <wheelrpc/admin/admin_server.h>
 
-#include <charconv>
 #include <stdexcept>
 
 #include <boost/asio/post.hpp>
 #include <boost/json/serialize.hpp>
-#include <fmt/format.h>
 
 #include <wheelrpc/admin/exposition.h>
 #include <wheelrpc/rpc/client.h>
 #include <wheelrpc/rpc/server.h>
-#include <wheelrpc/rpc/service.h>
-#include <wheelrpc/rpc/status_code.h>
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 
 #include "admin_core.h"
@@ -41,6 +37,8 @@ detail::HttpServerOptions http_options(const AdminOptions& o) {
   return h;
 }
 
+}  // namespace
+
 HttpResponse json_response(unsigned status, const json::value& v) {
   HttpResponse r;
   r.status = status;
@@ -49,6 +47,8 @@ HttpResponse json_response(unsigned status, const json::value& v) {
   r.body += '\n';
   return r;
 }
+
+namespace {
 
 HttpResponse page(std::string_view html) {
   HttpResponse r;
@@ -59,44 +59,6 @@ HttpResponse page(std::string_view html) {
 }
 
 bool wants_json(const HttpRequest& req) { return req.query_param("format") == "json"; }
-
-/// The HTTP status of a status code a handler chose (grpc-gateway's mapping).
-unsigned http_status(rpc::StatusCode code) {
-  using rpc::StatusCode;
-  switch (code) {
-    case StatusCode::ok: return 200;
-    case StatusCode::cancelled: return 499;
-    case StatusCode::invalid_argument:
-    case StatusCode::failed_precondition:
-    case StatusCode::out_of_range: return 400;
-    case StatusCode::deadline_exceeded: return 504;
-    case StatusCode::not_found: return 404;
-    case StatusCode::already_exists:
-    case StatusCode::aborted: return 409;
-    case StatusCode::permission_denied: return 403;
-    case StatusCode::unauthenticated: return 401;
-    case StatusCode::resource_exhausted: return 429;
-    case StatusCode::unimplemented: return 501;
-    case StatusCode::unavailable: return 503;
-    default: return 500;
-  }
-}
-
-/// The HTTP status and code name of a gateway error.
-unsigned gateway_status(const error_code& ec) {
-  if (ec.category() == rpc::status_category()) return http_status(rpc::status_code_of(ec));
-  switch (rpc::call_code(ec)) {
-    case rpc::CallCode::timeout:
-    case rpc::CallCode::server_timeout: return 504;
-    case rpc::CallCode::unavailable:
-    case rpc::CallCode::too_many_pending:
-    case rpc::CallCode::cancelled: return 503;
-    case rpc::CallCode::resource_exhausted: return 429;
-    case rpc::CallCode::method_not_found: return 404;
-    case rpc::CallCode::bad_request: return 400;
-    default: return 500;
-  }
-}
 
 }  // namespace
 
@@ -264,78 +226,6 @@ void AdminCore::add_routes() {
   http_->add("POST", "/online", qos(true));
   http_->add_prefix("POST", "/rpc/",
                     route([](AdminCore& core, HttpRequest& req, Reply reply) { core.gateway(req, std::move(reply)); }));
-}
-
-void AdminCore::gateway(HttpRequest& req, Reply reply) {
-  auto fail = [&](unsigned status, std::string_view code, std::string message) {
-    reply(json_response(status, json::object{{"code", code}, {"message", std::move(message)}}));
-  };
-  if (!server_) {
-    fail(404, "method_not_found", "no server in this process");
-    return;
-  }
-  std::string method = req.path.substr(5);  // after "/rpc/"
-  if (method.empty() || method.size() > 255) {
-    fail(400, "bad_request", "the path must be /rpc/METHOD (a method name of 1 to 255 bytes)");
-    return;
-  }
-  auto timeout = options_.gateway_timeout;
-  if (auto h = req.header("x-wheelrpc-timeout-ms"); !h.empty()) {
-    long long ms = 0;
-    auto [end, ec] = std::from_chars(h.data(), h.data() + h.size(), ms);
-    if (ec != std::errc() || end != h.data() + h.size() || ms <= 0 || ms > 86'400'000) {
-      fail(400, "bad_request",
-           "X-Wheelrpc-Timeout-Ms must be an integer from 1 to 86400000, got '" + std::string(h) + "'");
-      return;
-    }
-    timeout = std::chrono::milliseconds(ms);
-  }
-  // A typed method (Server::add_service) speaks JSON: protobuf's JSON mapping
-  // of its request and reply messages.
-  const rpc::ServiceMethod* typed = server_->service_method("/" + method);
-  std::string body = std::move(req.body);
-  if (typed) {
-    std::string binary, error;
-    if (!typed->request_from_json(body, binary, error)) {
-      fail(400, "bad_request", fmt::format("the body is not a {} in JSON: {}", typed->request_type, error));
-      return;
-    }
-    body = std::move(binary);
-    method = typed->path;
-  }
-  const auto start = std::chrono::steady_clock::now();
-  server_->async_invoke(
-      method, std::move(body), timeout,
-      [reply = std::move(reply), method, timeout, start, typed](error_code ec, rpc::Response r) mutable {
-        if (!ec) {
-          HttpResponse ok;
-          ok.content_type = "application/octet-stream";
-          ok.body = std::move(r.payload);
-          if (typed) {
-            std::string json, error;
-            if (!typed->reply_to_json(ok.body, json, error)) {
-              reply(json_response(500, json::object{{"code", "server_error"},
-                                                    {"status", "INTERNAL"},
-                                                    {"message", "the reply of '" + method + "': " + error}}));
-              return;
-            }
-            ok.content_type = "application/json";
-            ok.body = std::move(json);
-          }
-          reply(std::move(ok));
-          return;
-        }
-        const auto elapsed =
-            std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
-        std::string message = r.error_message.empty() ? ec.message() : r.error_message;
-        if (rpc::call_code(ec) == rpc::CallCode::server_timeout) {
-          message = fmt::format("server_timeout (in the handler) after {} ms of a {} ms budget: {}", elapsed,
-                                timeout.count(), message);
-        }
-        reply(json_response(gateway_status(ec), json::object{{"code", rpc::call_code_name(rpc::call_code(ec))},
-                                                             {"status", rpc::to_string(rpc::status_code_of(ec))},
-                                                             {"message", message}}));
-      });
 }
 
 // ---------------------------------------------------------------- AdminServer

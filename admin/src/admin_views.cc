@@ -7,6 +7,7 @@
 
 #include <wheelrpc/rpc/client.h>
 #include <wheelrpc/rpc/server.h>
+#include <wheelrpc/rpc/status_code.h>
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 
 #include "admin_core.h"
@@ -30,7 +31,10 @@ std::string iso_time(std::chrono::system_clock::time_point t) {
 /// Milliseconds rounded to the microsecond, for JSON.
 double round_ms(double seconds) { return std::round(seconds * 1e6) / 1e3; }
 
-json::value latency_json(const rpc::LatencyHistogram& h, double max_s) {
+/// count, p50, p99, max (ms). The percentiles are clamped to [lo_s, max_s]
+/// (the fastest and slowest calls known): interpolating inside a bucket
+/// would otherwise show a p99 above the max.
+json::value latency_json(const rpc::LatencyHistogram& h, double lo_s, double max_s) {
   json::object o;
   o["count"] = h.count;
   if (h.count == 0) {
@@ -38,10 +42,39 @@ json::value latency_json(const rpc::LatencyHistogram& h, double max_s) {
     o["p99"] = nullptr;
     o["max"] = nullptr;
   } else {
-    o["p50"] = round_ms(h.quantile(0.5));
-    o["p99"] = round_ms(h.quantile(0.99));
+    o["p50"] = round_ms(h.quantile(0.5, lo_s, max_s));
+    o["p99"] = round_ms(h.quantile(0.99, lo_s, max_s));
     o["max"] = round_ms(max_s);
   }
+  return o;
+}
+
+/// A side's streams, or a method's: open, opened, messages each way.
+json::object stream_counts_json(const rpc::StreamStats& s) {
+  json::object o;
+  o["open"] = s.open;
+  o["opened"] = s.opened;
+  o["messages_in"] = s.messages_in;
+  o["messages_out"] = s.messages_out;
+  return o;
+}
+
+/// A method's streams: the counts, then how they ended, by cause
+/// (`ended`) and by cause and status (`ended_codes`); non-zero ones only.
+json::object method_streams_json(const rpc::MethodStats& m) {
+  json::object o = stream_counts_json(m.streams);
+  json::object ended, codes;
+  for (const auto& e : m.stream_ends) {
+    if (e.count == 0) continue;
+    const std::string cause(e.cause);
+    auto& n = ended[cause];
+    n = (n.is_null() ? 0 : n.to_number<std::uint64_t>()) + e.count;
+    auto& by_code = codes[cause];
+    if (!by_code.is_object()) by_code = json::object{};
+    by_code.as_object()[rpc::to_string(e.code)] = e.count;
+  }
+  o["ended"] = std::move(ended);
+  o["ended_codes"] = std::move(codes);
   return o;
 }
 
@@ -87,11 +120,20 @@ json::array AdminCore::methods_json(const std::vector<rpc::MethodStats>& methods
     o["calls"] = m.calls();
     o["ok"] = m.handled[0];
     o["in_flight"] = m.in_flight;
-    json::object errors;
+    // Errors by gRPC status, and each status by the framework's detail (the `reason` label).
+    json::object errors, reasons;
     for (std::size_t i = 1; i < rpc::kCallCodes; ++i) {
-      if (m.handled[i] != 0) errors[rpc::call_code_name(static_cast<rpc::CallCode>(i))] = m.handled[i];
+      if (m.handled[i] == 0) continue;
+      const auto code = static_cast<rpc::CallCode>(i);
+      const std::string status(rpc::to_string(rpc::call_status(code)));
+      auto& n = errors[status];
+      n = (n.is_null() ? 0 : n.to_number<std::uint64_t>()) + m.handled[i];
+      auto& by_reason = reasons[status];
+      if (!by_reason.is_object()) by_reason = json::object{};
+      by_reason.as_object()[rpc::call_code_name(code)] = m.handled[i];
     }
     o["errors"] = std::move(errors);
+    o["error_reasons"] = std::move(reasons);
     if (server_side) o["deadline_exceeded"] = m.deadline_exceeded;
     // Last 10 s: now less the sample taken 10 s ago (or the oldest kept).
     rpc::LatencyHistogram recent = m.latency_fine;
@@ -100,9 +142,10 @@ json::array AdminCore::methods_json(const std::vector<rpc::MethodStats>& methods
     }
     json::object latency;
     // The recent max is the upper bound of its slowest bucket, at most the true max so far.
-    latency["recent"] = latency_json(recent, std::min(recent.max_bound(), m.max_s));
-    latency["total"] = latency_json(m.latency_fine, m.max_s);
+    latency["recent"] = latency_json(recent, m.min_s, std::min(recent.max_bound(), m.max_s));
+    latency["total"] = latency_json(m.latency_fine, m.min_s, m.max_s);
     o["latency_ms"] = std::move(latency);
+    if (m.streams.opened != 0) o["streams"] = method_streams_json(m);
     out.push_back(std::move(o));
   }
   return out;
@@ -126,6 +169,7 @@ json::object AdminCore::status_json() const {
     s["draining"] = state.draining;
     s["ready"] = state.ready();
     s["connections"] = stats.connections;
+    s["streams"] = stream_counts_json(stats.streams);
     const auto methods = server_->method_stats();
     s["compression"] = compression_json(methods);
     s["methods"] = methods_json(methods, "server", true);
@@ -145,6 +189,7 @@ json::object AdminCore::status_json() const {
     j["hedges"] = stats.hedges;
     j["late_replies"] = stats.late_replies;
     j["budget_refusals"] = stats.budget_refusals;
+    j["streams"] = stream_counts_json(stats.streams);
     const auto methods = c.client->method_stats();
     j["compression"] = compression_json(methods);
     j["methods"] = methods_json(methods, "client " + c.name, false);
@@ -261,6 +306,7 @@ json::object AdminCore::timeouts_json() const {
     r["caller"] = t.server_side ? text_or_null(t.provider) : json::value(nullptr);
     r["phase"] = rpc::timeout_phase_name(t.phase);
     r["code"] = rpc::call_code_name(t.code);
+    r["status"] = rpc::to_string(rpc::call_status(t.code));
     r["budget_ms"] = static_cast<double>(t.budget.count()) / 1000;
     r["elapsed_ms"] = static_cast<double>(t.elapsed.count()) / 1000;
     r["attempts"] = t.attempts;

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
@@ -22,6 +23,8 @@
 
 #include <wheelrpc/admin/admin_server.h>
 #include <wheelrpc/admin/exposition.h>
+#include <wheelrpc/rpc/bearer_auth_interceptor.h>
+#include <wheelrpc/rpc/status_code.h>
 #include <wheelrpc/fault/fault_proxy.h>
 #include <wheelrpc/transport/compression.h>
 
@@ -42,10 +45,20 @@ using wheelrpc::test::loopback0;
 
 namespace {
 
+/// The labels a completion with `ec` counts under: `code="..",reason=".."`.
+std::string outcome(const error_code& ec) {
+  const auto c = wheelrpc::rpc::call_code(ec);
+  return "code=\"" + std::string(wheelrpc::rpc::to_string(wheelrpc::rpc::call_status(c))) + "\",reason=\"" +
+         std::string(wheelrpc::rpc::call_code_name(c)) + "\"";
+}
+
 /// Server <- FaultProxy <- Client, and an AdminServer showing both.
 struct AdminFixture {
-  AdminFixture() : threads(2), server(threads.io.get_executor(), timer, {}) {
+  /// `more` registers methods of the test's own before the server listens.
+  explicit AdminFixture(wheelrpc::rpc::ServerOptions so = {}, std::function<void(wheelrpc::rpc::Server&)> more = {})
+      : threads(2), server(threads.io.get_executor(), timer, std::move(so)) {
     wheelrpc::test::register_test_methods(server, threads.io);
+    if (more) more(server);
     if (auto ec = server.listen(loopback0())) throw boost::system::system_error(ec);
     proxy.emplace(threads.io.get_executor(), loopback0(), server.local_endpoint());
     if (auto ec = proxy->start()) throw boost::system::system_error(ec);
@@ -70,7 +83,7 @@ struct AdminFixture {
     auto f = p.get_future();
     client->async_call(method, payload, std::move(o), [&](error_code ec, Response) {
       std::lock_guard lock(mu);
-      ++seen[method + "/" + std::string(wheelrpc::rpc::call_code_name(wheelrpc::rpc::call_code(ec)))];
+      ++seen[method + "/" + outcome(ec)];
       p.set_value(ec);
     });
     if (f.wait_for(30s) != std::future_status::ready) return make_error_code(errc::server_error);
@@ -145,7 +158,7 @@ TEST(AdminServer, MetricsPassPromtoolAndCountWhatTheClientSaw) {
   auto lost_f = lost.get_future();
   fx.client->async_call("sleep", "5000", slow, [&](error_code ec, Response) {
     std::lock_guard lock(fx.mu);
-    ++fx.seen["sleep/" + std::string(wheelrpc::rpc::call_code_name(wheelrpc::rpc::call_code(ec)))];
+    ++fx.seen["sleep/" + outcome(ec)];
     lost.set_value(ec);
   });
   ASSERT_TRUE(wheelrpc::test::wait_until(
@@ -176,17 +189,26 @@ TEST(AdminServer, MetricsPassPromtoolAndCountWhatTheClientSaw) {
   for (const auto& [key, n] : fx.seen) {
     const auto slash = key.find('/');
     const std::string sample =
-        "wheelrpc_client_handled_total{method=\"" + key.substr(0, slash) + "\",code=\"" + key.substr(slash + 1) + "\"}";
+        "wheelrpc_client_handled_total{method=\"" + key.substr(0, slash) + "\"," + key.substr(slash + 1) + "}";
     ASSERT_TRUE(m.count(sample)) << sample << "\n" << reply.body;
     EXPECT_EQ(m.at(sample), static_cast<double>(n)) << sample;
   }
-  EXPECT_EQ(fx.seen["echo/ok"], 5u);
-  EXPECT_EQ(fx.seen["sleep/timeout"], 2u);
-  EXPECT_EQ(fx.seen["sleep/connection_lost"], 1u);
-  // Every code pre-created at zero for a known method.
-  EXPECT_EQ(m.at("wheelrpc_client_handled_total{method=\"echo\",code=\"server_error\"}"), 0);
-  EXPECT_EQ(m.at("wheelrpc_server_handled_total{method=\"echo\",code=\"ok\"}"), 5);
-  EXPECT_EQ(m.at("wheelrpc_server_handled_total{method=\"(unknown)\",code=\"method_not_found\"}"), 1);
+  EXPECT_EQ(fx.seen["echo/code=\"OK\",reason=\"ok\""], 5u);
+  EXPECT_EQ(fx.seen["sleep/code=\"DEADLINE_EXCEEDED\",reason=\"timeout\""], 2u);
+  EXPECT_EQ(fx.seen["sleep/code=\"UNAVAILABLE\",reason=\"connection_lost\""], 1u);
+  // Every (code, reason) pair pre-created at zero for a known method: the
+  // framework's and each status an application may choose.
+  EXPECT_EQ(m.at("wheelrpc_client_handled_total{method=\"echo\",code=\"UNKNOWN\",reason=\"server_error\"}"), 0);
+  EXPECT_EQ(m.at("wheelrpc_client_handled_total{method=\"echo\",code=\"UNAUTHENTICATED\",reason=\"application\"}"), 0);
+  EXPECT_EQ(m.at("wheelrpc_server_handled_total{method=\"echo\",code=\"OK\",reason=\"ok\"}"), 5);
+  EXPECT_EQ(
+      m.at("wheelrpc_server_handled_total{method=\"(unknown)\",code=\"UNIMPLEMENTED\",reason=\"method_not_found\"}"),
+      1);
+  std::size_t echo_series = 0;
+  for (const auto& [sample, value] : m) {
+    if (sample.rfind("wheelrpc_server_handled_total{method=\"echo\",", 0) == 0) ++echo_series;
+  }
+  EXPECT_EQ(echo_series, wheelrpc::rpc::kCallCodes);
   EXPECT_EQ(m.at("wheelrpc_server_shed_total{method=\"echo\"}"), 0);
   EXPECT_EQ(m.at("wheelrpc_server_queued"), 0);
   EXPECT_EQ(m.at("wheelrpc_server_concurrency_limit"), 0);
@@ -268,13 +290,14 @@ TEST(AdminServer, CompressedPayloadsShowInMetricsAndStatus) {
 }
 
 TEST(AdminServer, StreamsShowInMetricsConnectionsAndTimeouts) {
-  AdminFixture fx;
   // The server never writes on "quiet" and holds the stream open.
   std::mutex held_mu;
   std::vector<wheelrpc::rpc::ServerStream> held;
-  fx.server.handle_stream("quiet", [&](wheelrpc::rpc::ServerStream s) {
-    std::lock_guard lock(held_mu);
-    held.push_back(std::move(s));
+  AdminFixture fx({}, [&](wheelrpc::rpc::Server& server) {
+    server.handle_stream("quiet", [&](wheelrpc::rpc::ServerStream s) {
+      std::lock_guard lock(held_mu);
+      held.push_back(std::move(s));
+    });
   });
   auto open = [&](CallOptions o) {
     auto f = fx.client->async_open_stream("quiet", std::move(o), asio::use_future);
@@ -292,13 +315,52 @@ TEST(AdminServer, StreamsShowInMetricsConnectionsAndTimeouts) {
   EXPECT_EQ(f.get(), errc::message_timeout);
   ASSERT_TRUE(wheelrpc::test::wait_until([&] { return fx.server.stats().streams.open == 1; }, 20s));
 
-  const auto m = samples(fx.get("/metrics").body);
-  EXPECT_EQ(m.at("wheelrpc_server_streams_open"), 1);
-  EXPECT_EQ(m.at("wheelrpc_server_streams_opened_total"), 2);
-  EXPECT_EQ(m.at("wheelrpc_client_streams_open"), 1);
-  EXPECT_EQ(m.at("wheelrpc_client_streams_ended_total{cause=\"message_idle\"}"), 1);
-  EXPECT_EQ(m.at("wheelrpc_server_streams_ended_total{cause=\"cancelled\"}"), 1);
-  EXPECT_EQ(m.at("wheelrpc_client_streams_messages_total{direction=\"in\"}"), 0);
+  const auto text = fx.get("/metrics").body;
+  if (std::filesystem::exists("/usr/bin/promtool")) {
+    int rc = 0;
+    const auto said = promtool_verdict(text, rc);
+    EXPECT_EQ(rc, 0) << said;
+    EXPECT_EQ(said.find("lint"), std::string::npos) << said;
+  }
+  // By method: open, opened, messages each way, ends by status code and cause.
+  const auto m = samples(text);
+  EXPECT_EQ(m.at("wheelrpc_server_streams_open{method=\"quiet\"}"), 1) << text;
+  EXPECT_EQ(m.at("wheelrpc_server_streams_opened_total{method=\"quiet\"}"), 2);
+  EXPECT_EQ(m.at("wheelrpc_client_streams_open{method=\"quiet\"}"), 1);
+  EXPECT_EQ(
+      m.at("wheelrpc_client_streams_ended_total{method=\"quiet\",code=\"DEADLINE_EXCEEDED\",cause=\"message_idle\"}"),
+      1);
+  EXPECT_EQ(m.at("wheelrpc_server_streams_ended_total{method=\"quiet\",code=\"CANCELLED\",cause=\"cancelled\"}"), 1);
+  // Every cause present at zero with its usual code.
+  EXPECT_EQ(m.at("wheelrpc_server_streams_ended_total{method=\"quiet\",code=\"OK\",cause=\"ok\"}"), 0);
+  EXPECT_EQ(m.at("wheelrpc_server_streams_ended_total{method=\"quiet\",code=\"UNAVAILABLE\",cause=\"refused\"}"), 0);
+  EXPECT_EQ(m.at("wheelrpc_client_streams_messages_total{method=\"quiet\",direction=\"in\"}"), 0);
+  // A unary method has no stream series.
+  EXPECT_EQ(m.count("wheelrpc_server_streams_open{method=\"echo\"}"), 0u);
+
+  // /status.json: the stream method with its streams, the side's totals.
+  const auto status = json::parse(fx.get("/status.json").body).as_object();
+  const json::object* quiet = nullptr;
+  for (const auto& method : status.at("server").at("methods").as_array()) {
+    if (method.at("method") == "quiet") quiet = &method.as_object();
+  }
+  ASSERT_NE(quiet, nullptr) << json::serialize(status);
+  const auto& streams = quiet->at("streams");
+  EXPECT_EQ(streams.at("open").to_number<int>(), 1) << json::serialize(streams);
+  EXPECT_EQ(streams.at("opened").to_number<int>(), 2) << json::serialize(streams);
+  EXPECT_EQ(streams.at("ended").at("cancelled").to_number<int>(), 1) << json::serialize(streams);
+  EXPECT_EQ(streams.at("ended_codes").at("cancelled").at("CANCELLED").to_number<int>(), 1) << json::serialize(streams);
+  EXPECT_EQ(status.at("server").at("streams").at("open").to_number<int>(), 1);
+  const auto& client_methods = status.at("clients").at(0).at("methods").as_array();
+  bool client_quiet = false;
+  for (const auto& method : client_methods) {
+    if (method.at("method") != "quiet") continue;
+    client_quiet = true;
+    EXPECT_EQ(method.at("streams").at("ended").at("message_idle").to_number<int>(), 1) << json::serialize(method);
+    EXPECT_EQ(method.at("streams").at("ended_codes").at("message_idle").at("DEADLINE_EXCEEDED").to_number<int>(), 1)
+        << json::serialize(method);
+  }
+  EXPECT_TRUE(client_quiet) << json::serialize(status);
 
   auto conns = json::parse(fx.get("/connections.json").body).at("connections").as_array();
   int with_stream = 0;
@@ -333,24 +395,88 @@ TEST(AdminServer, HealthReadyAndQosOverHttp) {
   EXPECT_FALSE(fx.call("echo", "x"));
 }
 
+/// An error answer of the gateway: `http`, and a JSON body with `code` (the
+/// framework's detail), `status` (the gRPC status name) and a message.
+void expect_gateway_error(const wheelrpc::test::HttpReply& r, int http, std::string_view code,
+                          std::string_view status) {
+  EXPECT_EQ(r.status, http) << r.body;
+  EXPECT_NE(r.headers.find("application/json"), std::string::npos) << r.headers;
+  const auto body = json::parse(r.body).as_object();
+  EXPECT_EQ(body.at("code").as_string(), code) << r.body;
+  EXPECT_EQ(body.at("status").as_string(), status) << r.body;
+  EXPECT_FALSE(body.at("message").as_string().empty()) << r.body;
+}
+
 TEST(AdminServer, GatewayCallsTheServerAndMapsErrorsToHttp) {
   AdminFixture fx;
   auto ok = fx.post("/rpc/echo", "hello");
   EXPECT_EQ(ok.status, 200);
   EXPECT_EQ(ok.body, "hello");
-  auto missing = fx.post("/rpc/nope", "");
-  EXPECT_EQ(missing.status, 404);
-  EXPECT_EQ(json::parse(missing.body).at("code").as_string(), "method_not_found");
+  expect_gateway_error(fx.post("/rpc/nope", ""), 404, "method_not_found", "UNIMPLEMENTED");
   auto slow = fx.post("/rpc/sleep", "2000", "X-Wheelrpc-Timeout-Ms: 50\r\n");
-  EXPECT_EQ(slow.status, 504);
+  expect_gateway_error(slow, 504, "server_timeout", "DEADLINE_EXCEEDED");
   const auto body = json::parse(slow.body);
-  EXPECT_EQ(body.at("code").as_string(), "server_timeout");
   EXPECT_NE(std::string(body.at("message").as_string()).find("in the handler"), std::string::npos) << slow.body;
-  EXPECT_EQ(fx.post("/rpc/echo", "x", "X-Wheelrpc-Timeout-Ms: soon\r\n").status, 400);
-  EXPECT_EQ(fx.post("/rpc/", "x").status, 400);
+  EXPECT_NE(std::string(body.at("message").as_string()).find("of a 50 ms budget"), std::string::npos) << slow.body;
+  // The gateway's own refusals carry a status too.
+  expect_gateway_error(fx.post("/rpc/echo", "x", "X-Wheelrpc-Timeout-Ms: soon\r\n"), 400, "bad_request",
+                       "INVALID_ARGUMENT");
+  expect_gateway_error(fx.post("/rpc/", "x"), 400, "bad_request", "INVALID_ARGUMENT");
   EXPECT_EQ(fx.get("/rpc/echo").status, 405);
   fx.server.set_online(false);
-  EXPECT_EQ(fx.post("/rpc/echo", "x").status, 503);
+  expect_gateway_error(fx.post("/rpc/echo", "x"), 503, "unavailable", "UNAVAILABLE");
+}
+
+TEST(AdminServer, GatewayAnswersAStreamMethod501NotNoSuchMethod) {
+  AdminFixture fx({}, [](wheelrpc::rpc::Server& server) {
+    server.handle_stream("chat", [](wheelrpc::rpc::ServerStream s) { s.finish(); });
+  });
+  const auto requests = fx.server.stats().requests;
+  const auto r = fx.post("/rpc/chat", "hello");
+  expect_gateway_error(r, 501, "stream_method", "UNIMPLEMENTED");
+  EXPECT_NE(r.body.find("stream method"), std::string::npos) << r.body;
+  EXPECT_EQ(fx.server.stats().requests, requests) << "refused by the gateway: no call was made";
+  // A name that is neither stays a 404.
+  expect_gateway_error(fx.post("/rpc/chatter", ""), 404, "method_not_found", "UNIMPLEMENTED");
+}
+
+TEST(AdminServer, GatewayPassesAuthorizationAndDocumentedHeadersAsMetadata) {
+  // A server whose every method is guarded by a bearer token, and a method
+  // that answers the metadata it was called with, "key=value" a line.
+  wheelrpc::rpc::ServerOptions so;
+  so.interceptors.push_back(std::make_shared<wheelrpc::rpc::BearerAuthInterceptor>(std::vector<std::string>{"T"}));
+  AdminFixture fx(so, [](wheelrpc::rpc::Server& server) {
+    server.handle("meta", [](wheelrpc::rpc::Request req, wheelrpc::rpc::Responder r) {
+      std::string out;
+      for (const auto& [k, v] : req.attachments) out += k + "=" + v + "\n";
+      r.reply(std::move(out));
+    });
+  });
+  expect_gateway_error(fx.post("/rpc/meta", ""), 401, "application", "UNAUTHENTICATED");
+  expect_gateway_error(fx.post("/rpc/meta", "", "Authorization: Bearer wrong\r\n"), 401, "application",
+                       "UNAUTHENTICATED");
+  const std::string tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  const auto r = fx.post("/rpc/meta", "",
+                         "Authorization: Bearer T\r\n"
+                         "X-Tenant: acme\r\n"
+                         "Grpc-Metadata-Region: eu\r\n"
+                         "Traceparent: " +
+                             tp +
+                             "\r\n"
+                             "X-Wheelrpc-Timeout-Ms: 5000\r\n"
+                             "Keep-Alive: timeout=5\r\n"
+                             "TE: trailers\r\n"
+                             "Upgrade: h2c\r\n"
+                             "Proxy-Authorization: Basic eA==\r\n"
+                             "Grpc-Metadata-Connection: close\r\n"
+                             "Content-Type: text/plain\r\n"
+                             "User-Agent: test\r\n");
+  ASSERT_EQ(r.status, 200) << r.body;
+  // In the request's order; Host, Connection and Content-Length (sent by
+  // the helper) are dropped with the rest.
+  EXPECT_EQ(r.body, "authorization=Bearer T\nx-tenant=acme\nregion=eu\ntraceparent=" + tp + "\n");
+  // The guarded untyped methods are reached the same way.
+  EXPECT_EQ(fx.post("/rpc/echo", "hi", "Authorization: Bearer T\r\n").body, "hi");
 }
 
 TEST(AdminServer, JsonViewsShowMethodsConnectionsAndTimeouts) {
@@ -402,6 +528,89 @@ TEST(AdminServer, JsonViewsShowMethodsConnectionsAndTimeouts) {
   EXPECT_EQ(page.status, 200);
   EXPECT_NE(page.headers.find("text/html"), std::string::npos);
   EXPECT_EQ(fx.get("/nothing-here").status, 404);
+}
+
+TEST(AdminServer, StatusCodesAreToldApartInMetricsAndOnStatus) {
+  AdminFixture fx({}, [](wheelrpc::rpc::Server& server) {
+    server.handle("login", [](wheelrpc::rpc::Request, wheelrpc::rpc::Responder r) {
+      r.fail(wheelrpc::rpc::StatusCode::unauthenticated, "no token");
+    });
+    server.handle("parse", [](wheelrpc::rpc::Request req, wheelrpc::rpc::Responder r) {
+      if (req.payload == "errc") {
+        r.fail(errc::bad_request, "refused");
+      } else {
+        r.fail(wheelrpc::rpc::StatusCode::invalid_argument, "not a number");
+      }
+    });
+  });
+  EXPECT_TRUE(fx.call("login", ""));
+  EXPECT_TRUE(fx.call("parse", "x"));
+  EXPECT_TRUE(fx.call("parse", "errc"));
+  ASSERT_TRUE(wheelrpc::test::wait_until(
+      [&] {
+        for (const auto& m : fx.server.method_stats()) {
+          if (m.method == "parse") return m.calls() == 2;
+        }
+        return false;
+      },
+      10s));
+  const auto m = samples(fx.get("/metrics").body);
+  for (const char* side : {"server", "client"}) {
+    const std::string family = std::string("wheelrpc_") + side + "_handled_total";
+    EXPECT_EQ(m.at(family + "{method=\"login\",code=\"UNAUTHENTICATED\",reason=\"application\"}"), 1) << side;
+    EXPECT_EQ(m.at(family + "{method=\"login\",code=\"INVALID_ARGUMENT\",reason=\"application\"}"), 0) << side;
+    EXPECT_EQ(m.at(family + "{method=\"parse\",code=\"INVALID_ARGUMENT\",reason=\"application\"}"), 1) << side;
+    EXPECT_EQ(m.at(family + "{method=\"parse\",code=\"INVALID_ARGUMENT\",reason=\"bad_request\"}"), 1) << side;
+    EXPECT_EQ(m.at(family + "{method=\"parse\",code=\"UNKNOWN\",reason=\"other\"}"), 0) << side;
+  }
+  // /status.json: errors by status, each status by its details.
+  const auto status = json::parse(fx.get("/status.json").body).as_object();
+  std::map<std::string, json::object> server;
+  for (const auto& method : status.at("server").at("methods").as_array()) {
+    server[std::string(method.at("method").as_string())] = method.as_object();
+  }
+  EXPECT_EQ(json::serialize(server.at("login").at("errors")), R"({"UNAUTHENTICATED":1})");
+  EXPECT_EQ(json::serialize(server.at("login").at("error_reasons")), R"({"UNAUTHENTICATED":{"application":1}})");
+  EXPECT_EQ(json::serialize(server.at("parse").at("errors")), R"({"INVALID_ARGUMENT":2})");
+  EXPECT_EQ(json::serialize(server.at("parse").at("error_reasons")),
+            R"({"INVALID_ARGUMENT":{"bad_request":1,"application":1}})");
+  EXPECT_EQ(server.at("parse").at("ok").to_number<int>(), 0);
+}
+
+TEST(AdminServer, PercentilesOnStatusNeverExceedTheMax) {
+  AdminFixture fx;
+  // A few calls: p50 and p99 fall in the slowest call's bucket, whose upper
+  // bound interpolation would report (above every call).
+  for (int i = 0; i < 3; ++i) ASSERT_FALSE(fx.call("echo", "x"));
+  ASSERT_TRUE(wheelrpc::test::wait_until(
+      [&] {
+        for (const auto& m : fx.server.method_stats()) {
+          if (m.method == "echo") return m.calls() == 3;
+        }
+        return false;
+      },
+      10s));
+  const auto status = json::parse(fx.get("/status.json").body).as_object();
+  std::vector<const json::value*> methods = {&status.at("server").at("methods"),
+                                             &status.at("clients").at(0).at("methods")};
+  int checked = 0;
+  for (const auto* list : methods) {
+    for (const auto& m : list->as_array()) {
+      if (m.at("method") != "echo") continue;
+      for (const char* window : {"recent", "total"}) {
+        const auto& l = m.at("latency_ms").at(window);
+        SCOPED_TRACE(json::serialize(l));
+        ASSERT_EQ(l.at("count").to_number<int>(), 3);
+        const double max = l.at("max").to_number<double>();
+        EXPECT_LE(l.at("p50").to_number<double>(), max);
+        EXPECT_LE(l.at("p99").to_number<double>(), max);
+        // At most 100 calls: p99 is the slowest one's, which is the max.
+        EXPECT_EQ(l.at("p99").to_number<double>(), max);
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 4);
 }
 
 TEST(AdminServer, HostileRequestsGetAClearStatusAndTheServerGoesOn) {

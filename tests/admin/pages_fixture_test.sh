@@ -2,10 +2,12 @@
 # The admin pages against the fixture server (ctest: admin_pages_browser):
 # starts tests/admin/fixture_server.py on a free loopback port, runs
 # browser_test.sh against it (with its layout checks: at 1280x900 no page
-# scrolls sideways and /connections shows its "in flight" column), checks what
-# the fixtures' rows rendered (the server's and the client's compression ratios
-# on /status, a null heartbeats_sent as "-", the caller and the provider
-# labelled on /timeouts), checks that the pages polled, runs it
+# scrolls sideways and /connections shows its "in flight", "open streams" and
+# "protocol" columns), checks what the fixtures' rows rendered (the server's
+# and the client's compression ratios, errors by gRPC status with their
+# reasons and the stream methods' table on /status; a connection's protocol
+# and open streams, a null heartbeats_sent as "-" on /connections; the caller
+# and the provider labelled on /timeouts), checks that the pages polled, runs it
 # again against pages whose first fetch fails, and stops the server on the way
 # out.
 #
@@ -81,7 +83,8 @@ port=$(<"$port_file")
 
 base="http://127.0.0.1:$port"
 # And the layout at 1280x900: no sideways scrolling, "in flight" in view.
-LAYOUT_CHECKS="status connections:td.in-flight timeouts" bash "$here/browser_test.sh" "$base" "$out"
+LAYOUT_CHECKS="status connections:td.in-flight connections:td.streams connections:td.protocol timeouts" \
+  bash "$here/browser_test.sh" "$base" "$out"
 
 # What the fixtures hold, as the pages above rendered it (their DOM dumps).
 failures=0
@@ -101,6 +104,19 @@ ratios=$(grep -oP '<span class="compression"[^>]*>\K[^<]*' "$out/status.dom.html
 expected=$'compression sent 4.21×, received 3.80×\ncompression sent 3.80×, received 4.21×'
 [ "$ratios" = "$expected" ] ||
   fail "/status: the compression lines (server, then client) are '${ratios//$'\n'/' | '}', not '${expected//$'\n'/' | '}'"
+# /status: errors by gRPC status, each with the framework's detail (none for the application's own status).
+status_rows=$(grep -oP '<tr class="method-row[ "].*?</tr>' "$out/status.dom.html" || true)
+row=$(grep -F 'data-method="echo"' <<<"$status_rows" | head -n 1 || true)
+expected="DEADLINE_EXCEEDED 4 (timeout 3, server_timeout 1), UNAUTHENTICATED 2"
+[ "$(cell "$row" errors)" = "$expected" ] ||
+  fail "/status: the server's echo row shows errors '$(cell "$row" errors)', not '$expected'"
+# /status: a stream method's streams, in their own table under the methods.
+row=$(grep -oP '<tr class="stream-row" data-method="chat">.*?</tr>' "$out/status.dom.html" | head -n 1 || true)
+[ "$(cell "$row" streams-open)" = "1" ] && [ "$(cell "$row" streams-opened)" = "6" ] &&
+  [ "$(cell "$row" stream-messages)" = "1,500 / 2,200" ] && [ "$(cell "$row" ended)" = "ok 3, message_idle 1, error 1" ] ||
+  fail "/status: the chat stream row is '$(sed 's/<[^>]*>/|/g' <<<"$row")', not open 1, opened 6, 1,500 / 2,200 messages, ended ok 3, message_idle 1, error 1"
+grep -qF '<span class="streams" title="stream messages in 1,500, out 2,200">streams open 1, opened 6</span>' "$out/status.dom.html" ||
+  fail "/status: the server box does not show 'streams open 1, opened 6'"
 # One conn-row per line, as the page builds them.
 conn_rows=$(grep -oP '<tr class="conn-row[ "].*?</tr>' "$out/connections.dom.html" || true)
 row=$(grep -F '>127.0.0.1:40124<' <<<"$conn_rows" || true)
@@ -110,6 +126,9 @@ row=$(grep -F '>127.0.0.1:40124<' <<<"$conn_rows" || true)
 row=$(grep -F '>127.0.0.1:40312<' <<<"$conn_rows" || true)
 [ "$(cell "$row" heartbeats-sent)" = "492" ] ||
   fail "/connections: the server row with remote 127.0.0.1:40312 shows '$(cell "$row" heartbeats-sent)' heartbeats sent, not '492'"
+# Its protocol and its open streams (the JSON's `protocol` and `streams`).
+[ "$(cell "$row" protocol)" = "grpc" ] && [ "$(cell "$row" streams)" = "1" ] ||
+  fail "/connections: the server row with remote 127.0.0.1:40312 shows protocol '$(cell "$row" protocol)' and '$(cell "$row" streams)' open streams, not grpc and 1"
 # /timeouts: the peer of a server row is its caller, of a client row the provider, each labelled.
 timeout_rows=$(grep -oP '<tr class="timeout-row".*?</tr>' "$out/timeouts.dom.html" || true)
 row=$(grep -F '<td class="side">server</td>' <<<"$timeout_rows" | head -n 1 || true)
@@ -124,7 +143,7 @@ fi
 grep -qF 'class="timeline muted">timeline: queued 0.0 ms, sent 0.0, socket wrote 0.1, timer fired 51.1 (1.1 late), completed 51.2<' <<<"$row" ||
   fail "/timeouts: the client row does not show its timeline: $row"
 ((failures == 0)) || exit 1
-echo "fixtures: /status shows both sides' compression ratios; a null heartbeats_sent shows '-'; /timeouts labels the caller and the provider and shows the timeline"
+echo "fixtures: /status shows both sides' compression ratios, errors by status with their reasons and the stream methods; /connections the protocol, open streams and a null heartbeats_sent as '-'; /timeouts labels the caller and the provider and shows the timeline"
 
 # Each page fetched its JSON on load and then every second: every Chromium
 # run above (a DOM dump and a screenshot per page, 3 s of page time each)

@@ -5,13 +5,21 @@
 /// | Path | What |
 /// |---|---|
 /// | GET /metrics | Prometheus text format 0.0.4: the server's, clients' and timer's metrics |
-/// | GET /status, /status.json | per method calls, errors by code, latency (last 10 s and since start), the timer |
-/// | GET /connections, /connections.json | one row per connection (gRPC channelz's sockets) |
-/// | GET /timeouts, /timeouts.json | the last 256 calls that timed out: phase, budget, elapsed, trace id |
-/// | GET /health | 200 `OK` while serving; 503 while draining or offline |
-/// | GET /ready | 200 once the server listens (and is registered, with an announcer) |
-/// | POST /offline, /online | Dubbo's QoS: refuse new calls (clients retry elsewhere) and unregister; undo |
-/// | POST /rpc/METHOD | the HTTP/JSON gateway: calls METHOD of the server with the body as payload |
+/// | GET /status, /status.json | per method calls, errors by gRPC status and detail, streams, latency (last 10 s and
+/// since start), the timer | | GET /connections, /connections.json | one row per connection (gRPC channelz's sockets):
+/// protocol, open streams | | GET /timeouts, /timeouts.json | the last 256 calls that timed out: phase, budget,
+/// elapsed, trace id | | GET /health | 200 `OK` while serving; 503 while draining or offline | | GET /ready | 200 once
+/// the server listens (and is registered, with an announcer) | | POST /offline, /online | Dubbo's QoS: refuse new calls
+/// (clients retry elsewhere) and unregister; undo | | POST /rpc/METHOD | the HTTP/JSON gateway: calls the unary METHOD
+/// of the server with the body as payload |
+///
+/// The gateway (docs/admin.md, "The HTTP/JSON gateway"): a typed method
+/// speaks JSON; a stream method is answered 501; `Authorization`, a valid
+/// `Traceparent`, `X-*` headers (but the gateway's own `X-Wheelrpc-*`) and
+/// `Grpc-Metadata-<key>` (as `<key>`) become the call's metadata, which the
+/// server's interceptors see (a BearerAuthInterceptor guards it as any
+/// caller), never a hop-by-hop or framing header; every error is a JSON
+/// body `{"code", "status", "message"}`.
 ///
 /// Any other path answers 404, a wrong method 405, a body over the limit
 /// 413, a malformed request 400 (and the connection closes).
@@ -66,8 +74,15 @@ struct AdminOptions {
   std::size_t max_header_bytes = 8192;
   /// A request must arrive whole within this (slow clients get 408). Default 10 s.
   std::chrono::milliseconds request_timeout{10000};
-  /// The gateway's deadline when a request has no X-Wheelrpc-Timeout-Ms.
-  /// Default 1000 ms (CallOptions' default).
+  /// The gateway's deadline when a request has no X-Wheelrpc-Timeout-Ms
+  /// and its method has no timeout of its own. A typed method's IDL
+  /// `timeout_ms` (its MethodOptions::timeout) wins over it: the gateway
+  /// then sends no deadline and the server applies the method's. With the
+  /// header, the call's deadline is the header's, or the method's timeout
+  /// when that is smaller (the server keeps the smaller). An untyped
+  /// method's MethodOptions::timeout is not visible here: the server keeps
+  /// the smaller of it and this. Default 1000 ms (CallOptions' default);
+  /// must be > 0.
   std::chrono::milliseconds gateway_timeout{1000};
   /// Shown on /status ("process"). Default "wheelrpc".
   std::string process_name = "wheelrpc";
