@@ -30,10 +30,14 @@ foreach(_dir common timer transport transport/fault rpc protobuf registry admin)
   endif()
 endforeach()
 # The IDL option: `import "wheelrpc/options.proto";` and protoc's header for it,
-# both under <includedir>/wheelrpc/.
+# both under <includedir>/wheelrpc/. The .proto is also its own component
+# (`cmake --install BUILD --component proto`): with `-I <prefix>/include`,
+# other languages' protoc runs compile a typed service's .proto as it is
+# (docs/grpc.md, "Typed services from other languages").
 get_property(_options_pb_h GLOBAL PROPERTY WHEELRPC_OPTIONS_PB_H)
-install(FILES ${PROJECT_SOURCE_DIR}/protobuf/proto/wheelrpc/options.proto ${_options_pb_h}
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/wheelrpc)
+install(FILES ${PROJECT_SOURCE_DIR}/protobuf/proto/wheelrpc/options.proto
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/wheelrpc COMPONENT proto)
+install(FILES ${_options_pb_h} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/wheelrpc)
 
 set(_cfgdir ${CMAKE_INSTALL_LIBDIR}/cmake/wheelrpc)
 install(EXPORT wheelrpcTargets NAMESPACE wheelrpc:: DESTINATION ${_cfgdir})

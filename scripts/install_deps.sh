@@ -21,7 +21,9 @@ PKGS=(g++ cmake ninja-build pkg-config libboost1.81-dev libspdlog-dev libfmt-dev
       python3-matplotlib    # bench/plot.py (and its test)
       # The gRPC interop tests' peers (tests/interop/peers/README.md): gRPC C++ 1.51 and
       # grpc_cpp_plugin, grpcio for /usr/bin/python3 and grpc_python_plugin
-      libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-protobuf)
+      libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-protobuf
+      # grpc_tools.protoc: the typed greeter's Python client (docs/grpc.md, tests/typed_foreign)
+      python3-grpc-tools)
 # Node and npm for the grpc-js peer, unless an npm is already there (Debian's would conflict with it)
 command -v npm >/dev/null || PKGS+=(nodejs npm)
 case "${1:-}" in

@@ -1,7 +1,6 @@
 #include "wheelrpc_generator.h"
 
 #include <algorithm>
-#include <array>
 #include <map>
 #include <memory>
 #include <set>
@@ -13,9 +12,11 @@
 #include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/io/printer.h>
 #include <google/protobuf/io/zero_copy_stream.h>
-#include <google/protobuf/stubs/strutil.h>
 
 #include <wheelrpc/options.pb.h>
+
+#include "client_proto.h"
+#include "policy_check.h"
 
 namespace wheelrpc::protobuf::compiler {
 namespace {
@@ -23,13 +24,6 @@ namespace {
 namespace pb = google::protobuf;
 
 using Vars = std::map<std::string, std::string>;
-
-/// CallOptions::kMaxRetries: more is refused here rather than at every call.
-constexpr std::uint32_t kMaxRetries = 16;
-
-/// The names `compression` takes: transport::parse_compression's, each the
-/// transport::Compression enumerator of that name.
-constexpr std::array<std::string_view, 5> kCompressionNames = {"identity", "zstd", "lz4", "gzip", "deflate"};
 
 /// Where the generated code is wrapped (the `.clang-format`'s column limit).
 constexpr std::size_t kColumnLimit = 120;
@@ -93,14 +87,6 @@ std::string strip_proto(const std::string& filename) {
   return filename;
 }
 
-/// The method's `(wheelrpc.method)` option, empty when it has none. protoc
-/// hands the options over serialized; the plugin's descriptor pool parses
-/// them into the generated MethodOptions, which knows the extension because
-/// options.pb.cc is linked in (tests/protobuf's policy goldens show it).
-wheelrpc::MethodPolicy read_policy(const pb::MethodDescriptor* method) {
-  return method->options().GetExtension(wheelrpc::method);
-}
-
 /// The MethodPolicy's designated initializers, in declaration order, for the
 /// fields the option sets.
 std::vector<std::string> policy_fields(const wheelrpc::MethodPolicy& policy) {
@@ -154,32 +140,6 @@ std::string method_kind(const pb::MethodDescriptor* method) {
   if (method->client_streaming() && method->server_streaming()) return "bidi_streaming";
   if (method->client_streaming()) return "client_streaming";
   return method->server_streaming() ? "server_streaming" : "unary";
-}
-
-/// Refuses what cannot be generated: a policy out of range or naming no
-/// compression algorithm. (protoc prefixes the message with the file's name.)
-bool check(const pb::FileDescriptor* file, std::string* error) {
-  for (int s = 0; s < file->service_count(); ++s) {
-    const pb::ServiceDescriptor* service = file->service(s);
-    for (int m = 0; m < service->method_count(); ++m) {
-      const pb::MethodDescriptor* method = service->method(m);
-      const wheelrpc::MethodPolicy policy = read_policy(method);
-      if (policy.has_retries() && policy.retries() > kMaxRetries) {
-        *error = method->full_name() + ": (wheelrpc.method).retries is " + std::to_string(policy.retries()) +
-                 ", over the maximum of " + std::to_string(kMaxRetries);
-        return false;
-      }
-      if (policy.has_compression() &&
-          std::ranges::find(kCompressionNames, policy.compression()) == kCompressionNames.end()) {
-        std::string names;
-        for (std::string_view name : kCompressionNames) names += (names.empty() ? "" : ", ") + std::string(name);
-        *error = method->full_name() + ": (wheelrpc.method).compression is \"" + pb::CEscape(policy.compression()) +
-                 "\", not one of " + names;
-        return false;
-      }
-    }
-  }
-  return true;
 }
 
 /// The C++ names of a file's services: a class per service, beside the
@@ -433,12 +393,16 @@ void print_service(pb::io::Printer& printer, const pb::ServiceDescriptor* servic
 
 bool WheelrpcGenerator::Generate(const pb::FileDescriptor* file, const std::string& parameter,
                                  pb::compiler::GeneratorContext* context, std::string* error) const {
-  if (!parameter.empty()) {
-    *error = "protoc-gen-wheelrpc takes no parameter (got \"" + parameter + "\")";
+  bool client_proto = false;
+  if (parameter == "client_proto") {
+    client_proto = true;
+  } else if (!parameter.empty()) {
+    *error = "protoc-gen-wheelrpc takes no parameter but client_proto (got \"" + parameter + "\")";
     return false;
   }
+  if (!check_policies(file, error)) return false;
+  if (client_proto) return write_client_proto(file, context, error);
   if (file->service_count() == 0) return true;
-  if (!check(file, error)) return false;
 
   const std::string base = strip_proto(file->name());
   const std::string ns = package_namespace(file);

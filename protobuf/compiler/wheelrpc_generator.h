@@ -15,8 +15,13 @@ namespace wheelrpc::protobuf::compiler {
 /// <Method>`, its MethodKind, the `(wheelrpc.method)` policy), a client
 /// Stub, and coroutine and callback service bases; `stream` methods (client,
 /// server, bidi) are typed streams over wheelrpc's streams. Fails, naming the
-/// file and the method, on a policy out of range (retries over 16). Takes no
-/// parameter.
+/// place in the file and the method, on a `(wheelrpc.method)` option that
+/// cannot work (check_policies, policy_check.h).
+///
+/// With the parameter `client_proto` (`--wheelrpc_out=client_proto:DIR`) it
+/// writes instead, for every file, its client copy `DIR/<name>.proto`: the
+/// file less wheelrpc's options and their import (write_client_proto,
+/// client_proto.h), for gRPC clients in other languages.
 class WheelrpcGenerator final : public google::protobuf::compiler::CodeGenerator {
  public:
   bool Generate(const google::protobuf::FileDescriptor* file, const std::string& parameter,

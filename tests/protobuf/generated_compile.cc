@@ -38,6 +38,7 @@ static_assert(policies::Tuned::Methods::Stream::policy.stream_timeout == std::ch
 static_assert(policies::Tuned::Methods::Stream::policy.stall_timeout == std::chrono::seconds(10));
 static_assert(policies::Tuned::Methods::Stream::policy.first_message_timeout == std::chrono::seconds(5));
 static_assert(policies::Tuned::Methods::StreamTimersOff::policy.message_timeout == std::chrono::milliseconds(0));
+static_assert(policies::Tuned::Methods::HedgeOff::policy.hedge_delay == std::chrono::milliseconds(0));
 static_assert(!policies::Tuned::Methods::StreamTimersOff::policy.stream_timeout.has_value());
 static_assert(policies::Tuned::Methods::Compressed::policy.compression == wheelrpc::transport::Compression::zstd);
 static_assert(policies::Tuned::Methods::Compressed::policy.compression_level == 3);

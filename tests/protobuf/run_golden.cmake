@@ -3,8 +3,12 @@
 # WORK_DIR, then compares with the case's goldens byte for byte:
 # - <name>.wheelrpc.h.golden: the header expected for <name>.proto, and no
 #   other header may be written;
+# - <name>.proto.golden: with the parameter client_proto, the client copy
+#   expected for <name>.proto;
 # - protoc.stderr.golden: protoc is expected to fail with exactly this on
 #   stderr (and to write nothing).
+# A file protoc.parameter holds the plugin's parameter for the case
+# (`--wheelrpc_out=<parameter>:OUT`), e.g. client_proto.
 # A mismatch fails with a unified diff. With -DUPDATE=ON it rewrites the
 # goldens from what was generated instead (scripts/update_goldens.sh).
 #   cmake -DPROTOC=... -DPLUGIN=... -DWHEELRPC_PROTO_DIR=... -DPROTOBUF_PROTO_DIR=...
@@ -21,9 +25,14 @@ file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${_out})
 file(GLOB_RECURSE _protos RELATIVE ${CASE_DIR} ${CASE_DIR}/*.proto)
 list(SORT _protos)
+set(_wheelrpc_out ${_out})
+if(EXISTS ${CASE_DIR}/protoc.parameter)
+  file(STRINGS ${CASE_DIR}/protoc.parameter _parameter LIMIT_COUNT 1)
+  set(_wheelrpc_out "${_parameter}:${_out}")
+endif()
 execute_process(
   COMMAND ${PROTOC} --plugin=protoc-gen-wheelrpc=${PLUGIN} -I ${CASE_DIR} -I ${WHEELRPC_PROTO_DIR}
-          -I ${PROTOBUF_PROTO_DIR} --wheelrpc_out=${_out} ${_protos}
+          -I ${PROTOBUF_PROTO_DIR} --wheelrpc_out=${_wheelrpc_out} ${_protos}
   WORKING_DIRECTORY ${CASE_DIR}
   RESULT_VARIABLE _rc
   OUTPUT_VARIABLE _stdout
