@@ -19,6 +19,7 @@
 //               [--max-requests-per-connection R] [--max-write-queue-bytes B]
 //               [--drain-timeout-ms D]
 //               [--tls-cert F --tls-key F [--tls-ca F] [--tls-require-client-cert]]
+//               [--bearer-token T]
 //               [--registry etcd://HOST:PORT[,...] --service NAME [--lease-ttl-s N]
 //                [--registry-check] [--unregister-grace-ms G]]
 //   echo_server --help
@@ -33,13 +34,16 @@
 // streams refused, calls in flight and open streams finish for at most D ms,
 // then the streams still open end with UNAVAILABLE and the connections
 // close); a second signal closes at once. It
-// then prints its counters on stderr and exits 0. Exit status 1 when it
+// then prints its counters on stderr and exits 0. With --bearer-token T every
+// call and stream must carry the metadata "authorization: Bearer T"
+// (rpc::BearerAuthInterceptor); others fail with UNAUTHENTICATED. Exit status 1 when it
 // cannot listen (one line on stderr, "echo_server: cannot listen on ..."), 2 on
 // a usage error (one line on stderr, ending "(see --help)"). --help prints the
 // usage on stdout and exits 0.
 #include <wheelrpc/admin/admin_server.h>
 #include <wheelrpc/registry/etcd_registry.h>
 #include <wheelrpc/registry/rpc_binding.h>
+#include <wheelrpc/rpc/bearer_auth_interceptor.h>
 #include <wheelrpc/rpc/server.h>
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 #include <wheelrpc/transport/connector.h>
@@ -122,6 +126,7 @@ struct Config {
   std::size_t max_requests_per_connection = 1024;
   std::size_t max_write_queue_bytes = std::size_t{64} << 20;
   wheelrpc::transport::TlsOptions tls;  // --tls-*
+  std::string bearer_token;             // --bearer-token: required of every call and stream, or empty
 };
 
 /// The usage text (--help).
@@ -133,6 +138,7 @@ constexpr const char* kUsage =
     "                   [--max-connections N] [--hello-timeout-ms T] [--max-requests-per-connection R]\n"
     "                   [--max-write-queue-bytes B]\n"
     "                   [--tls-cert F --tls-key F [--tls-ca F] [--tls-require-client-cert]]\n"
+    "                   [--bearer-token T]\n"
     "  --port P          TCP port to listen on, 0..65535 (0 = pick a free one)\n"
     "  --host A          address to bind (IPv4/IPv6 literal or localhost; default 127.0.0.1)\n"
     "  --threads N       threads running the io_context, 1..256 (default 1)\n"
@@ -171,6 +177,10 @@ constexpr const char* kUsage =
     "                    certificate, if sent, must verify against them\n"
     "  --tls-require-client-cert  refuse clients without a certificate signed by\n"
     "                    --tls-ca (mTLS)\n"
+    "  --bearer-token T  require the metadata \"authorization: Bearer T\" on every call\n"
+    "                    and stream (rpc::BearerAuthInterceptor); without it, or with\n"
+    "                    another token, they fail with UNAUTHENTICATED before any\n"
+    "                    handler runs. T is visible to local users in the process list.\n"
     "  -h, --help        print this text and exit 0\n"
     "  --version         print the version (\"echo_server (wheelrpc) X.Y.Z\") and exit 0\n"
     "Flags take their value as --flag V or --flag=V.\n"
@@ -238,7 +248,12 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
       .add_number("--max-requests-per-connection", 0, 1'000'000,
                   [&](long long v) { cfg.max_requests_per_connection = static_cast<std::size_t>(v); })
       .add_number("--max-write-queue-bytes", 1024, 17'179'869'184LL,
-                  [&](long long v) { cfg.max_write_queue_bytes = static_cast<std::size_t>(v); });
+                  [&](long long v) { cfg.max_write_queue_bytes = static_cast<std::size_t>(v); })
+      .add_value("--bearer-token", [&](const std::string& value) -> std::optional<std::string> {
+        if (value.empty()) return "expected a token, got an empty one";
+        cfg.bearer_token = value;
+        return std::nullopt;
+      });
   wheelrpc::examples::add_tls_flags(flags, cfg.tls, wheelrpc::transport::TlsRole::server);
   if (const auto status = flags.parse(argc, argv)) return status;
   if (!cfg.port_given) return flags.usage_error("--port is required");
@@ -333,6 +348,10 @@ int run(const Config& cfg) {
   wheelrpc::examples::raise_open_file_limit();  // a server's connections are files
   fix_mmap_threshold();
   options.tls = cfg.tls;
+  if (!cfg.bearer_token.empty()) {
+    options.interceptors.push_back(
+        std::make_shared<rpc::BearerAuthInterceptor>(std::vector<std::string>{cfg.bearer_token}));
+  }
   std::shared_ptr<wheelrpc::registry::EtcdRegistry> registry;
   // Set before listen, which is what starts the registration.
   std::atomic<rpc::Server*> server_ptr{nullptr};

@@ -4,17 +4,18 @@
 // goes out later, from another thread.
 //
 //   greeter_callback_server [--port N]     (as greeter_server)
+//   greeter_callback_server --help         (the usage, kUsage below)
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <wheelrpc/timer/hashed_wheel_timer.h>
+#include <wheelrpc/transport/connector.h>
 
 #include "greeter.wheelrpc.h"
+#include "support/flags.h"
 
 namespace asio = boost::asio;
 namespace rpc = wheelrpc::rpc;
@@ -37,19 +38,34 @@ class GreeterImpl : public helloworld::Greeter::CallbackService {
 };
 // [guide:greeter-callback-end]
 
+constexpr const char* kUsage =
+    "usage: greeter_callback_server [--port P]\n"
+    "  --port P          TCP port to listen on, 0..65535 (default 0 = pick a free one)\n"
+    "  -h, --help        print this text and exit 0\n"
+    "  --version         print the version (\"greeter_callback_server (wheelrpc) X.Y.Z\") and exit 0\n"
+    "Flags take their value as --flag V or --flag=V.\n"
+    "Serves helloworld.Greeter (greeter.proto) in the callback form on 127.0.0.1, the\n"
+    "replies from a pool of 2 workers; the first line on stdout is\n"
+    "\"listening on 127.0.0.1:PORT\". SIGINT or SIGTERM stops it.\n"
+    "Exit status: 0 after SIGINT or SIGTERM, 1 if it cannot listen, 2 usage error.\n";
+
 int main(int argc, char** argv) {
   unsigned short port = 0;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--port") == 0) port = static_cast<unsigned short>(std::atoi(argv[i + 1]));
-  }
+  wheelrpc::examples::FlagParser flags("greeter_callback_server", kUsage);
+  flags.add_number("--port", 0, 65535, [&](long long v) { port = static_cast<unsigned short>(v); });
+  if (const auto status = flags.parse(argc, argv)) return *status;
+
   wheelrpc::timer::HashedWheelTimer timer;
   asio::io_context io;
   asio::thread_pool workers(2);
   GreeterImpl greeter(workers);
   rpc::Server server(io.get_executor(), timer);
   server.add_service(greeter);
-  if (auto ec = server.listen({asio::ip::make_address("127.0.0.1"), port})) {
-    std::fprintf(stderr, "cannot listen: %s\n", ec.message().c_str());
+  const asio::ip::tcp::endpoint endpoint{asio::ip::make_address("127.0.0.1"), port};
+  if (auto ec = server.listen(endpoint)) {
+    std::fprintf(stderr, "greeter_callback_server: cannot listen on %s: %s\n",
+                 wheelrpc::transport::endpoint_text(endpoint).c_str(), ec.message().c_str());
+    workers.join();
     return 1;
   }
   std::printf("listening on 127.0.0.1:%u\n", static_cast<unsigned>(server.local_endpoint().port()));

@@ -3,16 +3,17 @@
 // greeter_server: a typed service with a coroutine handler.
 //
 //   greeter_server [--port N]     (prints "listening on 127.0.0.1:PORT"; stops on SIGINT/SIGTERM)
+//   greeter_server --help         (the usage, kUsage below)
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <wheelrpc/timer/hashed_wheel_timer.h>
+#include <wheelrpc/transport/connector.h>
 
 #include "greeter.wheelrpc.h"  // generated from greeter.proto by wheelrpc_protobuf_generate
+#include "support/flags.h"
 
 namespace asio = boost::asio;
 namespace rpc = wheelrpc::rpc;
@@ -29,18 +30,31 @@ class GreeterImpl : public helloworld::Greeter::Service {
 };
 // [guide:greeter-service-end]
 
+constexpr const char* kUsage =
+    "usage: greeter_server [--port P]\n"
+    "  --port P          TCP port to listen on, 0..65535 (default 0 = pick a free one)\n"
+    "  -h, --help        print this text and exit 0\n"
+    "  --version         print the version (\"greeter_server (wheelrpc) X.Y.Z\") and exit 0\n"
+    "Flags take their value as --flag V or --flag=V.\n"
+    "Serves helloworld.Greeter (greeter.proto) on 127.0.0.1; the first line on stdout is\n"
+    "\"listening on 127.0.0.1:PORT\". SIGINT or SIGTERM stops it.\n"
+    "Exit status: 0 after SIGINT or SIGTERM, 1 if it cannot listen, 2 usage error.\n";
+
 int main(int argc, char** argv) {
   unsigned short port = 0;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--port") == 0) port = static_cast<unsigned short>(std::atoi(argv[i + 1]));
-  }
+  wheelrpc::examples::FlagParser flags("greeter_server", kUsage);
+  flags.add_number("--port", 0, 65535, [&](long long v) { port = static_cast<unsigned short>(v); });
+  if (const auto status = flags.parse(argc, argv)) return *status;
+
   wheelrpc::timer::HashedWheelTimer timer;
   asio::io_context io;
   GreeterImpl greeter;
   rpc::Server server(io.get_executor(), timer);
   server.add_service(greeter);
-  if (auto ec = server.listen({asio::ip::make_address("127.0.0.1"), port})) {
-    std::fprintf(stderr, "cannot listen: %s\n", ec.message().c_str());
+  const asio::ip::tcp::endpoint endpoint{asio::ip::make_address("127.0.0.1"), port};
+  if (auto ec = server.listen(endpoint)) {
+    std::fprintf(stderr, "greeter_server: cannot listen on %s: %s\n",
+                 wheelrpc::transport::endpoint_text(endpoint).c_str(), ec.message().c_str());
     return 1;
   }
   std::printf("listening on 127.0.0.1:%u\n", static_cast<unsigned>(server.local_endpoint().port()));

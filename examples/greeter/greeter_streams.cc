@@ -5,6 +5,7 @@
 // callback form too) and called through the generated stub, in one process.
 //
 //   greeter_streams     (prints what the streams carried; exits 0, or 1 naming what went wrong)
+//   greeter_streams --help                  (the usage, kUsage below; no other flags)
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -22,6 +23,7 @@
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 
 #include "greeter_streams.wheelrpc.h"  // generated from greeter_streams.proto by wheelrpc_protobuf_generate
+#include "support/flags.h"
 
 namespace asio = boost::asio;
 namespace rpc = wheelrpc::rpc;
@@ -142,7 +144,18 @@ asio::awaitable<void> chat(rpc::Client& client) {
   co_await chat.async_finish(asio::use_awaitable);
 }
 
-int main() {
+constexpr const char* kUsage =
+    "usage: greeter_streams\n"
+    "  -h, --help        print this text and exit 0\n"
+    "  --version         print the version (\"greeter_streams (wheelrpc) X.Y.Z\") and exit 0\n"
+    "Serves greetings.Greetings (greeter_streams.proto) on two ports of 127.0.0.1, one\n"
+    "per service form, and calls its three kinds of streams through the generated stub,\n"
+    "printing what they carried.\n"
+    "Exit status: 0 when every stream did what it should, 1 otherwise (naming what went\n"
+    "wrong), 2 usage error (it takes no other flags).\n";
+
+int main(int argc, char** argv) {
+  if (const auto status = wheelrpc::examples::FlagParser("greeter_streams", kUsage).parse(argc, argv)) return *status;
   wheelrpc::timer::HashedWheelTimer timer;
   asio::io_context io;
   auto work = asio::make_work_guard(io);

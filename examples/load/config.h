@@ -11,6 +11,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include <wheelrpc/rpc/client.h>
+#include <wheelrpc/transport/compression.h>
 
 namespace wheelrpc::examples::load {
 
@@ -39,6 +40,10 @@ struct Config {
   int admin_port = -1;                                                ///< --admin-port: -1 = no admin server
   transport::TlsOptions tls;                               ///< --tls-ca, --tls-cert, --tls-key, --tls-server-name
   rpc::WireProtocol protocol = rpc::WireProtocol::native;  ///< --protocol (ClientOptions::protocol)
+  std::string bearer_token;  ///< --bearer-token: sent on every call and stream (BearerTokenInterceptor), or empty
+  /// --compression ALG[:LEVEL] (CallOptions::compression, compression_level; 0 = the algorithm's default)
+  transport::Compression compression = transport::Compression::identity;
+  int compression_level = 0;
   // Streams (--method count|sum|chat; StreamLoad).
   std::size_t streams = 1;                       ///< --streams: streams at once
   std::uint64_t count = 10;                      ///< --count: messages per stream

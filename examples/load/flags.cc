@@ -1,14 +1,17 @@
 // The load generator's flags (Config) and usage text.
 #include <algorithm>
-#include <cctype>
 #include <exception>
+#include <functional>
 #include <string>
+#include <vector>
 
+#include <wheelrpc/transport/compression.h>
 #include <wheelrpc/transport/connector.h>
 #include <wheelrpc/transport/frame.h>
 
 #include "load/config.h"
 #include "support/flags.h"
+#include "support/host_port.h"
 #include "support/tls_flags.h"
 
 namespace wheelrpc::examples::load {
@@ -29,7 +32,8 @@ constexpr const char* kUsage =
     "                   [--retries N] [--idempotent] [--lb round_robin|least_active|p2c]\n"
     "                   [--hedge-ms H] [--fail-on-error] [--admin-port A]\n"
     "                   [--tls-ca F [--tls-cert F --tls-key F] [--tls-server-name N]]\n"
-    "                   [--protocol native|grpc]\n"
+    "                   [--protocol native|grpc] [--compression none|zstd|lz4|gzip|deflate[:LEVEL]]\n"
+    "                   [--bearer-token T]\n"
     "  --server          servers to call, chosen per attempt by --lb\n"
     "                    (e.g. 127.0.0.1:7001,127.0.0.1:7002); host names are resolved,\n"
     "                    every address a name has is a server, and names are resolved\n"
@@ -56,6 +60,8 @@ constexpr const char* kUsage =
     "  --stream-timeout-ms T   the whole stream's deadline (default 0 = none)\n"
     "  --message-timeout-ms T  end a stream that received no message for T ms (default 0 = off)\n"
     "  --stall-timeout-ms T    end a stream whose write waited T ms for credit (default 0 = off)\n"
+    "                    (--streams, --count, --interval-ms and these three are for\n"
+    "                    streams: a usage error with --method echo or sleep)\n"
     "  --sleep-ms X      how long the server sleeps per sleep call (default 0)\n"
     "  --report-interval-ms I  progress every I ms (default 1000)\n"
     "  --json            JSON lines instead of text\n"
@@ -85,6 +91,18 @@ constexpr const char* kUsage =
     "                    or an IP address; default: each server's IP address)\n"
     "  --protocol P      native (default: wheelrpc's framed protocol) or grpc (gRPC over\n"
     "                    HTTP/2, which echo_server serves on the same port; docs/grpc.md)\n"
+    "  --compression C   compress what the client sends, each request's payload and\n"
+    "                    each stream message (CallOptions::compression): none (default;\n"
+    "                    or identity), zstd, lz4, gzip or deflate, with :LEVEL for a level\n"
+    "                    (e.g. zstd:9; default the algorithm's own). Only payloads of at\n"
+    "                    least 1024 bytes that shrink go compressed (see --payload-bytes),\n"
+    "                    and echo_server answers in kind on the native wire; with\n"
+    "                    --protocol grpc, gzip and deflate only (replies: docs/grpc.md).\n"
+    "                    echo_server's /metrics count them\n"
+    "                    (wheelrpc_server_payloads_compressed_total)\n"
+    "  --bearer-token T  send the metadata \"authorization: Bearer T\" with every call and\n"
+    "                    stream (rpc::BearerTokenInterceptor), for echo_server\n"
+    "                    --bearer-token; a refused one fails with UNAUTHENTICATED\n"
     "  -h, --help        print this text and exit 0\n"
     "  --version         print the version (\"echo_client (wheelrpc) X.Y.Z\") and exit 0\n"
     "Flags take their value as --flag V or --flag=V.\n"
@@ -106,21 +124,6 @@ std::optional<double> parse_seconds(const std::string& text) {
   } catch (const std::exception&) {
     return std::nullopt;
   }
-}
-
-/// "HOST:PORT" with a host name (no IP literal): a non-empty host of
-/// letters, digits, '-' and '.', and a port 1..65535.
-bool is_host_port(const std::string& item) {
-  const auto colon = item.rfind(':');
-  if (colon == std::string::npos || colon == 0) return false;
-  const std::string host = item.substr(0, colon), port = item.substr(colon + 1);
-  const bool host_ok = std::all_of(host.begin(), host.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.';
-  });
-  if (!host_ok || port.empty() || port.size() > 5) return false;
-  if (!std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
-  const long n = std::stol(port);
-  return n >= 1 && n <= 65535;
 }
 
 /// "a:1,b:2" -> endpoints (IP literals and localhost) and `targets` (every
@@ -167,6 +170,14 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
   const long long max_payload = max_echo_payload();
   const long long body_limit = rpc::ClientOptions{}.channel.max_body;
   FlagParser flags("echo_client", kUsage);
+  // The stream-only flags given, in order: an error with a method that makes calls.
+  std::vector<std::string> stream_flags;
+  auto stream_number = [&](const char* name, long long lo, long long hi, std::function<void(long long)> set) {
+    flags.add_number(name, lo, hi, [&stream_flags, name, set = std::move(set)](long long v) {
+      stream_flags.emplace_back(name);
+      set(v);
+    });
+  };
   flags.add_switch("--json", [&] { cfg.json = true; })
       .add_switch("--idempotent", [&] { cfg.idempotent = true; })
       .add_switch("--fail-on-error", [&] { cfg.fail_on_error = true; })
@@ -213,15 +224,6 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
                    return std::nullopt;
                  })
       .add_number("--sleep-ms", 0, kDayMs, [&](long long v) { cfg.sleep_ms = v; })
-      .add_number("--streams", 1, 100'000, [&](long long v) { cfg.streams = static_cast<std::size_t>(v); })
-      .add_number("--count", 0, 1'000'000'000, [&](long long v) { cfg.count = static_cast<std::uint64_t>(v); })
-      .add_number("--interval-ms", 0, kDayMs, [&](long long v) { cfg.interval = std::chrono::milliseconds(v); })
-      .add_number("--stream-timeout-ms", 0, kDayMs,
-                  [&](long long v) { cfg.stream_timeout = std::chrono::milliseconds(v); })
-      .add_number("--message-timeout-ms", 0, kDayMs,
-                  [&](long long v) { cfg.message_timeout = std::chrono::milliseconds(v); })
-      .add_number("--stall-timeout-ms", 0, kDayMs,
-                  [&](long long v) { cfg.stall_timeout = std::chrono::milliseconds(v); })
       .add_number("--report-interval-ms", 1, kDayMs,
                   [&](long long v) { cfg.report_interval = std::chrono::milliseconds(v); })
       .add_number("--heartbeat-ms", 1, kDayMs, [&](long long v) { cfg.heartbeat = std::chrono::milliseconds(v); })
@@ -239,6 +241,20 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
                    }
                    return std::nullopt;
                  })
+      .add_value("--compression",
+                 [&](const std::string& value) -> Problem {
+                   if (transport::parse_compression_spec(value, cfg.compression, cfg.compression_level)) {
+                     return std::nullopt;
+                   }
+                   return "expected none, zstd, lz4, gzip or deflate, optionally with :LEVEL (e.g. zstd:9), got '" +
+                          value + "'";
+                 })
+      .add_value("--bearer-token",
+                 [&](const std::string& value) -> Problem {
+                   if (value.empty()) return "expected a token, got an empty one";
+                   cfg.bearer_token = value;
+                   return std::nullopt;
+                 })
       .add_value("--lb",
                  [&](const std::string& value) -> Problem {
                    const auto lb = rpc::parse_load_balance(value);
@@ -249,6 +265,15 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
       .add_number(
           "--hedge-ms", 0, kDayMs, [&](long long v) { cfg.hedge_delay = std::chrono::milliseconds(v); },
           "0 = no hedging");
+  stream_number("--streams", 1, 100'000, [&](long long v) { cfg.streams = static_cast<std::size_t>(v); });
+  stream_number("--count", 0, 1'000'000'000, [&](long long v) { cfg.count = static_cast<std::uint64_t>(v); });
+  stream_number("--interval-ms", 0, kDayMs, [&](long long v) { cfg.interval = std::chrono::milliseconds(v); });
+  stream_number("--stream-timeout-ms", 0, kDayMs,
+                [&](long long v) { cfg.stream_timeout = std::chrono::milliseconds(v); });
+  stream_number("--message-timeout-ms", 0, kDayMs,
+                [&](long long v) { cfg.message_timeout = std::chrono::milliseconds(v); });
+  stream_number("--stall-timeout-ms", 0, kDayMs,
+                [&](long long v) { cfg.stall_timeout = std::chrono::milliseconds(v); });
   add_tls_flags(flags, cfg.tls, transport::TlsRole::client);
   if (const auto status = flags.parse(argc, argv)) return status;
   if (auto problem = finish_tls_flags(cfg.tls, transport::TlsRole::client)) return flags.usage_error(*problem);
@@ -263,8 +288,20 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
   if (cfg.servers.size() != cfg.server_targets.size()) cfg.servers.clear();
   if (cfg.streaming()) {
     if (cfg.calls) return flags.usage_error("--calls is for calls; streams take --streams and --count");
+  } else if (!stream_flags.empty()) {
+    // Checked once --method is known, wherever it stood: silently ignored,
+    // a stream timer would look like a deadline the calls never had.
+    return flags.usage_error(stream_flags.front() +
+                             " is for streams (--method count, sum or chat), not for calls (--method " + cfg.method +
+                             ")");
   } else if (cfg.calls.has_value() == cfg.duration_s.has_value()) {
     return flags.usage_error("give exactly one of --calls and --duration-s");
+  }
+  // zstd and lz4 are wheelrpc's own: the gRPC wire offers neither (docs/grpc.md).
+  if (cfg.protocol == rpc::WireProtocol::grpc &&
+      (cfg.compression == transport::Compression::zstd || cfg.compression == transport::Compression::lz4)) {
+    return flags.usage_error("--compression " + std::string(transport::to_string(cfg.compression)) +
+                             ": the gRPC wire (--protocol grpc) carries gzip and deflate only");
   }
   // The library fails every hedged call that is not idempotent (bad_request).
   if (cfg.hedge_delay.count() > 0 && !cfg.idempotent) {

@@ -11,7 +11,8 @@
 //               [--message-timeout-ms T] [--stall-timeout-ms T]
 //               [--json] [--heartbeat-ms H] [--idle-timeout-ms I]
 //               [--retries N] [--idempotent] [--lb round_robin|least_active|p2c]
-//               [--hedge-ms H] [--fail-on-error]
+//               [--hedge-ms H] [--fail-on-error] [--protocol native|grpc]
+//               [--compression none|zstd|lz4|gzip|deflate[:LEVEL]] [--bearer-token T]
 //   echo_client --help            (the usage text, on stdout)
 //
 // --server takes IP literals (a fixed list) or host names (resolved, every
@@ -67,6 +68,7 @@
 
 #include <wheelrpc/registry/etcd_registry.h>
 #include <wheelrpc/registry/rpc_binding.h>
+#include <wheelrpc/rpc/bearer_token_interceptor.h>
 #include <wheelrpc/rpc/client.h>
 #include <wheelrpc/rpc/provider_source.h>
 #include <optional>
@@ -98,6 +100,13 @@ int run(const Config& cfg) {
   options.load_balance = cfg.load_balance;
   options.tls = cfg.tls;
   options.protocol = cfg.protocol;
+  if (cfg.compression != wheelrpc::transport::Compression::identity) {
+    options.call_defaults.compression = cfg.compression;  // calls and streams alike
+    options.call_defaults.compression_level = cfg.compression_level;
+  }
+  if (!cfg.bearer_token.empty()) {
+    options.interceptors.push_back(std::make_shared<rpc::BearerTokenInterceptor>(cfg.bearer_token));
+  }
   std::shared_ptr<wheelrpc::registry::EtcdRegistry> registry;
   std::shared_ptr<rpc::ProviderSource> source;
   if (!cfg.registry.empty()) {

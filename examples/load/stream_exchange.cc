@@ -35,7 +35,7 @@ asio::awaitable<bool> write(rpc::ClientStream& s, std::string m, Exchange& x, co
     x.incomplete = "the write of " + what + " failed: " + ec.message();
     co_return false;
   }
-  ++x.sent;
+  x.note_sent();
   co_return true;
 }
 
@@ -127,10 +127,16 @@ asio::awaitable<void> chat(rpc::ClientStream& s, const Config& cfg, Exchange& x)
 
 }  // namespace
 
+void Exchange::note_sent() {
+  ++sent;
+  if (totals) ++totals->messages_sent;
+}
+
 void Exchange::note_received(Clock::time_point now) {
   if (last) max_gap = std::max(max_gap, now - *last);
   last = now;
   ++received;
+  if (totals) ++totals->messages_received;
 }
 
 asio::awaitable<void> exchange(rpc::ClientStream& s, const Config& cfg, Exchange& x) {

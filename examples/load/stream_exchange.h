@@ -12,6 +12,7 @@
 #include <wheelrpc/rpc/client_stream.h>
 
 #include "load/config.h"
+#include "load/tally.h"
 
 namespace wheelrpc::examples::load {
 
@@ -21,6 +22,10 @@ struct Exchange {
 
   std::uint64_t sent = 0;      ///< writes that completed
   std::uint64_t received = 0;  ///< messages read
+  /// The run's totals, counted here too as each message goes (its
+  /// messages_sent and messages_received), so that progress lines show a
+  /// long stream's messages while it runs; none when null.
+  StreamTally* totals = nullptr;
   /// The longest wait between two consecutive messages read (for count also
   /// from `last`'s first value, the opening, to the first message).
   Clock::duration max_gap{0};
@@ -34,6 +39,8 @@ struct Exchange {
   /// this counts as kDataLoss).
   std::string incomplete;
 
+  /// Counts a write that completed.
+  void note_sent();
   /// Counts a message read at `now`.
   void note_received(Clock::time_point now);
 };

@@ -126,9 +126,8 @@ asio::awaitable<void> StreamLoad::run_stream() {
   live_.emplace(id, s);
   if (stopping_) s.cancel();  // a signal came while it opened
   Exchange x;
+  x.totals = &tally_;  // counted as they go: the progress lines show them while the stream runs
   co_await exchange(s, cfg_, x);
-  tally_.messages_sent += x.sent;
-  tally_.messages_received += x.received;
   tally_.max_gap = std::max(tally_.max_gap, x.max_gap);
   if (end->completions.load() == 0) {  // the end is due: the server ends the stream once the exchange is over
     asio::steady_timer wait(io_, kEndBound);

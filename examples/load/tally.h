@@ -56,8 +56,8 @@ struct Tally {
 struct StreamTally {
   std::uint64_t streams = 0;            ///< streams started (opens attempted)
   std::uint64_t ok = 0;                 ///< ended with success, their data right
-  std::uint64_t messages_sent = 0;      ///< writes completed, on every stream
-  std::uint64_t messages_received = 0;  ///< messages read, on every stream
+  std::uint64_t messages_sent = 0;      ///< writes completed, on every stream, counted as each completes
+  std::uint64_t messages_received = 0;  ///< messages read, on every stream, counted as each is read
   /// The longest wait between two consecutive messages read on one stream
   /// (count: from the opening for the first).
   std::chrono::steady_clock::duration max_gap{0};
