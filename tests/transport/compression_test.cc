@@ -161,7 +161,7 @@ TEST(CompressionRoundTrip, EmptyPayloadsAndPayloadsWithoutTheirSize) {
   for (const std::string& in : {zstd_unsized(text), zstd_unsized(text, 10), compressed(Compression::zstd, text)}) {
     EXPECT_TRUE(decoded(Compression::zstd, in).out == text);
   }
-  for (const auto block : {LZ4F_default, LZ4F_max64KB, LZ4F_max256KB, LZ4F_max1MB}) {
+  for (const auto block : {LZ4F_default, LZ4F_max64KB, LZ4F_max256KB, LZ4F_max1MB, LZ4F_max4MB}) {
     for (const bool sized : {false, true}) {
       EXPECT_TRUE(decoded(Compression::lz4, lz4_frame(text, block, sized)).out == text) << block << sized;
     }
@@ -325,16 +325,87 @@ TEST(CompressionCorrupt, LibraryMessagesAndOurOwnSayWhatIsWrong) {
   EXPECT_EQ(unknown.why, "compression 9: not known to this build");
   // zstd frames of the legacy formats (v0.2 to v0.7 magic numbers).
   expect_corrupt(Compression::zstd, std::string("\x27\xb5\x2f\xfd", 4) + random_bytes(64), "legacy");
-  // lz4 frames with 4 MiB blocks: the decoder would need two buffers of 4 MiB.
-  const Decoded big_blocks = decoded(Compression::lz4, lz4_frame("abc", LZ4F_max4MB, true));
-  EXPECT_EQ(big_blocks.ec, errc::corrupt_compression);
-  EXPECT_EQ(big_blocks.why, "lz4: a block size over 1 MiB is not accepted");
   // A gzip trailer whose ISIZE no deflate data of that length can reach.
   std::string gz = compressed(Compression::gzip, "hello");
   gz[gz.size() - 1] = '\x7f';
   const Decoded impossible = decoded(Compression::gzip, gz);
   EXPECT_EQ(impossible.ec, errc::corrupt_compression);
   EXPECT_NE(impossible.why.find("more than"), std::string::npos) << impossible.why;
+}
+
+constexpr std::size_t kMiB = 1u << 20;
+
+/// An LZ4 frame as the lz4 command (1.9.4) writes one by default (`lz4 FILE`):
+/// 4 MiB independent blocks, a content checksum, no content size, no block
+/// checksums. Made here with liblz4's frame API, as the command makes it
+/// (LZ4F_compressFrame, like the command, picks smaller blocks for an input
+/// of 1 MiB or less).
+std::string lz4_command_frame(std::string_view in) {
+  LZ4F_preferences_t prefs{};
+  prefs.frameInfo.blockSizeID = LZ4F_max4MB;
+  prefs.frameInfo.blockMode = LZ4F_blockIndependent;
+  prefs.frameInfo.contentChecksumFlag = LZ4F_contentChecksumEnabled;
+  prefs.frameInfo.contentSize = 0;
+  std::string out(LZ4F_compressFrameBound(in.size(), &prefs), '\0');
+  const std::size_t n = LZ4F_compressFrame(out.data(), out.size(), in.data(), in.size(), &prefs);
+  EXPECT_FALSE(LZ4F_isError(n)) << LZ4F_getErrorName(n);
+  out.resize(n);
+  return out;
+}
+
+TEST(CompressionLz4, AFrameAsTheLz4CommandWritesItDecodes) {
+  const std::string text = text_like(3 * kMiB + 12345);
+  const std::string frame = lz4_command_frame(text);
+  // The header bytes the command writes: FLG 0x64 (version 1, independent
+  // blocks, content checksum), BD 0x70 (4 MiB blocks).
+  ASSERT_GT(frame.size(), 6u);
+  EXPECT_EQ(frame[4], '\x64');
+  EXPECT_EQ(frame[5], '\x70');
+  const Decoded d = decoded(Compression::lz4, frame);
+  ASSERT_FALSE(d.ec) << d.why;
+  EXPECT_TRUE(d.out == text);
+  // With its size, and in linked blocks, too.
+  for (const bool sized : {false, true}) {
+    const Decoded linked = decoded(Compression::lz4, lz4_frame(text, LZ4F_max4MB, sized));
+    ASSERT_FALSE(linked.ec) << linked.why;
+    EXPECT_TRUE(linked.out == text) << sized;
+  }
+}
+
+TEST(CompressionLz4, AFrameOfFourMiBBlocksCountsItsBlockBufferAgainstTheBodyLimit) {
+  // Under the default 8 MiB: the payload may take what a 4 MiB block buffer
+  // leaves (4 MiB; 128 KiB less for linked blocks, whose buffer is larger).
+  const std::string at = text_like(4 * kMiB);
+  const std::string over = text_like(4 * kMiB + 1);
+  EXPECT_TRUE(decoded(Compression::lz4, lz4_command_frame(at)).out == at);
+  const std::string budget =
+      "; a frame of 4 MiB blocks decodes through a 4194304-byte block buffer counted against the body limit of "
+      "8388608 bytes, which leaves 4194304 bytes for the payload";
+  const Decoded unsized = decoded(Compression::lz4, lz4_command_frame(over));
+  EXPECT_EQ(unsized.ec, errc::decompressed_too_large) << unsized.why;
+  EXPECT_EQ(unsized.why, "lz4: the payload inflates past 4194304 bytes" + budget);
+  EXPECT_TRUE(unsized.out.empty());
+  LZ4F_preferences_t prefs{};
+  prefs.frameInfo.blockSizeID = LZ4F_max4MB;
+  prefs.frameInfo.blockMode = LZ4F_blockIndependent;
+  prefs.frameInfo.contentSize = over.size();
+  std::string sized(LZ4F_compressFrameBound(over.size(), &prefs), '\0');
+  sized.resize(LZ4F_compressFrame(sized.data(), sized.size(), over.data(), over.size(), &prefs));
+  const Decoded declared = decoded(Compression::lz4, sized);
+  EXPECT_EQ(declared.ec, errc::decompressed_too_large) << declared.why;
+  EXPECT_EQ(declared.why, "lz4: the payload declares 4194305 bytes" + budget);
+  const Decoded linked = decoded(Compression::lz4, lz4_frame(at, LZ4F_max4MB, true));
+  EXPECT_EQ(linked.ec, errc::decompressed_too_large) << linked.why;
+  EXPECT_NE(linked.why.find("4325376-byte block buffer"), std::string::npos) << linked.why;
+  // A body limit with no room beside the buffer (a stream's 4 MiB) takes no
+  // payload in 4 MiB blocks; one in 1 MiB blocks is as before, up to the limit.
+  DecompressLimits streams;
+  streams.max_output = 4 * kMiB;
+  // (lz4_frame keeps 4 MiB blocks for 5 bytes; the command, like LZ4F_compressFrame, would pick 64 KiB.)
+  const Decoded small = decoded(Compression::lz4, lz4_frame("hello", LZ4F_max4MB, false), streams);
+  EXPECT_EQ(small.ec, errc::decompressed_too_large) << small.why;
+  EXPECT_NE(small.why.find("which leaves 0 bytes for the payload"), std::string::npos) << small.why;
+  EXPECT_TRUE(decoded(Compression::lz4, lz4_frame(at, LZ4F_max1MB, false), streams).out == at);
 }
 
 TEST(CompressionCorrupt, DeclaredSizesThatLieAreCaught) {
