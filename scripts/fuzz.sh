@@ -4,7 +4,10 @@
 # frame_decoder_fuzz (the RPC frame decoder), admin_http_fuzz (the admin HTTP
 # request parser), compression_fuzz (the zstd, lz4, gzip and deflate
 # decompressors) and http2_server_fuzz (the server's HTTP/2 and gRPC, its
-# seeds in corpus/http2/), a quarter of the time each.
+# seeds in corpus/http2/), a quarter of the time each. The build is also
+# Clang's thread-safety analysis of every library (-Wthread-safety, its
+# findings errors): the libraries the fuzz targets leave out are built too,
+# so one clang build does both (what the clang-tsa preset checks alone).
 #   scripts/fuzz.sh        # 30 seconds in all
 #   scripts/fuzz.sh 600    # 10 minutes in all
 # Exits non-zero if a fuzzer finds a crash (the input is kept under
@@ -32,9 +35,11 @@ fi
 
 scripts/install_deps.sh
 CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS="-Wthread-safety -Werror=thread-safety" \
   -DWHEELRPC_BUILD_FUZZ=ON -DWHEELRPC_BUILD_BENCH=OFF -DWHEELRPC_BUILD_EXAMPLES=OFF >/dev/null
 targets=(frame_decoder_fuzz admin_http_fuzz compression_fuzz http2_server_fuzz)
-cmake --build build/fuzz --target "${targets[@]}" -j 2
+libraries=(wheelrpc_common wheelrpc_timer wheelrpc_transport wheelrpc_fault wheelrpc_rpc wheelrpc_registry wheelrpc_admin)
+cmake --build build/fuzz --target "${targets[@]}" "${libraries[@]}" -j 2
 
 # The time is split between the targets, at least a second each (libFuzzer
 # takes -max_total_time=0 as "no limit").
