@@ -30,6 +30,7 @@
 #include <wheelrpc/rpc/service.h>
 #include <wheelrpc/rpc/status_code.h>
 
+#include "support/log_capture.h"
 #include "support/rpc_fixture.h"
 #include "support/wait.h"
 
@@ -347,13 +348,26 @@ TEST_P(StreamGuard, ARejectionIsTheStatusTheClientSeesAndCallsAreStillServed) {
   EXPECT_TRUE(wheelrpc::test::wait_until([&] { return fx.server.stats().streams.open == 0; }, 10s));
 }
 
-TEST_P(StreamGuard, AccessLogSeesStreamsToo) {
+TEST_P(StreamGuard, AccessLogWritesALinePerStreamOfEveryKindWithItsStatus) {
+  wheelrpc::test::LogCapture capture(wheelrpc::rpc::kAccessLoggerName);
   ServerOptions so;
   so.interceptors.push_back(std::make_shared<wheelrpc::rpc::AccessLogInterceptor>());
+  so.interceptors.push_back(std::make_shared<Refuse>());  // after it: the log sees the refusal
   Fixture fx(so, {}, GetParam());
-  const auto out = exchange(fx, "count", {"2"});
-  ASSERT_FALSE(out.ec) << out.message;
-  EXPECT_EQ(out.read, (std::vector<std::string>{"0", "1"}));
+  for (const char* method : {"count", "sum", "chat"}) {
+    const auto out = exchange(fx, method, {"2"});
+    EXPECT_EQ(out.ec, make_error_code(StatusCode::permission_denied)) << out.message;
+  }
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return capture.lines().size() == 3; }, 10s));
+  const auto lines = capture.lines();
+  for (const char* method : {"count", "sum", "chat"}) {
+    bool found = false;
+    for (const auto& line : lines) {
+      found = found || (line.find(std::string("method=") + method + " peer=127.0.0.1:") != std::string::npos &&
+                        line.find("status=PERMISSION_DENIED") != std::string::npos);
+    }
+    EXPECT_TRUE(found) << method << " has no access log line with its status";
+  }
 }
 
 // ---- admission ---------------------------------------------------------------
