@@ -66,7 +66,9 @@ class NameTable {
 }  // namespace
 
 std::shared_ptr<spdlog::logger> module_logger(const char* name) {
-  static NameTable table;
+  // Never destroyed: a thread still running while the process exits (an
+  // io_context's, a detached one) may log after static destructors ran.
+  static NameTable& table = *new NameTable;
   const NamedLogger& entry = table.find(name);
   // Asked every time, so that a logger the application registers (or drops)
   // later takes effect at once; spdlog offers no cheaper way to learn of it.

@@ -64,3 +64,21 @@ TEST(ModuleLogger, ManyNamesAndThreadsEachGetTheirOwn) {
 }
 
 }  // namespace
+
+namespace {
+// Constructed before main, so destroyed after everything made during the
+// tests: its destructor logs as a thread still running at exit would. The
+// name table must outlive it (under ASan a destroyed table is a
+// use-after-free, and the test binary fails at exit).
+struct LogsAtExit {
+  // spdlog's registry first, so that it outlives this (it is spdlog's own).
+  LogsAtExit() { spdlog::get("wheelrpc.at_exit"); }
+  ~LogsAtExit() { wheelrpc::detail::module_logger("wheelrpc.at_exit")->info("logged during exit"); }
+} logs_at_exit;
+}  // namespace
+
+TEST(ModuleLogger, WorksDuringStaticDestruction) {
+  // Makes the name table (if no test did yet) after logs_at_exit: it is
+  // destroyed first at exit, unless it is never destroyed.
+  EXPECT_NE(wheelrpc::detail::module_logger("wheelrpc.at_exit"), nullptr);
+}
