@@ -55,6 +55,20 @@ namespace {
 
 std::atomic<int> handlers_run{0};
 
+/// Reads until the client half-closes or the stream ends, then finishes.
+void read_to_end(ServerStream s) {
+  asio::co_spawn(
+      s.get_executor(),
+      [s]() mutable -> awaitable<void> {
+        for (;;) {
+          auto [ec, m] = co_await s.async_read(asio::as_tuple(use_awaitable));
+          if (ec || !m) break;
+        }
+        s.finish();
+      },
+      asio::detached);
+}
+
 /// One method of each stream kind, counting the handlers that ran.
 void register_kinds(wheelrpc::rpc::Server& server) {
   // bidi: echoes each message until the client half-closes.
@@ -106,31 +120,8 @@ void register_kinds(wheelrpc::rpc::Server& server) {
   // Held open until the client goes.
   server.handle_stream("hold", [](ServerStream s) {
     handlers_run.fetch_add(1);
-    asio::co_spawn(
-        s.get_executor(),
-        [s]() mutable -> awaitable<void> {
-          for (;;) {
-            auto [ec, m] = co_await s.async_read(asio::as_tuple(use_awaitable));
-            if (ec || !m) break;
-          }
-          s.finish();
-        },
-        asio::detached);
+    read_to_end(std::move(s));
   });
-}
-
-/// Reads until the client half-closes or the stream ends, then finishes.
-void read_to_end(ServerStream s) {
-  asio::co_spawn(
-      s.get_executor(),
-      [s]() mutable -> awaitable<void> {
-        for (;;) {
-          auto [ec, m] = co_await s.async_read(asio::as_tuple(use_awaitable));
-          if (ec || !m) break;
-        }
-        s.finish();
-      },
-      asio::detached);
 }
 
 struct Fixture : RpcFixture {
