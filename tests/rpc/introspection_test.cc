@@ -15,9 +15,9 @@
 #include <boost/asio/use_future.hpp>
 
 #include <wheelrpc/rpc/status_code.h>
+#include <wheelrpc/rpc/detail/lazy_trace.h>
 #include <wheelrpc/rpc/trace.h>
 
-#include "base/lazy_trace.h"
 #include "base/method_metrics.h"
 #include "support/rpc_fixture.h"
 #include "support/wait.h"
@@ -254,6 +254,27 @@ TEST(Trace, ARequestsTraceIsParsedWhenAskedAndScopesNestAndRestore) {
     }
     {
       LazyTraceScope unparsed(good);  // never asked: the outer comes back all the same
+    }
+    EXPECT_EQ(wheelrpc::rpc::current_trace()->traceparent(), outer.traceparent());
+    {
+      // A request's scope inside another's (a typed coroutine resumed where a
+      // handler runs): the outer, never parsed, comes back as it was, and so
+      // does one that was parsed.
+      LazyTrace second;
+      const auto other = TraceContext::make_root();
+      second.set(other);
+      LazyTraceScope first_scope(good);
+      {
+        LazyTraceScope second_scope(second);
+        EXPECT_EQ(wheelrpc::rpc::current_trace()->traceparent(), other.traceparent());
+      }
+      EXPECT_EQ(wheelrpc::rpc::current_trace()->traceparent(), tp);
+      {
+        LazyTraceScope second_scope(second);
+        LazyTraceScope malformed(bad);
+        EXPECT_FALSE(wheelrpc::rpc::current_trace());
+      }
+      EXPECT_EQ(wheelrpc::rpc::current_trace()->traceparent(), tp);
     }
     EXPECT_EQ(wheelrpc::rpc::current_trace()->traceparent(), outer.traceparent());
   }

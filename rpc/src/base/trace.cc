@@ -1,6 +1,6 @@
 #include <wheelrpc/rpc/trace.h>
 
-#include "base/lazy_trace.h"
+#include <wheelrpc/rpc/detail/lazy_trace.h>
 
 #include <array>
 #include <chrono>
@@ -144,18 +144,29 @@ TraceScope::~TraceScope() { t_trace = previous_; }
 
 namespace detail {
 
-LazyTraceScope::LazyTraceScope(const LazyTrace& trace) noexcept : previous_(current_trace()) {
+LazyTraceScope::LazyTraceScope(const LazyTrace& trace) noexcept : previous_pending_(t_raw_pending) {
+  if (previous_pending_) {
+    previous_raw_ = t_raw;  // not parsed: nothing asked for it yet
+  } else {
+    previous_ = t_trace;
+  }
   if (trace.present()) {
     std::memcpy(t_raw.data(), trace.raw().data(), t_raw.size());
     t_raw_pending = true;
   } else {
+    t_raw_pending = false;
     t_trace.reset();
   }
 }
 
 LazyTraceScope::~LazyTraceScope() {
-  t_raw_pending = false;
-  t_trace = previous_;
+  if (previous_pending_) {
+    t_raw = previous_raw_;
+    t_raw_pending = true;
+  } else {
+    t_raw_pending = false;
+    t_trace = previous_;
+  }
 }
 
 }  // namespace detail

@@ -46,7 +46,7 @@
 
 #include "client/attempt_policy.h"
 #include <wheelrpc/common/spin_lock.h>
-#include <wheelrpc/common/recycled.h>
+#include <wheelrpc/rpc/detail/recycled.h>
 #include <wheelrpc/common/ref_count.h>
 
 namespace wheelrpc::rpc::detail {
@@ -60,7 +60,7 @@ class MethodCells;
 struct Call;
 using CallPtr = boost::intrusive_ptr<Call>;
 
-struct Call : common::Recycled<Call> {
+struct Call : Recycled<Call> {
   // intercepting: interceptors work on it before it is sent (per call, or
   // per attempt with no other attempt in flight); in the books like backoff.
   enum class Phase : std::uint8_t { idle, waiting, sent, backoff, intercepting };

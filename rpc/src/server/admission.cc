@@ -51,6 +51,11 @@ void Admission::add_method(std::string name, Server::Handler handler, MethodOpti
 const ServerMethod* Admission::admit(ReplySlot& slot, Origin origin) {
   const auto it = handlers_.find(slot.method);
   const ServerMethod* method = it != handlers_.end() ? &it->second : nullptr;
+  if (method) {
+    slot.method = it->first;  // the server's own name: the request's may go to the handler
+  } else {
+    slot.own_method();
+  }
   slot.cells = method ? method->cells : unknown_cells_;
   if (slot.cells) slot.cells->started();
   // A request read from a connection counted itself (in_flight) before it
@@ -58,18 +63,20 @@ const ServerMethod* Admission::admit(ReplySlot& slot, Origin origin) {
   // can come while the server does not listen (before listen, after stop).
   const bool draining = shutdown_.draining();
   if (draining || (origin == Origin::local && !shutdown_.listening())) {
-    return refuse(slot, refused_shutting_down_, Status::shutting_down,
-                  std::string(draining ? "server shutting down" : "server not listening") + ": '" + slot.method +
-                      "' not processed");
+    return refuse(
+        slot, refused_shutting_down_, Status::shutting_down,
+        fmt::format("{}: '{}' not processed", draining ? "server shutting down" : "server not listening", slot.method));
   }
   if (shutdown_.offline()) {
-    return refuse(slot, refused_offline_, Status::shutting_down, "server offline: '" + slot.method + "' not processed");
+    return refuse(slot, refused_offline_, Status::shutting_down,
+                  fmt::format("server offline: '{}' not processed", slot.method));
   }
   if (!method) [[unlikely]] {
-    if (const StreamMethod* stream = streams_.find(slot.method)) {
-      return refuse(slot, method_not_found_, Status::method_not_found, called_as_call(slot.method, stream->kind));
+    if (const StreamMethod* stream = streams_.find(slot.method_storage)) {
+      return refuse(slot, method_not_found_, Status::method_not_found,
+                    called_as_call(slot.method_storage, stream->kind));
     }
-    return refuse(slot, method_not_found_, Status::method_not_found, "no method '" + slot.method + "'");
+    return refuse(slot, method_not_found_, Status::method_not_found, fmt::format("no method '{}'", slot.method));
   }
   // The method's own timeout bounds a caller that set none, or a later deadline.
   if (method->timeout.count() != 0) [[unlikely]] {
@@ -87,6 +94,11 @@ const ServerMethod* Admission::admit(ReplySlot& slot, Origin origin) {
 
 void Admission::refuse_undecodable(ReplySlot& slot, const boost::system::error_code& ec, std::string message) {
   const auto it = handlers_.find(slot.method);
+  if (it != handlers_.end()) {
+    slot.method = it->first;
+  } else {
+    slot.own_method();
+  }
   slot.cells = it != handlers_.end() ? it->second.cells : unknown_cells_;
   if (slot.cells) slot.cells->started();
   refuse(slot, undecodable_, error_status(ec), std::move(message));

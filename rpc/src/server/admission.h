@@ -9,7 +9,10 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <cstddef>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include <wheelrpc/rpc/options.h>
@@ -103,8 +106,13 @@ class Admission {
   const ServerShutdown& shutdown_;
   MethodTable& methods_;
   const StreamMethods& streams_;
-  MethodCells* unknown_cells_ = nullptr;                    // "(unknown)": requests for methods with no handler
-  std::unordered_map<std::string, ServerMethod> handlers_;  // fixed once listening
+  MethodCells* unknown_cells_ = nullptr;  // "(unknown)": requests for methods with no handler
+  /// Hashes a name as std::string and std::string_view alike (lookups by a view).
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view name) const noexcept { return std::hash<std::string_view>{}(name); }
+  };
+  std::unordered_map<std::string, ServerMethod, NameHash, std::equal_to<>> handlers_;  // fixed once listening
   ConcurrencyLimiter limiter_;
   std::atomic<std::int64_t> queue_emptied_ns_{0};  // steady ns (the server's clock)
   std::atomic<std::int64_t> queued_{0};            // posted to the handler executor, not yet started

@@ -8,15 +8,16 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <boost/smart_ptr/intrusive_ptr.hpp>
 
-#include <wheelrpc/common/recycled.h>
+#include <wheelrpc/rpc/detail/recycled.h>
 #include <wheelrpc/common/ref_count.h>
 #include <wheelrpc/rpc/server.h>
 #include <wheelrpc/timer/timer.h>
 
-#include "base/lazy_trace.h"
+#include <wheelrpc/rpc/detail/lazy_trace.h>
 #include "base/method_metrics.h"
 #include "wire/server_conn_context.h"
 
@@ -38,7 +39,7 @@ class ServerInterception;
 /// (ServerCore::decide). `state` orders the two ends: whoever sets its bit
 /// second sees the other's (the answer cancels an armed timeout; arming after
 /// the answer cancels its own).
-struct ReplySlot : common::Recycled<ReplySlot> {
+struct ReplySlot : Recycled<ReplySlot> {
   static constexpr std::uint8_t kAnswered = 1;  // finish() ran: exactly once
   static constexpr std::uint8_t kArmed = 2;     // `timeout` holds its deadline on the wheel
   ReplySlot() = default;
@@ -60,7 +61,16 @@ struct ReplySlot : common::Recycled<ReplySlot> {
   bool two_way = true;
   std::optional<std::chrono::steady_clock::time_point> deadline;
   timer::Timeout timeout;
-  std::string method;                           // for logs
+  // The method's name: a view of the server's own copy (its method table's
+  // key) once admission found the method, else of `method_storage`; so a
+  // call of a registered method copies no name, however long.
+  std::string_view method;
+  std::string method_storage;
+  /// Points `method` at a copy of its own (a name the server keeps no copy of).
+  void own_method() {
+    method_storage.assign(method.data(), method.size());
+    method = method_storage;
+  }
   MethodCells* cells = nullptr;                 // null: ServerOptions::metrics off
   std::atomic<std::size_t>* running = nullptr;  // its method's running count, under a concurrency limit
                                                 // (given back by the destructor)

@@ -2,6 +2,8 @@
 // ServerCore::finish.
 #include <exception>
 
+#include <fmt/format.h>
+
 #include <wheelrpc/rpc/server.h>
 
 #include "server/reply_slot.h"
@@ -31,10 +33,10 @@ Responder::~Responder() {
   if (!slot_->answered()) {
     // Destroyed during unwinding: the handler threw (the server logs what).
     const bool threw = std::uncaught_exceptions() > 0;
-    slot_->core->finish(
-        *slot_, Status::server_error,
-        "the handler of '" + slot_->method + (threw ? "' threw" : "' dropped its Responder without replying"), {},
-        detail::ServerCore::Answer::handler);
+    slot_->core->finish(*slot_, Status::server_error,
+                        fmt::format("the handler of '{}' {}", slot_->method,
+                                    threw ? "threw" : "dropped its Responder without replying"),
+                        {}, detail::ServerCore::Answer::handler);
   }
 }
 

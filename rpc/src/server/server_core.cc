@@ -64,7 +64,7 @@ CallCode status_code(Status status) noexcept {
   return status == Status::ok ? CallCode::ok : call_code(status_error(status));
 }
 
-std::string deadline_passed(const std::string& method) {
+std::string deadline_passed(std::string_view method) {
   return fmt::format("the deadline of '{}' passed before the handler replied", method);
 }
 }  // namespace
@@ -188,13 +188,13 @@ std::string ServerCore::peer_of(std::uint64_t conn_id) const {
 
 // ---------------------------------------------------------------- requests
 
-ReplySlotPtr ServerCore::new_slot(const ConnContextPtr& conn, const std::string& method) {
+ReplySlotPtr ServerCore::new_slot(const ConnContextPtr& conn, std::string_view method) {
   hot_.add(kRequestsCounter);
   conn->in_flight.fetch_add(1);  // before admission reads draining (ServerShutdown::begin_drain)
   ReplySlotPtr slot = share_unpublished(*new ReplySlot);
   slot->conn = conn;
   slot->core = this;
-  slot->method = method;
+  slot->method = method;  // the caller's, until admission points it at the server's own
   return slot;
 }
 
@@ -314,7 +314,7 @@ void ServerCore::record_timeout(const ReplySlot& slot, std::chrono::steady_clock
   TimeoutRecord r;
   r.time = std::chrono::system_clock::now();
   r.server_side = true;
-  r.method = slot.method;
+  r.method.assign(slot.method);
   if (auto tr = slot.conn->transport.lock()) r.provider = tr->remote();
   const bool still_queued = options_.handler_executor && slot.queued_ns.load(std::memory_order_relaxed) < 0;
   r.phase = still_queued ? TimeoutPhase::queued : TimeoutPhase::in_handler;

@@ -232,7 +232,7 @@ class ServerCore final : public ServerHost, public ServerEvents, public std::ena
 
   /// A slot for a request of `conn` (counted in flight before admission reads
   /// the draining flag: see ServerShutdown::begin_drain).
-  ReplySlotPtr new_slot(const ConnContextPtr& conn, const std::string& method);
+  ReplySlotPtr new_slot(const ConnContextPtr& conn, std::string_view method);
   void on_accept(boost::asio::ip::tcp::socket socket);
   /// False (and the refusal counted and logged) at ServerOptions::limits.max_connections.
   bool room_for_connection(const boost::asio::ip::tcp::socket& socket);

@@ -6,6 +6,7 @@
 /// methods are <wheelrpc/protobuf/typed_stream.h>'s, included here. Messages
 /// are protobuf's (any generated message class). docs/typed_services.md.
 
+#include <cstddef>
 #include <exception>
 #include <memory>
 #include <string>
@@ -19,13 +20,16 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/smart_ptr/intrusive_ptr.hpp>
 #include <boost/system/error_code.hpp>
 #include <google/protobuf/util/json_util.h>
 
+#include <wheelrpc/protobuf/detail/typed_coroutine.h>
 #include <wheelrpc/protobuf/typed_stream.h>
 #include <wheelrpc/rpc/call_error.h>
 #include <wheelrpc/rpc/client.h>
 #include <wheelrpc/rpc/detail/call_scope_executor.h>
+#include <wheelrpc/rpc/detail/recycled.h>
 #include <wheelrpc/rpc/method_policy.h>
 #include <wheelrpc/rpc/options.h>
 #include <wheelrpc/rpc/server_context.h>
@@ -33,6 +37,25 @@
 #include <wheelrpc/rpc/status_code.h>
 
 namespace wheelrpc::rpc {
+
+namespace detail {
+
+/// A request body at most this large keeps its buffer after it was parsed,
+/// for the reply to be serialized into (no allocation); a larger one is
+/// freed at once, not held beside its message while the handler runs.
+inline constexpr std::size_t kReusedBodyCapacity = 4096;
+
+/// Sends `reply` with the context's reply metadata and trailing metadata,
+/// serialized into the request's buffer when parse_request kept it. False if
+/// the reply was dropped.
+template <class Reply>
+bool reply_with(ServerContext& context, const Reply& reply) {
+  std::string body = std::move(context.request().payload);
+  reply.SerializePartialToString(&body);  // clears it first, keeping its capacity
+  return context.responder().reply(std::move(body), context.take_reply_attachments());
+}
+
+}  // namespace detail
 
 /// Answers one call of a typed method with a `Reply` message, exactly once,
 /// from any thread, now or later: the callback form's responder. Owns the
@@ -46,12 +69,7 @@ class TypedResponder {
 
   /// Sends `reply` with the context's reply metadata and trailing metadata. False if it was
   /// dropped (deadline passed, caller gone, already answered).
-  bool reply(const Reply& reply) {
-    if (!context_) return false;
-    std::string body;
-    reply.SerializePartialToString(&body);
-    return context_->responder().reply(std::move(body), context_->take_reply_attachments());
-  }
+  bool reply(const Reply& reply) { return context_ && detail::reply_with(*context_, reply); }
   /// Fails the call with `code` and `message`, with the context's reply
   /// metadata and trailing metadata (as gRPC sends trailers with an error).
   /// False if it was dropped.
@@ -130,20 +148,19 @@ inline void fail_from(ServerContext& context, const std::exception_ptr& error) {
   }
 }
 
-template <class Method>
-void reply_with(ServerContext& context, const typename Method::Reply& reply) {
-  std::string body;
-  reply.SerializePartialToString(&body);
-  context.responder().reply(std::move(body), context.take_reply_attachments());
-}
-
 /// Parses the request's body into `request`; fails the call with
-/// invalid_argument naming the method when it is not a valid message.
+/// invalid_argument naming the method when it is not a valid message. The
+/// body's buffer is kept for the reply when it is small
+/// (kReusedBodyCapacity), else freed.
 template <class Message>
 bool parse_request(ServerContext& context, Message& request) {
   std::string& body = context.request().payload;
   const bool ok = request.ParseFromString(body);
-  std::string().swap(body);  // the message holds it now
+  if (body.capacity() > kReusedBodyCapacity) {
+    std::string().swap(body);  // the message holds it now
+  } else {
+    body.clear();
+  }
   if (!ok) {
     context.responder().fail(
         StatusCode::invalid_argument,
@@ -152,17 +169,36 @@ bool parse_request(ServerContext& context, Message& request) {
   return ok;
 }
 
+/// One call of a coroutine-form typed method, in one allocation (recycled
+/// per thread): its context and request (the handler gets references to
+/// them) and the deadline and trace its executor puts in force. Alive while
+/// the coroutine runs or a copy of its executor is held.
+template <class Method>
+class CoroutineCall final : public CallScope, public Recycled<CoroutineCall<Method>> {
+ public:
+  CoroutineCall(Request req, Responder responder) : context_(std::move(req), std::move(responder)) {
+    set(context_.deadline(), context_.find_metadata(kTraceparentKey));
+  }
+  ServerContext& context() noexcept { return context_; }
+  typename Method::Request& request() noexcept { return request_; }
+
+ private:
+  ServerContext context_;
+  typename Method::Request request_;
+};
+
+/// The bottom frame of a coroutine-form call: awaits the handler, then
+/// answers with its reply or with what it threw.
 template <class Method, class Fn>
-boost::asio::awaitable<void> run_coroutine(std::unique_ptr<ServerContext> context, typename Method::Request request,
-                                           Fn fn) {
+EntryAwaitable run_coroutine(boost::intrusive_ptr<CoroutineCall<Method>> call, Fn fn) {
   std::exception_ptr error;
   try {
-    typename Method::Reply reply = co_await fn(*context, request);
-    reply_with<Method>(*context, reply);
+    const typename Method::Reply reply = co_await fn(call->context(), call->request());
+    reply_with(call->context(), reply);
   } catch (...) {
     error = std::current_exception();
   }
-  if (error) fail_from(*context, error);
+  if (error) fail_from(call->context(), error);
 }
 
 /// A ServiceMethod for `Method`, without its handler: path, names, and the
@@ -248,17 +284,17 @@ void Service::add_coroutine_method(Fn fn) {
   static_assert(detail::is_unary<Method>(), "a streaming method registers with add_stream_coroutine_method");
   ServiceMethod m = detail::make_service_method<Method>();
   m.handler = [fn = std::move(fn)](Request req, Responder responder) {
-    auto context = std::make_unique<ServerContext>(std::move(req), std::move(responder));
-    typename Method::Request request;
-    if (!detail::parse_request(*context, request)) return;
+    boost::intrusive_ptr<detail::CoroutineCall<Method>> call(
+        new detail::CoroutineCall<Method>(std::move(req), std::move(responder)));
+    if (!detail::parse_request(call->context(), call->request())) return;
     // The coroutine runs on the handler executor with the request's
     // deadline and trace in force at every step, so calls it makes inherit
     // them after a co_await as before one.
-    boost::asio::any_io_executor ex = detail::CallScopeExecutor<boost::asio::any_io_executor>(
-        context->get_executor(),
-        std::make_shared<const detail::CallScope>(detail::CallScope{context->deadline(), context->trace()}));
-    boost::asio::co_spawn(ex, detail::run_coroutine<Method>(std::move(context), std::move(request), fn),
-                          boost::asio::detached);
+    const boost::asio::any_io_executor inner = call->context().get_executor();
+    const boost::asio::any_io_executor ex = detail::scoped_executor(inner, detail::CallScopeRef(call.get()));
+    detail::start_on(inner, ex, [call = std::move(call), fn]() mutable {
+      return detail::run_coroutine<Method>(std::move(call), fn);
+    });
   };
   methods_.push_back(std::move(m));
 }

@@ -21,6 +21,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <wheelrpc/protobuf/detail/typed_coroutine.h>
 #include <wheelrpc/protobuf/detail/typed_stream_ops.h>
 #include <wheelrpc/protobuf/typed_client_stream.h>
 #include <wheelrpc/protobuf/typed_server_stream.h>
@@ -212,9 +213,8 @@ void Service::add_stream_coroutine_method(Fn fn) {
     TypedServerStreamFor<Method> stream(std::move(s));
     // As a unary coroutine: on the stream's executor, with its deadline and
     // trace in force at every step, so calls the handler makes inherit them.
-    boost::asio::any_io_executor ex = detail::CallScopeExecutor<boost::asio::any_io_executor>(
-        stream.get_executor(),
-        std::make_shared<const detail::CallScope>(detail::CallScope{stream.deadline(), stream.trace()}));
+    boost::asio::any_io_executor ex = detail::scoped_executor(
+        stream.get_executor(), detail::CallScopeRef(new detail::CallScope(stream.deadline(), stream.trace())));
     boost::asio::co_spawn(ex, detail::run_stream_coroutine<Method>(std::move(stream), fn), boost::asio::detached);
   };
   stream_methods_.push_back(std::move(m));

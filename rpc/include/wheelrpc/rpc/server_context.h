@@ -10,6 +10,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 
+#include <wheelrpc/rpc/detail/recycled.h>
 #include <wheelrpc/rpc/server.h>
 #include <wheelrpc/rpc/trace.h>
 #include <wheelrpc/transport/frame.h>
@@ -23,10 +24,12 @@ namespace wheelrpc::rpc {
 /// handler's coroutine returns; for the callback form, as long as its
 /// TypedResponder.
 ///
+/// Its blocks are recycled per thread (a typed call allocates one per call).
+///
 /// @par Thread Safety
 /// Distinct objects: safe. Shared objects: the accessors and cancelled()
 /// from any thread; reply metadata only from the one thread that answers.
-class ServerContext {
+class ServerContext : public detail::Recycled<ServerContext> {
  public:
   ServerContext(Request request, Responder responder) noexcept;
   ~ServerContext();

@@ -1,8 +1,9 @@
 #pragma once
-// A request's traceparent as it came, parsed only when something asks for the
-// trace: a nested call the handler makes, a timeout record, a log line. Most
-// requests never ask, and parsing 48 hex digits was a tenth of a small
-// request's server CPU.
+/// Internal (the server's request slots and the typed services' call scope;
+/// not an API): a request's traceparent as it came, parsed only when
+/// something asks for the trace: a nested call the handler makes, a timeout
+/// record, a log line. Most requests never ask, and parsing 48 hex digits was
+/// a tenth of a small request's server CPU.
 
 #include <array>
 #include <cstring>
@@ -46,7 +47,9 @@ class LazyTrace {
 
 /// Puts a request's trace in force on this thread for the scope (as
 /// TraceScope does), parsed only if current_trace() asks. The characters are
-/// copied: the request may be gone before the scope ends.
+/// copied: the request may be gone before the scope ends. The trace in force
+/// before is kept as it was, parsed or not: nesting scopes (a typed
+/// coroutine resumed inside a handler's scope) parses nothing.
 class LazyTraceScope {
  public:
   explicit LazyTraceScope(const LazyTrace& trace) noexcept;
@@ -55,7 +58,9 @@ class LazyTraceScope {
   LazyTraceScope& operator=(const LazyTraceScope&) = delete;
 
  private:
-  std::optional<TraceContext> previous_;
+  std::optional<TraceContext> previous_;                           // when !previous_pending_
+  std::array<char, TraceContext::kTraceparentSize> previous_raw_;  // when previous_pending_
+  bool previous_pending_ = false;
 };
 
 }  // namespace wheelrpc::rpc::detail

@@ -1,6 +1,8 @@
 #pragma once
-// Per-thread recycling of the blocks of one hot, fixed-size type (a client's
-// Call, a server's ReplySlot). A burst of C calls in flight allocates and
+// Internal (not an API): per-thread recycling of the blocks of one hot,
+// fixed-size type (a client's Call, a server's ReplySlot, a typed call's
+// ServerContext and coroutine call block: public only for the typed
+// services' header templates). A burst of C calls in flight allocates and
 // frees C blocks of one size at a time; glibc's per-thread cache keeps only
 // seven blocks per size, so past that every allocation and free went through
 // the arena's bins (about a tenth of a call's CPU at C = 128). Each thread
@@ -29,7 +31,7 @@
 #define WHEELRPC_RECYCLE 1
 #endif
 
-namespace wheelrpc::common {
+namespace wheelrpc::rpc::detail {
 
 /// Derive `T` from `Recycled<T>` to recycle its blocks (`new T` / `delete`).
 template <class T, std::size_t Cap = 1024>
@@ -88,4 +90,4 @@ class Recycled {
   }
 };
 
-}  // namespace wheelrpc::common
+}  // namespace wheelrpc::rpc::detail
