@@ -469,6 +469,40 @@ TEST(Interceptors, AsyncInterceptorBlocksNoIoThreadAndResumesOnTheExecutor) {
   EXPECT_TRUE(wheelrpc::test::wait_until([&] { return gate->completions().size() == 2; }));
 }
 
+// A call whose per-call interceptors all go on inside intercept() is sent as
+// one without them (InterceptorGate::run_call_chain): it does not wait in the
+// books, and its deadline rides in its table entry, not on the wheel. One
+// whose interceptor works on waits for it with its deadline on the wheel.
+TEST(Interceptors, ACallWhoseInterceptorsGoOnInlinePutsNoDeadlineOnTheWheel) {
+  auto gate = std::make_shared<GateInterceptor>();
+  ClientOptions co;
+  co.interceptors = {gate};
+  RpcFixture fx({}, co, /*io_threads=*/2, [](Server& s) {
+    s.handle("gated", [](Request req, Responder r) { r.reply(std::move(req.payload)); });
+  });
+  CallOptions o;
+  o.timeout = std::chrono::seconds(30);
+  ASSERT_FALSE(call_and_wait(*fx.client, "echo", "warm", o).ec);  // connected
+  const auto before = fx.timer.stats().scheduled;
+  for (int i = 0; i < 20; ++i) {
+    const auto out = call_and_wait(*fx.client, "echo", "x", o);
+    ASSERT_FALSE(out.ec) << out.response.error_message;
+  }
+  // Connection upkeep may schedule a timeout or two; each call would be one.
+  EXPECT_LE(fx.timer.stats().scheduled - before, 3u);
+  auto next = gate->next();
+  const auto mid = fx.timer.stats().scheduled;
+  auto gated = wheelrpc::test::start(*fx.client, "gated", "late", o);
+  ASSERT_EQ(next.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  auto held = next.get();
+  EXPECT_TRUE(wheelrpc::test::wait_until([&] { return fx.timer.stats().scheduled > mid; }));
+  held.proceed();
+  ASSERT_EQ(gated.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  const auto out = gated.get();
+  ASSERT_FALSE(out.ec) << out.response.error_message;
+  EXPECT_EQ(out.response.payload, "late");
+}
+
 TEST(Interceptors, DeadlinePassingWhileAnInterceptorWorksEndsTheCallOnce) {
   auto gate = std::make_shared<GateInterceptor>();
   ClientOptions co;

@@ -87,6 +87,12 @@ std::string CallDriver::attempt_timed_out(const Call& call, const Call::Attempt&
 void CallDriver::start(CallPtr ptr, std::string payload, transport::Attachments attachments,
                        asio::any_completion_handler<Client::Signature> handler) {
   Call& c = *ptr;
+  // The per-call interceptors first, on this thread, before the call's lock:
+  // most go on inline, and the call then goes out as one without them.
+  std::shared_ptr<ClientInterception> chain;
+  if (ctx_.interceptors && !ctx_.closed.load(std::memory_order_acquire)) [[unlikely]] {
+    chain = gate_.run_call_chain(c, attachments);
+  }
   Completion done;
   done.spare = std::move(ptr);  // for the first attempt's table entry
   {
@@ -97,6 +103,8 @@ void CallDriver::start(CallPtr ptr, std::string payload, transport::Attachments 
     // any_completion_handler wraps the handler in itself until the stack runs out.
     c.handler.swap(handler);
     if (ctx_.closed.load(std::memory_order_acquire)) {
+      if (chain) [[unlikely]]
+        c.interception = std::move(chain);  // their on_complete, with the call's end
       complete_closed(c, done);
     } else {
       auto slot = asio::get_associated_cancellation_slot(c.handler);
@@ -104,8 +112,8 @@ void CallDriver::start(CallPtr ptr, std::string payload, transport::Attachments 
       budget_.on_call(c.start);
       // Sent at once, the call's deadline rides in its table entry; else
       // (waiting, failed to send, interceptors at work) it goes on the wheel now.
-      if (ctx_.interceptors) [[unlikely]] {
-        gate_.intercept_call(c, done);
+      if (chain) [[unlikely]] {
+        gate_.intercepted(c, std::move(chain), done);
       } else {
         dispatch(c, done);
       }

@@ -61,8 +61,16 @@ class InterceptorGate {
  public:
   explicit InterceptorGate(CallDriver& driver) noexcept : d_(driver) {}
 
-  /// Starts the per-call interceptors of a new call (instead of dispatch).
-  void intercept_call(Call& call, Completion& done) WHEELRPC_REQUIRES(call.mu);
+  /// Runs the per-call interceptors of a new call, not yet shared with any
+  /// other thread, on this thread with no lock held (CallDriver::start,
+  /// before it locks the call), with `attachments` (moved from) as their
+  /// metadata. What they decided there is taken up by intercepted().
+  std::shared_ptr<ClientInterception> run_call_chain(Call& call, transport::Attachments& attachments);
+  /// Under the call's lock, after run_call_chain (instead of dispatch): the
+  /// call goes out with their metadata (every interceptor went on inline:
+  /// no books, no wheel, as without interceptors), fails (one rejected), or
+  /// waits for them in the books (one works on: after() takes it up).
+  void intercepted(Call& call, std::shared_ptr<ClientInterception> chain, Completion& done) WHEELRPC_REQUIRES(call.mu);
   /// Starts the attempt interceptors for an attempt on `sub`; true (the
   /// attempt is on its way).
   bool intercept_attempt(Call& call, const std::shared_ptr<Subchannel>& sub, Completion& done)

@@ -38,9 +38,41 @@ void ClientInterception::finish(boost::system::error_code ec, const Response& re
   end();
 }
 
-void ClientInterception::proceeded() { resume(true, StatusCode::ok, {}); }
+namespace {
+// The per-call chain run_inline() runs on this thread: its decision, taken
+// on this thread, stays in it (InterceptorGate::intercepted takes it up).
+thread_local const ClientInterception* t_inline = nullptr;
+}  // namespace
 
-void ClientInterception::rejected(StatusCode code, std::string message) { resume(false, code, std::move(message)); }
+void ClientInterception::run_inline() {
+  registered_ = false;
+  const ClientInterception* const outer = t_inline;  // an interceptor's own call runs its chain inside
+  t_inline = this;
+  run();
+  t_inline = outer;
+}
+
+void ClientInterception::keep(bool proceed, StatusCode code, std::string message) {
+  outcome_ = proceed ? Outcome::proceeded : Outcome::rejected;
+  code_ = code;
+  message_ = std::move(message);
+}
+
+void ClientInterception::proceeded() {
+  if (t_inline == this) [[likely]] {
+    outcome_ = Outcome::proceeded;
+    return;
+  }
+  resume(true, StatusCode::ok, {});
+}
+
+void ClientInterception::rejected(StatusCode code, std::string message) {
+  if (t_inline == this) {
+    keep(false, code, std::move(message));
+    return;
+  }
+  resume(false, code, std::move(message));
+}
 
 void ClientInterception::resume(bool proceed, StatusCode code, std::string message) {
   std::shared_ptr<CallHost> host;

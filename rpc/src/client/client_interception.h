@@ -7,8 +7,13 @@
 // moves into the Completion, whose deliver() ends it: so no cycle outlives
 // the call. A next that goes on (or rejects) hands the call back to
 // InterceptorGate::after (through the call's host, call_host.h), on the
-// thread running the chain, or posted to the client's executor.
+// thread running the chain, or posted to the client's executor; except a
+// per-call chain run inline (run_inline(), from CallDriver::start before it
+// locks the call): what it decided there it keeps (outcome()) for
+// InterceptorGate::intercepted, and what a next decides later, before the
+// call waits for it in the books (registered()), after() keeps there too.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,7 +40,23 @@ class ClientInterception final : public InterceptorChain {
   ClientInterception(std::shared_ptr<const ClientInterceptors> list, CallPtr call, const ClientContext& ctx,
                      TimePoint start, std::shared_ptr<Subchannel> sub, int attempt);
 
+  /// What the chain decided: nothing yet, went on, or rejected (code(), message()).
+  enum class Outcome : std::uint8_t { pending, proceeded, rejected };
+
   ClientCall& call() noexcept { return info_; }
+  /// Runs the chain on this thread (before the call is shared: no lock
+  /// held); what it decided on this thread is then outcome().
+  void run_inline();
+  /// Written by run_inline() on its thread, or by InterceptorGate::after
+  /// under the call's lock before registered(); read under the call's lock.
+  Outcome outcome() const noexcept { return outcome_; }
+  StatusCode code() const noexcept { return code_; }
+  std::string& message() noexcept { return message_; }
+  void keep(bool proceed, StatusCode code, std::string message);
+  /// The call waits for this chain in the books (under the call's lock):
+  /// after() takes its outcome up from then on. True for attempt chains.
+  bool registered() const noexcept { return registered_; }
+  void set_registered() noexcept { registered_ = true; }
   bool per_attempt() const noexcept { return info_.attempt() != 0; }
   /// Per attempt: the provider picked for it.
   const std::shared_ptr<Subchannel>& subchannel() const noexcept { return sub_; }
@@ -65,6 +86,12 @@ class ClientInterception final : public InterceptorChain {
   boost::system::error_code ec_;
   const Response* response_ = nullptr;
   Response kept_;
+  // A per-call chain run inline: what it decided before the call waits for
+  // it (see outcome()), and whether it does (under the call's lock).
+  Outcome outcome_ = Outcome::pending;
+  StatusCode code_ = StatusCode::ok;
+  std::string message_;
+  bool registered_ = true;
 };
 
 }  // namespace wheelrpc::rpc::detail

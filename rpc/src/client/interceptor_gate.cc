@@ -27,13 +27,33 @@ bool InterceptorGate::wait(Call& call, Completion& done) {
   return true;
 }
 
-void InterceptorGate::intercept_call(Call& call, Completion& done) {
-  if (!wait(call, done)) return;
+std::shared_ptr<ClientInterception> InterceptorGate::run_call_chain(Call& call, transport::Attachments& attachments) {
+  // No other thread sees the call yet: its pin mark needs no lock.
   auto chain = std::make_shared<ClientInterception>(d_.ctx_.interceptors, share_with_pinner(call), d_.ctx_, call.start,
                                                     nullptr, 0);
-  chain->call().metadata() = std::move(call.attachments);
-  call.interception = chain;
-  done.run_chain = std::move(chain);  // started once the call's lock is released
+  chain->call().metadata() = std::move(attachments);
+  chain->run_inline();
+  return chain;
+}
+
+void InterceptorGate::intercepted(Call& call, std::shared_ptr<ClientInterception> chain, Completion& done) {
+  call.interception = chain;  // its on_complete run with the call's end (CallDriver::complete)
+  switch (chain->outcome()) {
+    case ClientInterception::Outcome::proceeded:
+      call.attachments = chain->call().metadata();  // what every attempt sends
+      d_.dispatch(call, done);
+      return;
+    case ClientInterception::Outcome::rejected:
+      // Not retried: an application's answer, like a server's error status.
+      d_.complete(call, make_error_code(chain->code()), Response{{}, {}, std::move(chain->message())}, Origin::other,
+                  done);
+      return;
+    case ClientInterception::Outcome::pending:
+      // One works on: the call waits in the books, its deadline on the
+      // wheel (CallDriver::start covers it), until after() takes it up.
+      if (wait(call, done)) chain->set_registered();
+      return;
+  }
 }
 
 bool InterceptorGate::intercept_attempt(Call& call, const std::shared_ptr<Subchannel>& sub, Completion& done) {
@@ -63,6 +83,12 @@ void InterceptorGate::after(const CallPtr& ptr, const std::shared_ptr<ClientInte
   {
     CallLock lock(call.mu);
     if (call.done.load(std::memory_order_relaxed)) return;
+    if (!chain->registered()) {
+      // Decided after run_inline() returned, before the call waits for it:
+      // intercepted() takes it up, under this lock.
+      chain->keep(proceed, code, std::move(message));
+      return;
+    }
     const bool per_attempt = chain->per_attempt();
     if (per_attempt) {
       if (call.attempt_interception != chain) return;  // superseded

@@ -1,6 +1,7 @@
 #include "interceptors/interceptor_chain.h"
 
 #include <exception>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -11,92 +12,175 @@ namespace wheelrpc::rpc {
 InterceptorNext& InterceptorNext::operator=(InterceptorNext&& other) noexcept {
   if (this != &other) {
     InterceptorNext dropped(std::move(*this));  // rejects, if it was pending
-    chain_ = std::move(other.chain_);
+    chain_ = std::exchange(other.chain_, nullptr);
     index_ = other.index_;
   }
   return *this;
 }
 
-InterceptorNext::~InterceptorNext() {
-  if (auto chain = std::move(chain_)) {
-    std::string message;
-    try {
-      message = chain->dropped_message(index_);
-    } catch (...) {  // out of memory: the code alone
-    }
-    chain->on_next(index_, false, StatusCode::internal, std::move(message));
+void InterceptorNext::drop() noexcept {
+  detail::InterceptorChain* const chain = std::exchange(chain_, nullptr);
+  std::string message;
+  try {
+    message = chain->dropped_message(index_);
+  } catch (...) {  // out of memory: the code alone
   }
+  chain->on_next(index_, false, StatusCode::internal, std::move(message));
 }
 
 void InterceptorNext::proceed() {
-  if (auto chain = std::move(chain_)) chain->on_next(index_, true, StatusCode::ok, {});
+  if (detail::InterceptorChain* const chain = std::exchange(chain_, nullptr)) chain->on_proceed(index_);
 }
 
 void InterceptorNext::reject(StatusCode code, std::string message) {
-  if (auto chain = std::move(chain_)) chain->on_next(index_, false, code, std::move(message));
+  if (detail::InterceptorChain* const chain = std::exchange(chain_, nullptr)) {
+    chain->on_next(index_, false, code, std::move(message));
+  }
 }
 
 namespace detail {
+namespace {
+
+// Which intercept() runs on this thread, innermost first: a next of that
+// step used on this thread is used inside its intercept(), so run(), further
+// up this stack, reads its outcome once intercept() returned.
+struct Running {
+  const InterceptorChain* chain = nullptr;
+  std::size_t index = 0;
+};
+thread_local Running t_running;
+
+// Marks the step running on this thread, restoring the outer one on the way
+// out (an intercept() may run another chain: a call it makes).
+class RunningScope {
+ public:
+  RunningScope(const InterceptorChain* chain, std::size_t index) noexcept : outer_(t_running) {
+    t_running = {chain, index};
+  }
+  ~RunningScope() { t_running = outer_; }
+  RunningScope(const RunningScope&) = delete;
+  RunningScope& operator=(const RunningScope&) = delete;
+
+ private:
+  const Running outer_;
+};
+
+}  // namespace
 
 std::string InterceptorChain::dropped_message(std::size_t index) const {
   return fmt::format("{} interceptor {} ('{}') dropped its next without proceeding or rejecting", side(), index,
                      name(index));
 }
 
-bool InterceptorChain::begin_step(std::size_t index) {
+bool InterceptorChain::enter() noexcept {
   std::uint32_t s = state_.load(std::memory_order_acquire);
   do {
     if (s & kEnded) return false;
-  } while (!state_.compare_exchange_weak(s, s + 2 * kBusy, std::memory_order_acq_rel));  // intercept() and its next
-  entered_.store(index + 1, std::memory_order_release);
+  } while (!state_.compare_exchange_weak(s, s + kBusy, std::memory_order_acq_rel));
   return true;
 }
 
 void InterceptorChain::run() {
-  while (next_ < size()) {
+  if (!enter()) return;  // the call ended: nothing more starts
+  StatusCode code = StatusCode::unknown;
+  std::string message;
+  bool rejection = false;
+  for (bool first = true; next_ < size(); first = false) {
     const std::size_t i = next_;
-    if (!begin_step(i)) return;
-    step_.store(kRunning);
-    try {
-      intercept(i, InterceptorNext(shared_from_this(), i));
-    } catch (const std::exception& e) {  // its next, dropped on the way out, rejected the call
-      logger()->error("{} interceptor {} ('{}') threw: {}", side(), i, name(i), e.what());
-    } catch (...) {
-      logger()->error("{} interceptor {} ('{}') threw a non-std exception", side(), i, name(i));
+    // The call may have ended meanwhile (end() waits for this run to finish).
+    if (!first && (state_.load(std::memory_order_acquire) & kEnded)) {
+      idle();
+      return;
     }
-    int expected = kRunning;
-    const bool later = step_.compare_exchange_strong(expected, kReturned);
-    // Written by the next before its exchange, which came first: read only then.
-    StatusCode code = StatusCode::unknown;
-    std::string message;
-    if (!later && expected == kRejected) {
+    entered_.store(i + 1, std::memory_order_relaxed);  // read after the last idle(), which orders it
+    sync_ = Sync::none;
+    // A next handed to another thread reaches it through the interceptor's
+    // own synchronization, which orders this store before its exchange.
+    step_.store(kRunning, std::memory_order_relaxed);
+    {
+      RunningScope running(this, i);
+      try {
+        intercept(i, InterceptorNext(this, i));
+      } catch (const std::exception& e) {  // its next, dropped on the way out, rejected the call
+        logger()->error("{} interceptor {} ('{}') threw: {}", side(), i, name(i), e.what());
+      } catch (...) {
+        logger()->error("{} interceptor {} ('{}') threw a non-std exception", side(), i, name(i));
+      }
+    }
+    if (sync_ == Sync::proceeded) [[likely]] {
+      next_ = i + 1;
+      continue;
+    }
+    if (sync_ == Sync::rejected) {
       code = code_;
       message = std::move(message_);
+      rejection = true;
+      break;
     }
-    idle();
-    if (later) return;  // its next resumes the chain on the executor
+    // Its next outlived intercept(), or was used on another thread: from
+    // here on it holds the chain, and this run's worker unit.
+    held_ = shared_from_this();
+    int expected = kRunning;
+    if (step_.compare_exchange_strong(expected, kReturned, std::memory_order_acq_rel)) return;  // it resumes us
+    held_.reset();  // it was used before intercept() returned: go on here
     if (expected == kRejected) {
-      rejected(code, std::move(message));
-      return;
+      // Written by the next before its exchange, which came first: read only now.
+      code = code_;
+      message = std::move(message_);
+      rejection = true;
+      break;
     }
     next_ = i + 1;
   }
-  proceeded();
+  // No interceptor works any more: end(), from what runs now (the handler
+  // answering, the call completing), completes the chain on its own thread.
+  idle();
+  if (rejection) {
+    rejected(code, std::move(message));
+  } else {
+    proceeded();
+  }
+}
+
+void InterceptorChain::on_proceed(std::size_t index) noexcept {
+  if (t_running.chain == this && t_running.index == index) [[likely]] {
+    sync_ = Sync::proceeded;  // inside its own intercept(), on the running thread
+    return;
+  }
+  on_next(index, true, StatusCode::ok, {});
 }
 
 void InterceptorChain::on_next(std::size_t index, bool proceed, StatusCode code, std::string message) noexcept {
   if (code == StatusCode::ok && !proceed) code = StatusCode::unknown;
+  if (t_running.chain == this && t_running.index == index) [[likely]] {
+    // Inside its own intercept(), on the running thread: run() reads it
+    // once intercept() returned. Nothing else touches these meanwhile.
+    if (proceed) {
+      sync_ = Sync::proceeded;
+    } else {
+      sync_ = Sync::rejected;
+      code_ = code;
+      message_ = std::move(message);
+    }
+    return;
+  }
   try {
     if (!proceed) {
       code_ = code;
       message_ = message;
     }
     int expected = kRunning;
-    if (!step_.compare_exchange_strong(expected, proceed ? kProceeded : kRejected)) {
-      // intercept() returned already: go on where the call runs. Nothing
-      // goes on once the call ended (the deadline passed, it was cancelled).
+    if (step_.compare_exchange_strong(expected, proceed ? kProceeded : kRejected, std::memory_order_acq_rel)) {
+      return;  // intercept() is still running: run() goes on, within its own worker unit
+    }
+    // intercept() returned already: this next holds the chain and a worker
+    // unit (run() handed them over before its exchange). Go on where the
+    // call runs; nothing goes on once the call ended (the deadline passed,
+    // it was cancelled).
+    const std::shared_ptr<InterceptorChain> self = std::move(held_);
+    try {
       if (!(state_.load(std::memory_order_acquire) & kEnded)) {
-        resume_later([self = shared_from_this(), index, proceed, code, message = std::move(message)]() mutable {
+        resume_later([self, index, proceed, code, message = std::move(message)]() mutable {
           if (proceed) {
             self->next_ = index + 1;
             self->run();
@@ -105,11 +189,13 @@ void InterceptorChain::on_next(std::size_t index, bool proceed, StatusCode code,
           }
         });
       }
+    } catch (const std::exception& e) {
+      logger()->error("{} interceptor {}: could not resume the call: {}", side(), index, e.what());
     }
+    idle();  // `self` keeps the chain for the on_complete callbacks this may run
   } catch (const std::exception& e) {
     logger()->error("{} interceptor {}: could not resume the call: {}", side(), index, e.what());
   }
-  idle();
 }
 
 void InterceptorChain::idle() noexcept {
@@ -146,7 +232,7 @@ bool InterceptorChain::end() {
 }
 
 void InterceptorChain::complete_all(bool now) noexcept {
-  const std::size_t entered = entered_.load(std::memory_order_acquire);
+  const std::size_t entered = entered_.load(std::memory_order_relaxed);
   for (std::size_t i = entered; i-- > 0;) {
     try {
       complete(i);

@@ -5,13 +5,26 @@
 // one goes on later; and the on_complete callbacks in reverse order, once
 // the call ended and no interceptor works any more.
 //
+// Two paths per step:
+// - Synchronous (the common case: a next used inside intercept(), on the
+//   thread running it): no atomic operation and no reference count. A next
+//   points to its chain without counting (the caller of run() holds it), and
+//   a thread-local marker (`t_running`, interceptor_chain.cc) tells the
+//   next that it is used inside its own intercept(), on the running thread:
+//   it writes the outcome to plain fields that run() reads once intercept()
+//   returned. The whole run() counts as one worker in `state_` (one atomic
+//   operation at its start and one at its end, not per step).
+// - Otherwise (the next was used on another thread, or kept past
+//   intercept()): `step_` tells a next used before intercept() returned (the
+//   running thread goes on) from one used after (resumed on the executor),
+//   and run() hands the pending next a reference (`held_`) and its worker
+//   unit in `state_`, both given up once the next is used.
+//
 // Threads: run() steps are serialized (each is started by exactly one next:
-// the one before it). `step_` tells a next called inside intercept() (the
-// running thread goes on) from one called after it returned (resumed on the
-// executor). `state_` keeps the books that decide when on_complete may run,
-// in one atomic word, so a step takes no lock: never while an intercept() of
-// the chain is on a stack or its next is held, so the call object an
-// interceptor holds is never touched by two threads.
+// the one before it). `state_` keeps the books that decide when on_complete
+// may run, in one atomic word, so a step takes no lock: never while an
+// intercept() of the chain is on a stack or its next is held, so the call
+// object an interceptor holds is never touched by two threads.
 
 #include <atomic>
 #include <cstddef>
@@ -34,10 +47,12 @@ class InterceptorChain : public std::enable_shared_from_this<InterceptorChain> {
 
   /// Runs the interceptors from the next one on, on this thread; after the
   /// last, proceeded(). Once the call ended, nothing more starts. The
-  /// caller holds a reference.
+  /// caller holds a reference for the duration of the call.
   void run();
   /// From InterceptorNext (once per next): interceptor `index` went on or rejected.
   void on_next(std::size_t index, bool proceed, StatusCode code, std::string message) noexcept;
+  /// on_next(index, true, ...), without its arguments' cost on the synchronous path.
+  void on_proceed(std::size_t index) noexcept;
   /// What a next dropped without proceed() or reject() rejects with.
   std::string dropped_message(std::size_t index) const;
 
@@ -69,21 +84,29 @@ class InterceptorChain : public std::enable_shared_from_this<InterceptorChain> {
 
  private:
   enum Step : int { kRunning, kReturned, kProceeded, kRejected };
-  /// Before interceptor `index` runs: false once the call ended.
-  bool begin_step(std::size_t index);
-  /// An intercept() returned, or a next was used: one fewer at work.
+  enum class Sync : std::uint8_t { none, proceeded, rejected };
+  /// A worker (a run(), or a next that outlived its intercept()) starts:
+  /// false once the call ended.
+  bool enter() noexcept;
+  /// A worker is done: one fewer at work; the last one after end() completes.
   void idle() noexcept;
   void complete_all(bool now) noexcept;
 
-  std::size_t next_ = 0;                   // the interceptor to run: touched by the running step only
-  std::atomic<int> step_{kReturned};       // of the interceptor running now
-  StatusCode code_ = StatusCode::unknown;  // a rejection from inside intercept(), read after step_
+  std::size_t next_ = 0;  // the interceptor to run: touched by the running step only
+  // The synchronous path: written by the next inside its intercept(), on the
+  // running thread; read by run() once intercept() returned.
+  Sync sync_ = Sync::none;
+  std::atomic<int> step_{kReturned};       // of the interceptor running now (the other path)
+  StatusCode code_ = StatusCode::unknown;  // a rejection from inside intercept(), read after step_ or sync_
   std::string message_;
+  // The reference a next that outlived its intercept() holds: set by run()
+  // before it publishes kReturned, taken by that next when it is used.
+  std::shared_ptr<InterceptorChain> held_;
   // The chain's life in one word, so a step takes no lock: kEnded (the call
   // ended: nothing more starts), kHold (end() is keeping the outcome: no
   // completion yet), kCompleted (the on_complete callbacks were claimed,
-  // once), and in units of kBusy the intercept() calls on a stack plus the
-  // nexts not yet used.
+  // once), and in units of kBusy the workers: a run() on a stack, a next
+  // that outlived its intercept() and was not used yet.
   static constexpr std::uint32_t kEnded = 1, kHold = 2, kCompleted = 4, kBusy = 8;
   std::atomic<std::uint32_t> state_{0};
   std::atomic<std::size_t> entered_{0};  // interceptors whose intercept() was called

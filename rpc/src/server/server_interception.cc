@@ -12,13 +12,10 @@
 
 namespace wheelrpc::rpc::detail {
 
-ServerInterception::ServerInterception(std::shared_ptr<ServerHost> host) : host_(std::move(host)) {}
+using SlotLock = common::LockGuard<common::SpinLock>;
 
-std::size_t ServerInterception::size() const noexcept { return host_->options().interceptors.size(); }
-
-std::string_view ServerInterception::name(std::size_t index) const noexcept {
-  return host_->options().interceptors[index]->name();
-}
+ServerInterception::ServerInterception(std::shared_ptr<ServerHost> host)
+    : host_(std::move(host)), list_(&host_->options().interceptors) {}
 
 void ServerInterception::start(const ServerMethod& method, Request req, ReplySlotPtr slot, std::uint64_t conn_id) {
   method_ = &method;
@@ -31,14 +28,8 @@ void ServerInterception::start(const ServerMethod& method, Request req, ReplySlo
   info_.received_ = slot->received;
   info_.executor_ = host_->handler_executor();
   info_.clock_ = host_->options().clock;
-  if (host_->options().handler_executor) {
-    resume_ex_ = host_->options().handler_executor;
-  } else if (const auto transport = slot->conn->transport.lock()) {
-    resume_ex_ = transport->executor();
-  }
-  if (!resume_ex_) resume_ex_ = host_->executor();  // in process, or the connection is gone
   {
-    common::LockGuard lock(slot_mu_);
+    SlotLock lock(slot_mu_);
     if (answered_) return;  // shed or timed out before its turn came
     slot_ = std::move(slot);
   }
@@ -46,12 +37,12 @@ void ServerInterception::start(const ServerMethod& method, Request req, ReplySlo
 }
 
 ReplySlotPtr ServerInterception::take_slot() {
-  common::LockGuard lock(slot_mu_);
+  SlotLock lock(slot_mu_);
   return std::move(slot_);
 }
 
 void ServerInterception::intercept(std::size_t index, InterceptorNext next) {
-  host_->options().interceptors[index]->intercept(info_, std::move(next));
+  (*list_)[index]->intercept(info_, std::move(next));
 }
 
 void ServerInterception::proceeded() {
@@ -68,12 +59,29 @@ void ServerInterception::rejected(StatusCode code, std::string message) {
   host_->finish(*slot, error_status(make_error_code(code)), std::move(message), {}, ServerHost::Answer::server);
 }
 
-void ServerInterception::resume_later(std::function<void()> fn) { boost::asio::post(resume_ex_, std::move(fn)); }
+void ServerInterception::resume_later(std::function<void()> fn) {
+  // Where the handler would run: the handler executor, else the connection's
+  // strand. Looked up only here (an interceptor went on later), not per call:
+  // the strand's executor costs an allocation and the transport a locked count.
+  boost::asio::any_io_executor ex = host_->options().handler_executor;
+  if (!ex) {
+    ReplySlotPtr slot;
+    {
+      SlotLock lock(slot_mu_);
+      slot = slot_;
+    }
+    if (slot && slot->conn) {
+      if (const auto transport = slot->conn->transport.lock()) ex = transport->executor();
+    }
+  }
+  if (!ex) ex = host_->executor();  // in process, answered meanwhile, or the connection is gone
+  boost::asio::post(ex, std::move(fn));
+}
 
 void ServerInterception::finish(boost::system::error_code ec, transport::Attachments& attachments) {
   ReplySlotPtr released;  // let go after the lock (finish's caller holds another reference)
   {
-    common::LockGuard lock(slot_mu_);
+    SlotLock lock(slot_mu_);
     answered_ = true;
     released = std::move(slot_);
   }
@@ -82,10 +90,10 @@ void ServerInterception::finish(boost::system::error_code ec, transport::Attachm
   end();
 }
 
-void ServerInterception::complete(std::size_t index) { host_->options().interceptors[index]->on_complete(info_, ec_); }
+void ServerInterception::complete(std::size_t index) { (*list_)[index]->on_complete(info_, ec_); }
 
 void ServerInterception::completed(bool now) {
-  if (!now || !reply_) return;
+  if (!now || !reply_ || info_.reply_metadata_.empty()) return;
   // Initial metadata: before the trailers' marker, if the handler added trailers.
   reply_->insert(initial_end(*reply_), std::make_move_iterator(info_.reply_metadata_.begin()),
                  std::make_move_iterator(info_.reply_metadata_.end()));

@@ -12,11 +12,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <wheelrpc/common/mutex.h>
+#include <wheelrpc/common/spin_lock.h>
 #include <wheelrpc/common/thread_annotations.h>
 #include <wheelrpc/rpc/server.h>
 #include <wheelrpc/rpc/server_call.h>
@@ -46,8 +48,8 @@ class ServerInterception final : public InterceptorChain {
   void finish(boost::system::error_code ec, transport::Attachments& attachments);
 
  private:
-  std::size_t size() const noexcept override;
-  std::string_view name(std::size_t index) const noexcept override;
+  std::size_t size() const noexcept override { return list_->size(); }
+  std::string_view name(std::size_t index) const noexcept override { return (*list_)[index]->name(); }
   const char* side() const noexcept override { return "server"; }
   void intercept(std::size_t index, InterceptorNext next) override;
   void complete(std::size_t index) override;
@@ -59,13 +61,15 @@ class ServerInterception final : public InterceptorChain {
   ReplySlotPtr take_slot();
 
   const std::shared_ptr<ServerHost> host_;
+  const std::vector<std::shared_ptr<ServerInterceptor>>* const list_;  // the host's options: fixed once listening
   const ServerMethod* method_ = nullptr;
   std::uint64_t conn_id_ = 0;
   std::string payload_;
   ServerCall info_;
-  boost::asio::any_io_executor resume_ex_;  // where the handler would run: the strand or the handler executor
   std::atomic<bool> passed_{false};
-  common::Mutex slot_mu_;
+  // Held for a few instructions (a pointer moved), by the thread running the
+  // chain and by finish(): a spin lock costs less than a futex mutex here.
+  common::SpinLock slot_mu_;
   ReplySlotPtr slot_ WHEELRPC_GUARDED_BY(slot_mu_);
   bool answered_ WHEELRPC_GUARDED_BY(slot_mu_) = false;  // finish() ran
   // The outcome on_complete sees; `reply_`: the reply's attachments while

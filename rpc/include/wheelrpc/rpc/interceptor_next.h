@@ -2,8 +2,8 @@
 /// InterceptorNext: how an interceptor lets a call go on, or stops it.
 
 #include <cstddef>
-#include <memory>
 #include <string>
+#include <utility>
 
 #include <wheelrpc/rpc/status_code.h>
 
@@ -27,17 +27,26 @@ class InterceptorChain;
 /// caller's thread. Once the call ended meanwhile (its deadline passed, it
 /// was cancelled, the client closed), both are no-ops.
 ///
+/// Cost: used inside intercept(), on the thread running it (the common
+/// case), it takes no lock, no atomic operation and no allocation; moving it
+/// copies two words. Kept past intercept(), the chain counts it as a
+/// reference (one atomic operation when intercept() returns, one when it is
+/// used) and the call resumes through its executor.
+///
 /// @par Thread Safety
 /// Distinct objects: safe. Shared objects: unsafe (move it where it is used).
 class InterceptorNext {
  public:
   InterceptorNext() = default;
-  InterceptorNext(InterceptorNext&& other) noexcept = default;
+  InterceptorNext(InterceptorNext&& other) noexcept
+      : chain_(std::exchange(other.chain_, nullptr)), index_(other.index_) {}
   InterceptorNext& operator=(InterceptorNext&& other) noexcept;
   InterceptorNext(const InterceptorNext&) = delete;
   InterceptorNext& operator=(const InterceptorNext&) = delete;
   /// Rejects with StatusCode::internal if neither was called.
-  ~InterceptorNext();
+  ~InterceptorNext() {
+    if (chain_ != nullptr) drop();
+  }
 
   /// Runs the next interceptor, or, after the last, the call itself.
   void proceed();
@@ -50,10 +59,14 @@ class InterceptorNext {
 
  private:
   friend class detail::InterceptorChain;
-  InterceptorNext(std::shared_ptr<detail::InterceptorChain> chain, std::size_t index) noexcept
-      : chain_(std::move(chain)), index_(index) {}
+  InterceptorNext(detail::InterceptorChain* chain, std::size_t index) noexcept : chain_(chain), index_(index) {}
+  /// Destroyed pending: rejects, naming the interceptor.
+  void drop() noexcept;
 
-  std::shared_ptr<detail::InterceptorChain> chain_;
+  // Not counted: the chain outlives its pending nexts (the caller of its
+  // run() holds it while intercept() runs; a next kept past intercept() is
+  // counted by the chain itself, interceptor_chain.h).
+  detail::InterceptorChain* chain_ = nullptr;
   std::size_t index_ = 0;
 };
 
