@@ -198,6 +198,58 @@ TEST(TimerTask, OneChannelThatMaySleepPastTheTickRunsWhenItIsDue) {
   many->cancel();
 }
 
+// A task due `every` after each run whose clock is the manual timer's, so
+// the grid its runs are coalesced onto is exact.
+class ManualDueTask final : public AbstractTimerTask {
+ public:
+  ManualDueTask(ChannelProvider p, std::chrono::milliseconds tick, std::chrono::milliseconds every,
+                const wheelrpc::timer::ManualClock& clock)
+      : AbstractTimerTask(std::move(p), tick), every_(every), clock_(clock) {}
+
+ private:
+  void do_task(const WatchedChannel&, std::chrono::steady_clock::time_point) override {}
+  std::chrono::steady_clock::time_point next_check(const WatchedChannel&,
+                                                   std::chrono::steady_clock::time_point now) const override {
+    return now + every_;
+  }
+  std::chrono::steady_clock::time_point clock_now() const noexcept override { return clock_.now(); }
+  const char* name() const noexcept override { return "ManualDueTask"; }
+  std::chrono::milliseconds every_;
+  const wheelrpc::timer::ManualClock& clock_;
+};
+
+TEST(TimerTask, CoalescedTasksRunTogetherOnTheGridNeverBeforeDue) {
+  ManualTimer mt;  // starts at one hour: a multiple of 64 ms
+  auto a = std::make_shared<ManualDueTask>(entries(1), 100ms, 30ms, mt.clock);
+  auto b = std::make_shared<ManualDueTask>(entries(1), 100ms, 40ms, mt.clock);
+  auto plain = std::make_shared<ManualDueTask>(entries(1), 100ms, 30ms, mt.clock);
+  a->set_coalescing(64ms);
+  b->set_coalescing(64ms);
+  a->start(mt.timer);
+  b->start(mt.timer);
+  plain->start(mt.timer);
+  mt.advance(100ms);  // the first runs, at 100 ms; due again at 130 and 140 ms
+  ASSERT_EQ(a->runs(), 1u);
+  ASSERT_EQ(b->runs(), 1u);
+  for (int i = 0; i < 91; ++i) mt.advance(1ms);  // to 191 ms
+  EXPECT_EQ(plain->runs(), 4u) << "not coalesced: due 30 ms after each run (130, 160, 190 ms)";
+  EXPECT_EQ(a->runs(), 1u) << "coalesced: waits for the grid's step at 192 ms";
+  EXPECT_EQ(b->runs(), 1u);
+  mt.advance(1ms);  // 192 ms = 3 x 64 ms past the hour
+  EXPECT_EQ(a->runs(), 2u) << "both on the same step";
+  EXPECT_EQ(b->runs(), 2u);
+  a->cancel();
+  b->cancel();
+  plain->cancel();
+}
+
+TEST(TimerTask, CoalescedRoundsUpToTheGrid) {
+  using TP = std::chrono::steady_clock::time_point;
+  EXPECT_EQ(AbstractTimerTask::coalesced(TP(100ms), 64ms), TP(128ms));
+  EXPECT_EQ(AbstractTimerTask::coalesced(TP(128ms), 64ms), TP(128ms)) << "on the grid: unchanged";
+  EXPECT_EQ(AbstractTimerTask::coalesced(TP(129ms), 0ms), TP(129ms)) << "no grid";
+}
+
 TEST(TimerTask, SurvivesItsOwnExceptions) {
   wheelrpc::test::LogCapture log("wheelrpc.rpc");
   ManualTimer mt;

@@ -10,6 +10,8 @@
 #include <sys/prctl.h>
 #endif
 
+#include <wheelrpc/timer/expiry_batch.h>
+
 #include "fast_clock.h"
 #include "log.h"
 
@@ -327,7 +329,12 @@ std::size_t TimerCore::expire(std::uint64_t now, std::uint64_t& next) {
     return n;
   }
 
-  for (const Fired& f : batch_) run_one(f);
+  {
+    // One tick's expirations run as one batch: what their tasks gathered
+    // (ExpiryBatch) is handed on once, after the last of them.
+    ExpiryBatchScope batch;
+    for (const Fired& f : batch_) run_one(f);
+  }
   // Free the records shard by shard, one lock each; destroy tasks outside locks.
   std::vector<TaskBox> boxes;
   boxes.reserve(n);

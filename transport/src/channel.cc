@@ -224,9 +224,12 @@ void Channel::on_read(const error_code& ec, std::size_t n) {
   // just sent often arrives within that pass. Without it the thread blocks
   // in epoll_wait at once and pays a sleep and wake-up far more often
   // (docs/benchmarks-log.md, "Fewer locked instructions per request").
+  // Not after a read that came after a quiet spell (a heartbeat and its
+  // answer, a lone call): nothing follows it soon, and on plaintext the
+  // read's flush wrote what it sent already (TLS writes only from here).
   if (strand_sent_) {
     strand_sent_ = false;
-    asio::post(strand_, [self = shared_from_this()] { self->do_write(); });
+    if (tls_ || !quiet_) asio::post(strand_, [self = shared_from_this()] { self->do_write(); });
   }
 }
 
@@ -404,7 +407,23 @@ void Channel::trim_idle() {
 
 void Channel::send_heartbeat() {
   assert(strand_.running_in_this_thread());
-  if (handler_ && is_open() && handler_->send_heartbeat(*this)) note_heartbeat_sent();
+  if (!handler_ || !is_open()) return;
+  // On the strand already: the write a frame send needs started is started
+  // here, not posted for a second turn through the strand.
+  const auto outer = std::exchange(detail::t_inline_kick, detail::InlineKick{this, false});
+  bool sent = false;
+  try {
+    sent = handler_->send_heartbeat(*this);
+  } catch (...) {
+    const bool kicked = detail::t_inline_kick.kicked;
+    detail::t_inline_kick = outer;
+    if (kicked) do_write();
+    throw;
+  }
+  const bool kicked = detail::t_inline_kick.kicked;
+  detail::t_inline_kick = outer;
+  if (sent) note_heartbeat_sent();
+  if (kicked) do_write();
 }
 
 bool Channel::delivering_here() const noexcept { return t_delivering == this; }

@@ -21,6 +21,16 @@ struct Channel::PendingClose {
 
 namespace detail {
 
+/// The channel whose send_heartbeat() runs on this thread (on its strand):
+/// a send() from its handler that needs the write started leaves it to
+/// send_heartbeat, which starts it inline instead of posting to the strand it
+/// already runs on. `kicked` says one did.
+struct InlineKick {
+  const Channel* channel = nullptr;
+  bool kicked = false;
+};
+inline thread_local InlineKick t_inline_kick;
+
 /// The timer's cheap steady clock: one read per read and per write completion.
 inline Channel::Clock::rep now_rep() { return timer::fast_steady_now().time_since_epoch().count(); }
 

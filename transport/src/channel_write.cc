@@ -40,7 +40,13 @@ error_code Channel::send(const Frame& frame) {
   if (const error_code ec = writes_->push(frame, options_.max_write_queue_bytes, kick)) return ec;
   // Posted, not dispatched: frames sent while the strand is busy (say, replies
   // to a batch of requests just read) go out together in one write.
-  if (kick) asio::post(strand_, [self = shared_from_this()] { self->do_write(); });
+  if (kick) {
+    if (detail::t_inline_kick.channel == this) {
+      detail::t_inline_kick.kicked = true;  // send_heartbeat starts the write: it runs on the strand
+    } else {
+      asio::post(strand_, [self = shared_from_this()] { self->do_write(); });
+    }
+  }
   return {};
 }
 

@@ -3,15 +3,89 @@
 #include <algorithm>
 #include <utility>
 
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
 #include <wheelrpc/timer/clock.h>
+#include <wheelrpc/timer/expiry_batch.h>
 #include <wheelrpc/transport/errc.h>
 
 #include "base/log.h"
 
 namespace wheelrpc::rpc {
+
+namespace {
+
+// The heartbeats one batch decided on (a tick's expirations on the timer's
+// worker, or one check on an executor): flushed as one job per executor,
+// which enters each channel's strand in turn. One per thread.
+class HeartbeatSends final : public timer::ExpiryBatch {
+ public:
+  // False outside a batch: the caller posts this one itself. `task` outlives
+  // the batch (the timeout or the posted check that runs it holds it).
+  bool add(const std::shared_ptr<transport::Channel>& channel, AbstractTimerTask& task) {
+    if (!defer()) return false;
+    sends_.push_back({&task, channel});
+    return true;
+  }
+
+ private:
+  struct Send {
+    AbstractTimerTask* task;
+    std::shared_ptr<transport::Channel> channel;
+  };
+  struct Group {
+    boost::asio::any_io_executor ex;
+    std::vector<std::shared_ptr<transport::Channel>> channels;
+  };
+
+  void flush() noexcept override {
+    // Each task counts as running while its sends are posted, so a cancel()
+    // that returned has nothing of its posted afterwards (the executor
+    // behind them may be gone then); a cancelled task's sends are dropped.
+    for (auto& s : sends_) {
+      if (!s.task->begin_handing_on()) {
+        s.channel.reset();
+        continue;
+      }
+      const auto& ex = s.channel->strand().get_inner_executor();
+      Group* g = nullptr;
+      for (auto& x : groups_) {  // a process has few executors
+        if (x.ex == ex) {
+          g = &x;
+          break;
+        }
+      }
+      if (!g) g = &groups_.emplace_back(Group{ex, {}});
+      g->channels.push_back(std::move(s.channel));
+    }
+    for (auto& g : groups_) {
+      const auto n = g.channels.size();
+      try {
+        boost::asio::post(g.ex, [channels = std::move(g.channels)]() mutable {
+          for (auto& ch : channels) {
+            const auto& strand = ch->strand();
+            boost::asio::dispatch(strand, [c = std::move(ch)] { c->send_heartbeat(); });
+          }
+        });
+      } catch (const std::exception& e) {
+        detail::logger()->error("HeartbeatTimerTask could not post {} heartbeats: {}", n, e.what());
+      }
+    }
+    for (auto& s : sends_) s.task->end_handing_on();
+    sends_.clear();
+    // No executor is kept past the batch: its context may go away meanwhile.
+    groups_.clear();
+  }
+
+  std::vector<Send> sends_;
+  std::vector<Group> groups_;
+};
+
+thread_local HeartbeatSends t_heartbeat_sends;
+
+}  // namespace
 
 AbstractTimerTask::AbstractTimerTask(ChannelProvider provider, std::chrono::milliseconds tick,
                                      boost::asio::any_io_executor executor)
@@ -34,10 +108,23 @@ void AbstractTimerTask::reschedule(timer::Timer& timer, std::chrono::nanoseconds
   schedule_locked(timer, delay);
 }
 
+std::chrono::steady_clock::time_point AbstractTimerTask::clock_now() const noexcept { return timer::fast_steady_now(); }
+
+std::chrono::steady_clock::time_point AbstractTimerTask::coalesced(std::chrono::steady_clock::time_point t,
+                                                                   std::chrono::nanoseconds grid) noexcept {
+  if (grid.count() <= 0) return t;
+  const auto since = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  const auto g = grid.count();
+  auto up = since / g * g;
+  if (up < since) up += g;  // rounded up: never before `t`
+  return std::chrono::steady_clock::time_point(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::nanoseconds(up)));
+}
+
 void AbstractTimerTask::schedule_locked(timer::Timer& timer, std::chrono::nanoseconds delay) {
   std::error_code ec;
   next_ = timer.new_timeout(std::static_pointer_cast<timer::TimerTask>(shared_from_this()), delay, ec);
-  next_at_ = timer::fast_steady_now() + delay;
+  next_at_ = clock_now() + delay;
   if (ec) {  // the timer stopped: so do we
     cancelled_.store(true, std::memory_order_release);
     detail::logger()->debug("{} stops: {}", name(), ec.message());
@@ -53,8 +140,8 @@ void AbstractTimerTask::check_within(std::chrono::nanoseconds delay) {
     sooner_ = sooner_ ? std::min(*sooner_, delay) : delay;
     return;
   }
-  if (timer::fast_steady_now() + delay >= next_at_) return;  // due soon enough
-  if (!next_.cancel()) {                                     // expired meanwhile: as above
+  if (clock_now() + delay >= next_at_) return;  // due soon enough
+  if (!next_.cancel()) {                        // expired meanwhile: as above
     sooner_ = sooner_ ? std::min(*sooner_, delay) : delay;
     return;
   }
@@ -70,6 +157,13 @@ void AbstractTimerTask::cancel() noexcept {
   if (runner_.load() == std::this_thread::get_id()) return;  // from inside run()
   while (running_.load() != 0) std::this_thread::yield();
 }
+
+bool AbstractTimerTask::begin_handing_on() noexcept {
+  running_.fetch_add(1);  // sequentially consistent: pairs with cancel()'s store
+  return !cancelled_.load();
+}
+
+void AbstractTimerTask::end_handing_on() noexcept { running_.fetch_sub(1); }
 
 namespace {
 // Counts a check (or the worker's part of a run) in progress, so cancel() can
@@ -124,6 +218,9 @@ std::chrono::nanoseconds AbstractTimerTask::check() {
     std::vector<WatchedChannel>& v;
     ~Emptied() { v.clear(); }
   } emptied{scratch};
+  // What the checks hand on (the heartbeats to send) goes out together at
+  // the end of the batch: this check's, or the tick's on the timer's worker.
+  timer::ExpiryBatchScope batch;
   try {
     scratch.clear();
     if (!provider_(scratch)) {  // the owner is gone
@@ -131,7 +228,7 @@ std::chrono::nanoseconds AbstractTimerTask::check() {
       return delay;
     }
     const auto* channels = &scratch;
-    const auto now = timer::fast_steady_now();
+    const auto now = clock_now();
     for (const auto& w : *channels) {
       try {
         do_task(w, now);
@@ -146,6 +243,9 @@ std::chrono::nanoseconds AbstractTimerTask::check() {
       if (due != std::chrono::steady_clock::time_point::max() && (due - now < delay || sleeps_past_tick())) {
         delay = std::max<std::chrono::nanoseconds>(due - now, std::chrono::milliseconds(1));
       }
+      // Coalesced: the run moves to the grid's next step, where the other
+      // connections' tasks due meanwhile run too.
+      if (coalesce_.count() > 0) delay = coalesced(now + delay, coalesce_) - now;
     }
   } catch (const std::exception& e) {
     detail::logger()->error("{} failed: {}", name(), e.what());
@@ -160,6 +260,7 @@ void HeartbeatTimerTask::do_task(const WatchedChannel& w, std::chrono::steady_cl
   // in the connection's protocol (its handler's send_heartbeat: the native
   // wire's empty event request, HTTP/2's PING, each answered as a read).
   sent_.fetch_add(1, std::memory_order_relaxed);
+  if (t_heartbeat_sends.add(w.channel, *this)) return;  // sent with the batch's others
   boost::asio::post(w.channel->strand(), [ch = w.channel] { ch->send_heartbeat(); });
 }
 

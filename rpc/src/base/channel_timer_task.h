@@ -84,6 +84,22 @@ class AbstractTimerTask : public timer::TimerTask, public std::enable_shared_fro
 
   /// Schedules the first run one tick from now. Thread-safe.
   void start(timer::Timer& timer);
+  /// Lets a task watching a single channel from the timer's worker run up to
+  /// `grid` later than its channel is due, at the next multiple of `grid` on
+  /// the steady clock (never earlier than due): many such tasks (a process's
+  /// connections, each with its own tasks) then come due in the same few
+  /// ticks, so the worker wakes once per grid step and their work is handed
+  /// on together (one job per executor and tick, see HeartbeatTimerTask),
+  /// instead of a wake-up for every connection. 0 (the default): run when
+  /// due. Call before start(); not thread-safe.
+  void set_coalescing(std::chrono::nanoseconds grid) noexcept {
+    coalesce_ = grid.count() > 0 ? grid : std::chrono::nanoseconds(0);
+  }
+  std::chrono::nanoseconds coalescing() const noexcept { return coalesce_; }
+  /// `t` rounded up to a multiple of `grid` (since the steady clock's epoch);
+  /// `t` itself for a grid of zero.
+  static std::chrono::steady_clock::time_point coalesced(std::chrono::steady_clock::time_point t,
+                                                         std::chrono::nanoseconds grid) noexcept;
   /// Runs the next check within `delay` (on the timer's clock) instead of at
   /// the next tick, if that is sooner: for an owner that knows a channel needs
   /// one (a reconnect whose backoff ends then). Later runs keep the tick. A
@@ -103,6 +119,12 @@ class AbstractTimerTask : public timer::TimerTask, public std::enable_shared_fro
   std::uint64_t runs() const noexcept { return runs_.load(std::memory_order_relaxed); }
 
   void run(timer::Timeout& timeout) final;
+  /// For a batch that hands on what this task decided (HeartbeatTimerTask's
+  /// sends, after the check has returned): counts as a check in progress,
+  /// so cancel() waits for it; false if cancelled (hand on nothing). Either
+  /// way end_handing_on() follows. Any thread; the task must be alive.
+  bool begin_handing_on() noexcept;
+  void end_handing_on() noexcept;
 
  protected:
   /// The check for one channel: decides, and posts what touches the channel.
@@ -120,6 +142,9 @@ class AbstractTimerTask : public timer::TimerTask, public std::enable_shared_fro
   virtual bool sleeps_past_tick() const noexcept { return false; }
   /// A name for logs.
   virtual const char* name() const noexcept = 0;
+  /// The time a check runs at (steady clock): timer::fast_steady_now(); a
+  /// test on a manual clock returns that clock's time.
+  virtual std::chrono::steady_clock::time_point clock_now() const noexcept;
 
  private:
   void reschedule(timer::Timer& timer, std::chrono::nanoseconds delay);
@@ -131,8 +156,9 @@ class AbstractTimerTask : public timer::TimerTask, public std::enable_shared_fro
   ChannelProvider provider_;
   const std::chrono::milliseconds tick_;
   boost::asio::any_io_executor executor_;
+  std::chrono::nanoseconds coalesce_{0};  // set_coalescing(); fixed once started
   std::atomic<bool> cancelled_{false};
-  std::atomic<int> running_{0};            // runs in progress (0 or 1)
+  std::atomic<int> running_{0};            // runs in progress, and batches handing on its work
   std::atomic<std::thread::id> runner_{};  // the thread of the run in progress
   std::atomic<std::uint64_t> runs_{0};
   common::Mutex mu_;
@@ -147,8 +173,12 @@ class AbstractTimerTask : public timer::TimerTask, public std::enable_shared_fro
 /// Sends a heartbeat (a two-way event request with an empty body) on every
 /// channel idle in reads or in writes for one heartbeat interval; a busy
 /// channel sends none. Dubbo's HEARTBEAT_CHECK_TICK: run every interval / 3.
-/// The send is posted to the channel's strand; `heartbeats_sent` counts the
-/// ones queued.
+/// The sends of one batch (a tick's expirations on the timer's worker, every
+/// task's included, or one check on an executor) are handed on together: one
+/// job posted per executor, which enters each channel's strand in turn
+/// (asio::dispatch: at once when the strand is free) and sends there. Outside
+/// a batch each send is posted to its channel's strand. `heartbeats_sent`
+/// counts the ones queued.
 class HeartbeatTimerTask final : public AbstractTimerTask {
  public:
   HeartbeatTimerTask(ChannelProvider provider, std::chrono::milliseconds tick,

@@ -23,6 +23,9 @@ namespace asio = boost::asio;
 using boost::system::error_code;
 using Lock = common::LockGuard<common::SpinLock>;
 using State = Subchannel::State;
+// The channel tasks run on a grid of heartbeat / this (AbstractTimerTask::
+// set_coalescing): a heartbeat or an idle close at most that late.
+constexpr int kHeartbeatCoalescing = 16;
 
 Subchannel::Subchannel(std::shared_ptr<ClientContext> ctx, std::weak_ptr<SubchannelListener> listener,
                        asio::ip::tcp::endpoint endpoint, std::uint64_t seed, const ProviderStats* restored)
@@ -50,6 +53,11 @@ void Subchannel::start_tasks() {
   };
   heartbeat_task_ = std::make_shared<HeartbeatTimerTask>(provider, tick);
   reconnect_task_ = std::make_shared<ReconnectTimerTask>(provider, tick);
+  // Up to a sixteenth of the interval late, on a grid every connection
+  // shares: the worker wakes once per step for all of them, and a step's
+  // heartbeats go to the executor as one job (kHeartbeatCoalescing).
+  heartbeat_task_->set_coalescing(tick / kHeartbeatCoalescing);
+  reconnect_task_->set_coalescing(tick / kHeartbeatCoalescing);
   heartbeat_task_->start(ctx_->timer);
   reconnect_task_->start(ctx_->timer);
 }

@@ -59,8 +59,13 @@ inline bool is_heartbeat(const transport::Frame& f) {
 /// send_heartbeat does); true if queued. The channel's strand.
 inline bool send_heartbeat_frame(transport::Channel& channel) {
   static std::atomic<std::uint64_t> next_id{1};
-  transport::Frame f;
-  f.header.flags = transport::kFlagRequest | transport::kFlagTwoWay | transport::kFlagEvent;
+  // One frame per thread, made once: a heartbeat differs from the last
+  // only in its id (no strings built and freed per heartbeat).
+  thread_local transport::Frame f = [] {
+    transport::Frame hb;
+    hb.header.flags = transport::kFlagRequest | transport::kFlagTwoWay | transport::kFlagEvent;
+    return hb;
+  }();
   f.header.request_id = next_id.fetch_add(1, std::memory_order_relaxed);
   return !channel.send(f);
 }
