@@ -30,6 +30,8 @@
 
 #include <wheelrpc/rpc/status_code.h>
 
+#include "stream/stream_core.h"
+#include "stream/stream_table.h"
 #include "support/rpc_fixture.h"
 #include "support/wait.h"
 
@@ -480,3 +482,44 @@ TEST(Stream, AWriterToAReaderThatStoppedHoldsAboutTheWindowInMemory) {
   deaf_streams.clear();
 }
 }  // namespace
+
+// What the streams of one side share (stream/stream_side.h): one StreamSide
+// per client, or per server connection, pointed to by each stream instead of
+// copied into it; the connection's table hands out the live one and keeps
+// none itself, so the last stream's end releases it and its owner.
+TEST(StreamSide, TheStreamsOfAConnectionShareOneSideReleasedWithTheLastOfThem) {
+  namespace detail = wheelrpc::rpc::detail;
+  asio::io_context io;
+  auto table = std::make_shared<detail::StreamTable>();
+  auto owner = std::make_shared<int>(0);
+  const std::weak_ptr<int> owner_alive = owner;
+  int made = 0;
+  auto make = [&] {
+    ++made;
+    auto side = std::make_shared<detail::StreamSide>();
+    side->client = false;
+    side->ex = io.get_executor();
+    side->owner = owner;
+    return std::shared_ptr<const detail::StreamSide>(std::move(side));
+  };
+  auto open = [&] {
+    detail::StreamCore::Settings s;
+    s.side = table->side.get(make);
+    s.method = "watch";
+    return std::make_shared<detail::StreamCore>(std::move(s));
+  };
+  auto a = open();
+  auto b = open();
+  EXPECT_EQ(made, 1);
+  EXPECT_EQ(a->side().get(), b->side().get());
+  EXPECT_EQ(a->executor(), b->executor());
+  owner.reset();
+  EXPECT_FALSE(owner_alive.expired()) << "the open streams hold their side's owner";
+  a.reset();
+  EXPECT_NE(table->side.peek(), nullptr);
+  b.reset();
+  EXPECT_TRUE(owner_alive.expired()) << "neither the table nor a cycle keeps the side once no stream is open";
+  EXPECT_EQ(table->side.peek(), nullptr);
+  auto c = open();
+  EXPECT_EQ(made, 2) << "the next stream makes it again";
+}

@@ -104,24 +104,28 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
 std::shared_ptr<StreamCore> ClientCore::make_stream(const std::string& method, CallOptions& options) {
   fill_defaults(options, ctx_->options.call_defaults);
   StreamCore::Settings s;
-  s.client = true;
+  s.side = stream_side_.get([this] {
+    auto side = std::make_shared<StreamSide>();
+    side->client = true;
+    side->ex = ctx_->ex;
+    side->timer = &ctx_->timer;
+    side->clock = ctx_->clock;
+    side->owner = ctx_;
+    side->gate = &ctx_->sweep_work;
+    side->counters = &ctx_->streams;
+    side->timeout_log = &ctx_->metrics.timeout_log;
+    side->max_message = ctx_->options.max_stream_message;
+    side->coding = &ctx_->wire->coding;
+    return std::shared_ptr<const StreamSide>(std::move(side));
+  });
   s.method = method;
-  s.ex = ctx_->ex;
-  s.timer = &ctx_->timer;
-  s.clock = ctx_->clock;
-  s.owner = ctx_;
-  s.gate = &ctx_->sweep_work;
-  s.counters = &ctx_->streams;
-  s.timeout_log = &ctx_->metrics.timeout_log;
   s.deadline = *options.stream_timeout;
   s.message_timeout = *options.message_timeout;
   s.stall_timeout = *options.stall_timeout;
   s.first_message_timeout = *options.first_message_timeout;
   s.window = ctx_->options.stream_window;
-  s.max_message = ctx_->options.max_stream_message;
   s.compression = *options.compression;
   s.compression_level = *options.compression_level;
-  s.coding = &ctx_->wire->coding;
   if (ctx_->options.metrics) s.cells = &ctx_->metrics.methods.get(method);
   return std::make_shared<StreamCore>(std::move(s));
 }

@@ -53,6 +53,7 @@
 #include <wheelrpc/rpc/client.h>
 #include <wheelrpc/rpc/provider_source.h>
 
+#include "stream/stream_side.h"
 #include "client/call_driver.h"
 #include "client/call_host.h"
 #include "client/call_timeout_events.h"
@@ -138,6 +139,9 @@ class ClientCore final : public SubchannelListener, public CallHost, public std:
   std::shared_ptr<FailbackQueue> failback_;
   boost::asio::executor_work_guard<boost::asio::any_io_executor> work_;
   std::mutex close_mu_;  // close() runs once, others wait for it
+  // What its streams share (their executor, timer, counters...), made again
+  // once none holds it: the cache keeps no cycle through ctx_.
+  SharedCache<const StreamSide> stream_side_;
 };
 
 }  // namespace wheelrpc::rpc::detail

@@ -66,24 +66,29 @@ void ServerCore::on_stream_open(ServerTransport& conn, StreamOpenRequest& open, 
     if (auto why = stream_methods_.take(*method, open.method)) return refuse(errc::resource_exhausted, std::move(*why));
   }
   StreamCore::Settings s;
-  s.client = false;
+  // What the connection's streams share: made by its first, kept while any is open.
+  s.side = context->streams->side.get([&] {
+    auto side = std::make_shared<StreamSide>();
+    side->client = false;
+    side->ex = options_.handler_executor ? options_.handler_executor : conn.executor();
+    side->timer = &timer_;
+    side->clock = options_.clock;
+    side->owner = shared_from_this();
+    side->gate = &timer_work_;
+    side->counters = &streams_;
+    side->timeout_log = &timeout_log_;
+    side->max_message = options_.streams.max_message;
+    side->on_end = &ServerCore::on_stream_end;
+    side->coding = &wire_settings_.coding;
+    return std::shared_ptr<const StreamSide>(std::move(side));
+  });
   s.method = open.method;
-  s.ex = options_.handler_executor ? options_.handler_executor : conn.executor();
-  s.timer = &timer_;
-  s.clock = options_.clock;
-  s.owner = shared_from_this();
-  s.gate = &timer_work_;
-  s.counters = &streams_;
-  s.timeout_log = &timeout_log_;
   s.message_timeout = options_.streams.message_timeout;
   s.stall_timeout = options_.streams.stall_timeout;
   s.window = open.receive_window != 0 ? open.receive_window : options_.streams.window;
-  s.max_message = options_.streams.max_message;
-  s.on_end = &ServerCore::on_stream_end;
   // Its messages mirror the call's algorithm unless the server has its own.
   s.compression = options_.compression.reply.value_or(open.reply_compression);
   s.compression_level = options_.compression.reply_level;
-  s.coding = &wire_settings_.coding;
   if (options_.metrics) s.cells = &methods_.get(open.method);
   auto stream = std::make_shared<StreamCore>(std::move(s));
   if (holds) {

@@ -20,13 +20,13 @@ std::uint8_t StreamCore::compress_message(std::string& message, bool allowed) co
   const int chosen = compression_.load(std::memory_order_relaxed);
   const auto algorithm = chosen < 0 ? s_.compression : static_cast<transport::Compression>(chosen);
   const int level = chosen < 0 ? s_.compression_level : compression_level_.load(std::memory_order_relaxed);
-  if (!allowed || algorithm == transport::Compression::identity || !s_.coding) return 0;
+  if (!allowed || algorithm == transport::Compression::identity || !s_.side->coding) return 0;
   // Before the stream is bound the peer's set is unknown (empty): such an
   // early write goes as it is.
   const auto peer = transport::CompressionSet::from_bits(peer_accept_.load(std::memory_order_relaxed));
   // Its own buffer, not the per-thread one: the message may wait for credit.
   std::string out;
-  const auto used = compress_payload(message, algorithm, level, s_.coding->threshold, peer, out);
+  const auto used = compress_payload(message, algorithm, level, s_.side->coding->threshold, peer, out);
   if (used == transport::Compression::identity) return 0;
   message.swap(out);
   return static_cast<std::uint8_t>(used);
@@ -35,21 +35,22 @@ std::uint8_t StreamCore::compress_message(std::string& message, bool allowed) co
 boost::system::error_code StreamCore::decode_message(std::uint8_t encoding, std::string& payload,
                                                      std::string& why) const {
   static const PayloadCoding kNothing{0, {}, 0};
-  return decompress_payload(encoding, payload, s_.coding ? *s_.coding : kNothing, s_.max_message, "a message", why);
+  return decompress_payload(encoding, payload, s_.side->coding ? *s_.side->coding : kNothing, s_.side->max_message,
+                            "a message", why);
 }
 
 void StreamCore::take_message(std::string& payload, bool compressed, std::size_t wire_size,
                               transport::Attachments* initial, Pending& p) {
-  const Wire wire = s_.client ? Wire::reset : Wire::end;
+  const Wire wire = s_.side->client ? Wire::reset : Wire::end;
   if (peer_done_) {
     end_locked(make_error_code(StatusCode::internal), "a message after the peer's half-close", StreamEnd::protocol,
                wire, p);
     return;
   }
   const std::size_t size = payload.size();
-  if (size > s_.max_message) {
+  if (size > s_.side->max_message) {
     end_locked(make_error_code(errc::resource_exhausted),
-               fmt::format("a message of {} bytes exceeds the limit of {} bytes", size, s_.max_message),
+               fmt::format("a message of {} bytes exceeds the limit of {} bytes", size, s_.side->max_message),
                StreamEnd::protocol, wire, p);
     return;
   }
@@ -64,14 +65,15 @@ void StreamCore::take_message(std::string& payload, bool compressed, std::size_t
   }
   recv_outstanding_ += cost;
   // The server's initial metadata comes with its first message.
-  if (s_.client && received_ == 0 && initial && !initial->empty()) initial_metadata_ = std::move(*initial);
+  if (s_.side->client && received_ == 0 && initial && !initial->empty())
+    extras().initial_metadata = std::move(*initial);
   ++received_;
   bytes_received_ += size;
   if (s_.cells) s_.cells->stream_message(Direction::received, size, wire_size, compressed);
   last_message_ = now();
-  if (s_.counters) s_.counters->messages_in.fetch_add(1, std::memory_order_relaxed);
+  if (s_.side->counters) s_.side->counters->messages_in.fetch_add(1, std::memory_order_relaxed);
   if (received_ == 1 && armed_[index(StreamTimer::first_message)]) {
-    timeouts_[index(StreamTimer::first_message)].cancel();
+    (*timeouts_)[index(StreamTimer::first_message)].cancel();  // armed: made
     armed_[index(StreamTimer::first_message)] = false;
   }
   if (read_) {
@@ -95,17 +97,18 @@ void StreamCore::take_message(std::string& payload, bool compressed, std::size_t
 
 void StreamCore::add_initial_metadata(std::string key, std::string value) {
   common::LockGuard lock(mu_);
-  if (!ended_ && !s_.client && !initial_sent_) initial_metadata_.emplace_back(std::move(key), std::move(value));
+  if (!ended_ && !s_.side->client && !initial_sent_)
+    extras().initial_metadata.emplace_back(std::move(key), std::move(value));
 }
 
 transport::Attachments StreamCore::initial_metadata() const {
   common::LockGuard lock(mu_);
-  return initial_metadata_;
+  return extras_ ? extras_->initial_metadata : transport::Attachments();
 }
 
 transport::Attachments StreamCore::trailers() const {
   common::LockGuard lock(mu_);
-  return trailers_;
+  return extras_ ? extras_->trailers : transport::Attachments();
 }
 
 void StreamCore::set_compression(transport::Compression compression, int level) {
@@ -117,26 +120,29 @@ transport::Attachments StreamCore::end_metadata() {
   // The initial metadata no message carried, then the marker and the
   // trailers (the gRPC transport sends what follows the marker as trailers).
   transport::Attachments all;
-  if (!initial_sent_) {
-    initial_sent_ = true;
-    all = std::move(initial_metadata_);
-  }
-  if (!all.empty() || !trailers_.empty()) all.emplace_back(std::string(kTrailersMarker), std::string());
-  for (auto& kv : trailers_) all.push_back(std::move(kv));
-  trailers_.clear();
+  const bool initial_went = initial_sent_;
+  initial_sent_ = true;
+  if (!extras_) return all;  // no metadata added
+  if (!initial_went) all = std::move(extras_->initial_metadata);
+  auto& trailers = extras_->trailers;
+  if (!all.empty() || !trailers.empty()) all.emplace_back(std::string(kTrailersMarker), std::string());
+  for (auto& kv : trailers) all.push_back(std::move(kv));
+  trailers.clear();
   return all;
 }
 
 void StreamCore::take_end_metadata(transport::Attachments& all) {
+  if (all.empty()) return;  // nothing to keep
+  Extras& x = extras();
   transport::Attachments trailing;
   const bool marked = initial_end(all) != all.end();
   split_trailers(all, trailing);
   if (!marked) {
-    trailers_ = std::move(all);
+    x.trailers = std::move(all);
     return;
   }
-  if (initial_metadata_.empty()) initial_metadata_ = std::move(all);
-  trailers_ = std::move(trailing);
+  if (x.initial_metadata.empty()) x.initial_metadata = std::move(all);
+  x.trailers = std::move(trailing);
 }
 
 }  // namespace wheelrpc::rpc::detail

@@ -113,9 +113,9 @@ void StreamCore::watch_cancellation(Handler& h) {
 StreamCore::StreamCore(Settings s) : s_(std::move(s)), start_(now()) {
   last_message_ = start_;
   window_ = s_.window;
-  if (s_.counters) {
-    s_.counters->opened.fetch_add(1, std::memory_order_relaxed);
-    s_.counters->open.fetch_add(1, std::memory_order_relaxed);
+  if (s_.side->counters) {
+    s_.side->counters->opened.fetch_add(1, std::memory_order_relaxed);
+    s_.side->counters->open.fetch_add(1, std::memory_order_relaxed);
   }
   if (s_.cells) s_.cells->stream_opened();
 }
@@ -124,9 +124,9 @@ StreamCore::~StreamCore() {
   // Every stream ends before it goes (the transport's table, the handle, or
   // the failed open end it); one that never started counts as refused.
   common::LockGuard lock(mu_);
-  if (!ended_ && s_.counters) {
-    s_.counters->open.fetch_sub(1, std::memory_order_relaxed);
-    s_.counters->ends[static_cast<std::size_t>(StreamEnd::refused)].fetch_add(1, std::memory_order_relaxed);
+  if (!ended_ && s_.side->counters) {
+    s_.side->counters->open.fetch_sub(1, std::memory_order_relaxed);
+    s_.side->counters->ends[static_cast<std::size_t>(StreamEnd::refused)].fetch_add(1, std::memory_order_relaxed);
   }
   if (!ended_ && s_.cells) s_.cells->stream_ended(StreamEnd::refused, StatusCode::unknown);  // no error to say
 }
@@ -185,7 +185,7 @@ void StreamCore::on_message(std::string& payload, std::uint8_t encoding, transpo
     common::LockGuard lock(mu_);
     if (ended_) return;
     if (bad) [[unlikely]] {
-      end_locked(bad, std::move(why), StreamEnd::protocol, s_.client ? Wire::reset : Wire::end, p);
+      end_locked(bad, std::move(why), StreamEnd::protocol, s_.side->client ? Wire::reset : Wire::end, p);
     } else {
       take_message(payload, encoding != 0, wire, initial, p);
     }
@@ -197,7 +197,7 @@ void StreamCore::on_half_close() {
   Pending p;
   {
     common::LockGuard lock(mu_);
-    if (ended_ || s_.client) return;  // not the server's to send: ignored
+    if (ended_ || s_.side->client) return;  // not the server's to send: ignored
     if (peer_done_) {
       end_locked(make_error_code(StatusCode::internal), "the client half-closed twice", StreamEnd::protocol, Wire::end,
                  p);
@@ -223,7 +223,7 @@ void StreamCore::on_end(const error_code& ec, std::string message, transport::At
   Pending p;
   {
     common::LockGuard lock(mu_);
-    if (ended_ || !s_.client) return;
+    if (ended_ || !s_.side->client) return;
     take_end(ec, message, metadata, p);
   }
   run(p);
@@ -233,7 +233,7 @@ void StreamCore::on_reset() {
   Pending p;
   {
     common::LockGuard lock(mu_);
-    if (ended_ || s_.client) return;
+    if (ended_ || s_.side->client) return;
     end_locked(make_error_code(errc::cancelled), "the client cancelled the stream", StreamEnd::cancelled, Wire::none,
                p);
   }
@@ -246,7 +246,7 @@ void StreamCore::on_bad_operation(std::string why) {
     common::LockGuard lock(mu_);
     if (ended_) return;
     end_locked(make_error_code(StatusCode::internal), std::move(why), StreamEnd::protocol,
-               s_.client ? Wire::reset : Wire::end, p);
+               s_.side->client ? Wire::reset : Wire::end, p);
   }
   run(p);
 }
@@ -255,7 +255,7 @@ void StreamCore::add_credit(std::uint64_t n, Pending& p) {
   if (n == 0 || static_cast<std::uint64_t>(std::max<std::int64_t>(send_credit_, 0)) + n > kMaxCredit) {
     end_locked(make_error_code(StatusCode::internal),
                fmt::format("a credit of {} bytes overflows the window (holding {})", n, send_credit_),
-               StreamEnd::protocol, s_.client ? Wire::reset : Wire::end, p);
+               StreamEnd::protocol, s_.side->client ? Wire::reset : Wire::end, p);
     return;
   }
   send_credit_ += static_cast<std::int64_t>(n);
@@ -373,16 +373,16 @@ void StreamCore::send_message(std::string& payload, Pending& p) {
   const std::uint64_t cost = message_cost(payload.size());
   transport::Attachments none;
   transport::Attachments* initial = &none;
-  if (!s_.client && !initial_sent_) {  // the initial metadata goes with the first message
+  if (!s_.side->client && !initial_sent_) {  // the initial metadata goes with the first message
     initial_sent_ = true;
-    initial = &initial_metadata_;
+    if (extras_) initial = &extras_->initial_metadata;
   }
   const error_code ec =
       wire_ ? wire_->send_message(id(), payload, write_encoding_, *initial) : make_error_code(transport::errc::closed);
   if (ec == transport::errc::write_queue_full) {
     end_locked(make_error_code(errc::resource_exhausted),
                "the connection's write queue is full (ChannelOptions::max_write_queue_bytes)", StreamEnd::protocol,
-               s_.client ? Wire::reset : Wire::end, p);
+               s_.side->client ? Wire::reset : Wire::end, p);
     return;
   }
   // A closed channel: its close ends the stream (on_connection_lost).
@@ -390,7 +390,7 @@ void StreamCore::send_message(std::string& payload, Pending& p) {
   ++sent_;
   bytes_sent_ += write_bytes_;
   if (s_.cells) s_.cells->stream_message(Direction::sent, write_bytes_, payload.size(), write_encoding_ != 0);
-  if (s_.counters) s_.counters->messages_out.fetch_add(1, std::memory_order_relaxed);
+  if (s_.side->counters) s_.side->counters->messages_out.fetch_add(1, std::memory_order_relaxed);
 }
 
 void StreamCore::consumed(std::uint64_t cost) {
@@ -415,7 +415,7 @@ void StreamCore::writes_done(StreamDoneHandler h) {
   p.posted = true;
   {
     common::LockGuard lock(mu_);
-    if (!s_.client || ended_ || writes_done_) {
+    if (!s_.side->client || ended_ || writes_done_) {
       p.done(h, ended_ && end_ec_         ? end_ec_
                 : !ended_ && writes_done_ ? make_error_code(errc::stream_half_closed)
                                           : make_error_code(errc::stream_closed));
@@ -453,7 +453,7 @@ void StreamCore::end_local(error_code ec, std::string message, StreamEnd cause) 
   {
     common::LockGuard lock(mu_);
     if (ended_) return;
-    end_locked(ec, std::move(message), cause, s_.client ? Wire::reset : Wire::end, p);
+    end_locked(ec, std::move(message), cause, s_.side->client ? Wire::reset : Wire::end, p);
   }
   run(p);
 }
@@ -462,7 +462,7 @@ void StreamCore::finish(const error_code& ec, std::string message) {
   Pending p;
   {
     common::LockGuard lock(mu_);
-    if (ended_ || s_.client) return;
+    if (ended_ || s_.side->client) return;
     finished_ = true;
     end_locked(ec, std::move(message), ec ? StreamEnd::error : StreamEnd::ok, Wire::end, p, /*raw=*/true);
   }
@@ -471,7 +471,7 @@ void StreamCore::finish(const error_code& ec, std::string message) {
 
 void StreamCore::add_trailer(std::string key, std::string value) {
   common::LockGuard lock(mu_);
-  if (!ended_ && !s_.client) trailers_.emplace_back(std::move(key), std::move(value));
+  if (!ended_ && !s_.side->client) extras().trailers.emplace_back(std::move(key), std::move(value));
 }
 
 void StreamCore::handle_dropped() {
@@ -480,7 +480,7 @@ void StreamCore::handle_dropped() {
     common::LockGuard lock(mu_);
     handle_gone_ = true;
     if (ended_) return;
-    if (s_.client) {
+    if (s_.side->client) {
       end_locked(asio::error::operation_aborted, "every ClientStream handle was dropped", StreamEnd::cancelled,
                  Wire::reset, p);
     } else {
@@ -498,7 +498,7 @@ bool StreamCore::cancelled() const {
 
 std::string StreamCore::error_message() const {
   common::LockGuard lock(mu_);
-  return end_ec_ ? end_message_ : std::string();
+  return end_ec_ && extras_ ? extras_->end_message : std::string();
 }
 
 StreamInfo StreamCore::info() const {
@@ -520,15 +520,16 @@ StreamInfo StreamCore::info() const {
 // ---- the end ----------------------------------------------------------------
 
 std::string StreamCore::describe(std::string_view what) const {
-  return fmt::format("stream '{}'{}{}: {} ({} messages sent, {} received)", s_.method, s_.client ? " to " : " from ",
-                     peer_.empty() ? "(not connected)" : peer_, what, sent_, received_);
+  return fmt::format("stream '{}'{}{}: {} ({} messages sent, {} received)", s_.method,
+                     s_.side->client ? " to " : " from ", peer_.empty() ? "(not connected)" : peer_, what, sent_,
+                     received_);
 }
 
 void StreamCore::end_locked(error_code ec, std::string message, StreamEnd cause, Wire wire, Pending& p, bool raw) {
   if (ended_) return;
   ended_ = true;
   end_ec_ = ec;
-  end_message_ = raw || message.empty() ? message : describe(message);
+  if (!message.empty()) extras().end_message = raw ? message : describe(message);
   if (bound_ && wire_) {
     if (wire == Wire::reset) {
       wire_->send_reset(id());
@@ -538,8 +539,8 @@ void StreamCore::end_locked(error_code ec, std::string message, StreamEnd cause,
       wire_->send_end(id(), ec, what, metadata);
     }
   }
-  for (std::size_t i = 0; i < timeouts_.size(); ++i) {
-    if (armed_[i]) timeouts_[i].cancel();
+  for (std::size_t i = 0; i < armed_.size(); ++i) {
+    if (armed_[i]) (*timeouts_)[i].cancel();  // armed: made
     armed_[i] = false;
   }
   if (ec) {  // what was received and not read is dropped with the error
@@ -556,20 +557,20 @@ void StreamCore::end_locked(error_code ec, std::string message, StreamEnd cause,
   end_waiters_.clear();
   if (auto t = table_.lock()) t->remove(id(), this);
   wire_.reset();
-  if (s_.counters) {
-    s_.counters->open.fetch_sub(1, std::memory_order_relaxed);
-    s_.counters->ends[static_cast<std::size_t>(cause)].fetch_add(1, std::memory_order_relaxed);
+  if (s_.side->counters) {
+    s_.side->counters->open.fetch_sub(1, std::memory_order_relaxed);
+    s_.side->counters->ends[static_cast<std::size_t>(cause)].fetch_add(1, std::memory_order_relaxed);
   }
   if (s_.cells) s_.cells->stream_ended(cause, status_code_of(ec));
   if (ec && cause != StreamEnd::ok && cause != StreamEnd::cancelled) {
-    logger()->debug("{}", end_message_);
+    logger()->debug("{}", extras_ ? extras_->end_message : std::string());
   }
-  if (s_.on_end) s_.on_end(s_.owner.get());
+  if (s_.side->on_end) s_.side->on_end(s_.side->owner.get());
 }
 
 void StreamCore::run(Pending& p) {
-  for (auto& r : p.reads) complete(s_.ex, p.posted, std::move(r.h), r.ec, std::move(r.message));
-  for (auto& d : p.dones) complete(s_.ex, p.posted, std::move(d.h), d.ec);
+  for (auto& r : p.reads) complete(s_.side->ex, p.posted, std::move(r.h), r.ec, std::move(r.message));
+  for (auto& d : p.dones) complete(s_.side->ex, p.posted, std::move(d.h), d.ec);
 }
 
 }  // namespace detail

@@ -40,6 +40,7 @@
 #include "base/method_metrics.h"
 #include "base/payload_coding.h"
 #include "stream/stream_counters.h"
+#include "stream/stream_side.h"
 #include "stream/stream_wire.h"
 
 namespace wheelrpc::rpc::detail {
@@ -54,28 +55,17 @@ inline constexpr std::size_t index(StreamTimer t) noexcept { return static_cast<
 class StreamCore : public std::enable_shared_from_this<StreamCore> {
  public:
   using TimePoint = std::chrono::steady_clock::time_point;
+  /// What one stream is made with: what its side shares (`side`, never
+  /// null), and what is its own (the call's options, the opening's).
   struct Settings {
-    bool client = true;
+    std::shared_ptr<const StreamSide> side;
     std::string method;
-    boost::asio::any_io_executor ex;  // completions' default executor; where timer work is posted
-    timer::Timer* timer = nullptr;
-    const timer::Clock* clock = nullptr;    // null: the steady clock
-    std::shared_ptr<const void> owner;      // keeps `gate` and `counters` alive
-    common::WorkGate* gate = nullptr;       // the owner's; timer tasks enter it
-    StreamCounters* counters = nullptr;     // may be null
-    TimeoutLog* timeout_log = nullptr;      // where its timers' expiries are recorded; may be null
     std::chrono::milliseconds deadline{0};  // 0: none (server: the client's, from the OPEN)
     std::chrono::milliseconds message_timeout{0}, stall_timeout{0}, first_message_timeout{0};
     std::uint32_t window = kDefaultStreamWindow;  // what we grant the peer
-    std::uint32_t max_message = 4u << 20;         // largest message we take
-    /// Told once the stream ended (with `owner.get()`), after its counters; may be null.
-    void (*on_end)(const void* owner) = nullptr;
-    /// Compression of the messages this side writes (docs/compression.md),
-    /// and this side's settings (the owner's, kept alive by `owner`; null:
-    /// nothing compressed either way).
+    /// Compression of the messages this side writes (docs/compression.md).
     transport::Compression compression = transport::Compression::identity;
     int compression_level = 0;
-    const PayloadCoding* coding = nullptr;
     /// Its method's metric cells (payload bytes); may be null.
     MethodCells* cells = nullptr;
   };
@@ -85,12 +75,14 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   StreamCore(const StreamCore&) = delete;
   StreamCore& operator=(const StreamCore&) = delete;
 
-  bool is_client() const noexcept { return s_.client; }
+  bool is_client() const noexcept { return s_.side->client; }
   const std::string& method() const noexcept { return s_.method; }
-  /// The largest message it takes (Settings::max_message).
-  std::uint32_t max_message() const noexcept { return s_.max_message; }
-  const boost::asio::any_io_executor& executor() const noexcept { return s_.ex; }
-  TimePoint now() const noexcept { return s_.clock ? s_.clock->now() : timer::fast_steady_now(); }
+  /// The largest message it takes (StreamSide::max_message).
+  std::uint32_t max_message() const noexcept { return s_.side->max_message; }
+  const boost::asio::any_io_executor& executor() const noexcept { return s_.side->ex; }
+  TimePoint now() const noexcept { return s_.side->clock ? s_.side->clock->now() : timer::fast_steady_now(); }
+  /// What it shares with the other streams of its side.
+  const std::shared_ptr<const StreamSide>& side() const noexcept { return s_.side; }
   /// The stream's remaining budget (0: none), for its opening.
   std::chrono::milliseconds remaining_budget() const;
 
@@ -247,10 +239,18 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   bool writes_done_ WHEELRPC_GUARDED_BY(mu_) = false;
   bool handle_gone_ WHEELRPC_GUARDED_BY(mu_) = false;
   boost::system::error_code end_ec_ WHEELRPC_GUARDED_BY(mu_);
-  std::string end_message_ WHEELRPC_GUARDED_BY(mu_);
-  transport::Attachments trailers_ WHEELRPC_GUARDED_BY(mu_);          // server: to send; client: received
-  transport::Attachments initial_metadata_ WHEELRPC_GUARDED_BY(mu_);  // server: to send; client: received
-  bool initial_sent_ WHEELRPC_GUARDED_BY(mu_) = false;                // server: it went with a message
+  // What few streams carry, made when first needed: an idle stream holds none.
+  struct Extras {
+    std::string end_message;                  // its error's full text (error_message())
+    transport::Attachments trailers;          // server: to send; client: received
+    transport::Attachments initial_metadata;  // server: to send; client: received
+  };
+  std::unique_ptr<Extras> extras_ WHEELRPC_GUARDED_BY(mu_);
+  Extras& extras() WHEELRPC_REQUIRES(mu_) {
+    if (!extras_) extras_ = std::make_unique<Extras>();
+    return *extras_;
+  }
+  bool initial_sent_ WHEELRPC_GUARDED_BY(mu_) = false;  // server: it went with a message
   // set_compression's algorithm (-1: Settings::compression) and level.
   std::atomic<int> compression_{-1};
   std::atomic<int> compression_level_{0};
@@ -292,8 +292,9 @@ class StreamCore : public std::enable_shared_from_this<StreamCore> {
   std::optional<StreamTimer> fired_ WHEELRPC_GUARDED_BY(mu_);
   std::chrono::milliseconds fired_elapsed_ WHEELRPC_GUARDED_BY(mu_){0};
   // The timers: one Timeout each, armed lazily (the idle and stall ones
-  // re-arm themselves for what is left when they find the watched time moved).
-  std::array<timer::Timeout, 4> timeouts_ WHEELRPC_GUARDED_BY(mu_);
+  // re-arm themselves for what is left when they find the watched time moved),
+  // made with the first one armed: a stream without timers holds none.
+  std::unique_ptr<std::array<timer::Timeout, 4>> timeouts_ WHEELRPC_GUARDED_BY(mu_);
   std::array<bool, 4> armed_ WHEELRPC_GUARDED_BY(mu_){};
 };
 

@@ -12,9 +12,12 @@
 #include <wheelrpc/common/mutex.h>
 #include <wheelrpc/common/thread_annotations.h>
 
+#include "stream/stream_side.h"
+
 namespace wheelrpc::rpc::detail {
 
 class StreamCore;
+class StreamWire;
 
 class StreamTable {
   /// Ids are a pending table's `(sequence << 24) | slot`: std::hash (the
@@ -29,6 +32,12 @@ class StreamTable {
   };
 
  public:
+  /// What the connection's streams share while any is open (a server's:
+  /// their side, with the connection's executor; the wire that says their
+  /// operations), held by the streams, not by the table.
+  SharedCache<const StreamSide> side;
+  SharedCache<StreamWire> wire;
+
   /// False if `id` is taken, or the table was closed.
   bool add(std::uint64_t id, std::shared_ptr<StreamCore> stream) {
     common::LockGuard lock(mu_);

@@ -27,19 +27,24 @@ std::chrono::milliseconds ms_between(StreamCore::TimePoint from, StreamCore::Tim
 }  // namespace
 
 void StreamCore::arm(StreamTimer which, TimePoint at) {
-  if (!s_.timer) return;
+  const StreamSide& side = *s_.side;
+  if (!side.timer) return;
   const auto i = index(which);
   std::error_code tec;
   const auto delay = std::max<std::chrono::nanoseconds>(at - now(), std::chrono::nanoseconds(0));
-  // The worker only posts: the stream, held weakly, runs the check on its executor.
-  timeouts_[i] = s_.timer->new_timeout(
-      [weak = weak_from_this(), which, clock = s_.clock, gate = s_.gate, ex = s_.ex]() {
+  if (!timeouts_) timeouts_ = std::make_unique<std::array<timer::Timeout, 4>>();
+  // The worker only posts: the stream, held weakly, runs the check on its
+  // executor. What the task needs besides is the stream's side, reached
+  // through the stream (no executor copied into each task).
+  (*timeouts_)[i] = side.timer->new_timeout(
+      [weak = weak_from_this(), which]() {
         auto self = weak.lock();
         if (!self) return;
-        common::WorkGate::Scope in(*gate);
+        const StreamSide& shared = *self->s_.side;
+        common::WorkGate::Scope in(*shared.gate);
         if (!in) return;
-        const TimePoint fired = clock ? clock->now() : timer::fast_steady_now();
-        asio::post(ex, [self = std::move(self), which, fired] { self->on_timer(which, fired); });
+        const TimePoint fired = self->now();
+        asio::post(shared.ex, [self = std::move(self), which, fired] { self->on_timer(which, fired); });
       },
       delay, tec);
   armed_[i] = !tec;
@@ -94,7 +99,7 @@ void StreamCore::expire(StreamTimer which, TimePoint since, TimePoint fired, Pen
     case StreamTimer::deadline:
       setting =
           deadline_at_ ? std::chrono::duration_cast<std::chrono::milliseconds>(*deadline_at_ - start_) : s_.deadline;
-      ec = s_.client ? make_error_code(errc::timeout) : make_error_code(errc::server_timeout);
+      ec = s_.side->client ? make_error_code(errc::timeout) : make_error_code(errc::server_timeout);
       cause = StreamEnd::deadline;
       what = "the stream's deadline passed";
       break;
@@ -128,11 +133,11 @@ void StreamCore::expire(StreamTimer which, TimePoint since, TimePoint fired, Pen
   end_locked(ec,
              fmt::format("{} timeout after {} ms: {} (timer {} ms)", to_string(which), fired_elapsed_.count(), what,
                          setting.count()),
-             cause, s_.client ? Wire::reset : Wire::end, p);
-  if (s_.timeout_log) {
+             cause, s_.side->client ? Wire::reset : Wire::end, p);
+  if (s_.side->timeout_log) {
     TimeoutRecord r;
     r.time = std::chrono::system_clock::now();
-    r.server_side = !s_.client;
+    r.server_side = !s_.side->client;
     r.method = s_.method;
     r.provider = peer_;
     r.phase = TimeoutPhase::streaming;
@@ -141,7 +146,7 @@ void StreamCore::expire(StreamTimer which, TimePoint since, TimePoint fired, Pen
     r.elapsed = fired_elapsed_;
     r.attempts = 1;
     r.stream_timer = std::string(to_string(which));
-    s_.timeout_log->add(std::move(r));
+    s_.side->timeout_log->add(std::move(r));
   }
 }
 

@@ -170,7 +170,7 @@ bool NativeClientTransport::on_stream_frame(transport::Channel& ch, transport::F
   auto s = opens_->take(id);
   if (static_cast<Status>(frame.header.status) != Status::ok) return true;
   if (!s ||
-      !s->bind(std::make_shared<NativeStreamWire>(channel_, true), streams_, id,
+      !s->bind(streams_->wire.get([this] { return std::make_shared<NativeStreamWire>(channel_, true); }), streams_, id,
                peer_stream_window_.load(std::memory_order_relaxed), peer_max_body_.load(std::memory_order_relaxed),
                ch.remote(), transport::CompressionSet::from_bits(peer_accept_.load(std::memory_order_relaxed))) ||
       !streams_->add(id, s)) {

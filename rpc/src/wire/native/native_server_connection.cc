@@ -176,7 +176,9 @@ void ServerConnection::on_stream_frame(transport::Channel& channel, transport::F
     open.budget = std::chrono::milliseconds(frame.header.deadline_ms);
     open.received = context_->settings->receipt_time(channel);
     open.reply_compression = requested_compression(frame.header.reply_encoding);
-    open.wire = std::make_shared<NativeStreamWire>(channel.shared_from_this(), false);
+    // One wire for the connection's streams, while any holds it.
+    open.wire = context_->streams->wire.get(
+        [&] { return std::make_shared<NativeStreamWire>(channel.shared_from_this(), false); });
     open.peer_window = context_->peer_stream_window.load(std::memory_order_relaxed);
     open.peer_max_body = context_->peer_max_body.load(std::memory_order_relaxed);
     open.peer_accept = transport::CompressionSet::from_bits(context_->peer_accept.load(std::memory_order_relaxed));

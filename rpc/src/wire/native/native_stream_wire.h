@@ -15,9 +15,10 @@
 
 namespace wheelrpc::rpc::detail {
 
-/// One stream's StreamWire on a native connection: each operation one frame
-/// queued on `channel`. Holds the channel while the stream is carried (the
-/// stream lets go of it when it ends). Thread-safe as Channel::send is.
+/// The StreamWire of a native connection's streams (one, shared by the
+/// streams open on it: StreamTable::wire): each operation one frame queued on
+/// `channel`. Holds the channel while a stream is carried (each lets go of it
+/// when it ends). Thread-safe as Channel::send is.
 class NativeStreamWire final : public StreamWire {
  public:
   /// `client`: the side this is (its frames carry the request bit).
