@@ -9,6 +9,7 @@
 ///                    [--duration 10] [--server-pid PID] [--no-deadline] [--host 127.0.0.1] [--tls DIR]
 ///                    [--typed[=callback]] [--interceptors N] [--compression ALG[:LEVEL]]
 ///                    [--content fill|json|proto|random|zeros] [--via-proxy-kbps N] [--protocol native|grpc]
+///                    [--calls N]
 ///   rpc_bench client --port N --stream echo|oneway|idle [--streams 1] [--payload 64] [--warmup 1]
 ///                    [--duration 10] [--server-pid PID] [--host 127.0.0.1]
 ///   rpc_bench conn_scale [--connections N] [--heartbeat-ms H] [--duration-s S] ...
@@ -86,6 +87,11 @@
 /// (echoing the serialized Blob is a valid reply), so `grpc_echo client`
 /// can call it (with --typed the typed service serves that path instead).
 /// bench/compare_grpc.sh puts them side by side.
+///
+/// --calls N (client): exactly N calls instead of a time window: no warm-up,
+/// --duration ignored, every call measured, and "duration_s" is how long
+/// the N calls took. A fixed amount of work, for counting instructions per
+/// call (bench/callgrind_per_call.sh, bench/callgrind_guard.sh).
 ///
 /// --tls DIR: TLS on both ends (field "tls": "on"). The server makes throw-away
 /// certificates in DIR (support/test_certs.h: a CA and a certificate for
@@ -287,6 +293,7 @@ struct EchoRun {
   int payload = 64;
   double warmup_s = 1;
   double duration_s = 10;
+  long long calls_limit = 0;  ///< --calls N: exactly N calls, no warm-up, no time window (0: off)
   long long deadline_ms = kDeadline.count();
   bool metrics = true;                   ///< ClientOptions::metrics (--no-metrics: off)
   bool tls = false;                      ///< --tls
@@ -423,15 +430,19 @@ class LoadClient {
         payload_(kTyped ? payload.size() : untyped.request.size()),
         template_(kTyped ? payload : untyped.request),
         seq_offset_(kTyped ? 0 : untyped.seq_offset),
-        compression_(compression) {}
+        compression_(compression),
+        limit_(static_cast<std::uint64_t>(run.calls_limit)) {}
 
   std::function<void()> on_done;
 
   void start() {
-    for (int i = 0; i < run_.concurrency; ++i) issue();
+    for (int i = 0; i < run_.concurrency && may_issue(); ++i) issue();
   }
 
  private:
+  /// --calls N: no more than N calls in all.
+  bool may_issue() const { return limit_ == 0 || next_seq_ < limit_; }
+
   void issue() {
     const std::uint64_t seq = next_seq_++;
     if constexpr (kTyped) {
@@ -484,7 +495,7 @@ class LoadClient {
     } else if (now >= t_measure_ && now < t_end_) {
       run_.hist.record(static_cast<std::uint64_t>(now - sent));
     }
-    if (now < t_end_) {
+    if (now < t_end_ && may_issue()) {
       issue();  // closed loop: one new call per completion
     } else if (outstanding_ == 0 && on_done) {
       on_done();  // past the window and fully drained
@@ -503,6 +514,7 @@ class LoadClient {
   const std::string template_;
   const std::size_t seq_offset_;
   const std::optional<wb::CompressionFlag> compression_;
+  const std::uint64_t limit_;  ///< --calls (0: no limit)
   std::uint64_t next_seq_ = 0;
   int outstanding_ = 0;
 };
@@ -511,12 +523,14 @@ int client(const Flags& flags) {
   if (flags.has("stream")) return wb::stream_client(flags);
   flags.check_known({"port", "concurrency", "payload", "warmup", "duration", "server-pid", "no-deadline", "host",
                      "no-metrics", "tls", "typed", "interceptors", "compression", "content", "via-proxy-kbps",
-                     "protocol"});
+                     "protocol", "calls"});
   EchoRun run;
   run.concurrency = static_cast<int>(flags.integer("concurrency", 16, 1, 65536));
   run.payload = static_cast<int>(flags.integer("payload", 64, 8, 16 << 20));
   run.warmup_s = flags.seconds("warmup", 1);
   run.duration_s = flags.seconds("duration", 10);
+  run.calls_limit = flags.integer("calls", 0, 0, 1'000'000'000'000LL);
+  if (run.calls_limit > 0) run.warmup_s = 0;  // every call is measured; --duration is ignored
   run.server_pid = static_cast<pid_t>(flags.integer("server-pid", 0, 0, 1 << 30));
   const bool no_deadline = flags.has("no-deadline");
   if (no_deadline) {
@@ -566,7 +580,9 @@ int client(const Flags& flags) {
 
   const std::int64_t t0 = wb::now_ns();
   const std::int64_t t_measure = t0 + static_cast<std::int64_t>(run.warmup_s * 1e9);
-  const std::int64_t t_end = t_measure + static_cast<std::int64_t>(run.duration_s * 1e9);
+  // --calls: no time window; the run ends after its N calls (the watchdog after an hour).
+  const std::int64_t t_end = run.calls_limit > 0 ? t0 + static_cast<std::int64_t>(3600e9)
+                                                 : t_measure + static_cast<std::int64_t>(run.duration_s * 1e9);
   const auto deadline = no_deadline ? kNoDeadline : kDeadline;
   const UntypedEcho untyped = client_options.protocol == rpc::WireProtocol::grpc ? UntypedEcho::grpc_blob(payload)
                                                                                  : UntypedEcho::native(payload);
@@ -581,7 +597,8 @@ int client(const Flags& flags) {
     s0 = run.server_cpu_now();
   });
   asio::steady_timer at_end(io, std::chrono::nanoseconds(t_end - wb::now_ns()));
-  at_end.async_wait([&](error_code) {
+  at_end.async_wait([&](error_code ec) {
+    if (ec) return;  // cancelled: --calls ended the run first
     run.client_cpu_s = wb::process_cpu_s() - c0;
     run.server_cpu_s = EchoRun::delta(s0, run.server_cpu_now());
   });
@@ -595,6 +612,12 @@ int client(const Flags& flags) {
 
   load.on_done = typed_load.on_done = [&] {
     watchdog.cancel();
+    if (run.calls_limit > 0) {  // the window was the whole run, ending now
+      at_end.cancel();
+      run.client_cpu_s = wb::process_cpu_s() - c0;
+      run.server_cpu_s = EchoRun::delta(s0, run.server_cpu_now());
+      run.duration_s = static_cast<double>(wb::now_ns() - t_measure) / 1e9;
+    }
     run.count_traffic(client.method_stats());
     client.close();  // releases the io_context
   };
@@ -616,7 +639,7 @@ int usage(const char* problem) {
                "                        [--tls DIR] [--typed[=callback]] [--interceptors N]\n"
                "                        [--compression identity|zstd|lz4|gzip|deflate[:LEVEL]]\n"
                "                        [--content fill|json|proto|random|zeros] [--via-proxy-kbps N]\n"
-               "                        [--protocol native|grpc]\n"
+               "                        [--protocol native|grpc] [--calls N]\n"
                "       rpc_bench client --port N --stream echo|oneway|idle [--streams 1] [--payload 64]\n"
                "                        [--warmup 1] [--duration 10] [--server-pid PID] [--host 127.0.0.1]\n"
                "       rpc_bench conn_scale [--connections 1000] [--heartbeat-ms 1000] [--duration-s 20]\n"

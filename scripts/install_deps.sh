@@ -5,6 +5,7 @@
 #   scripts/install_deps.sh         # what the build and the tests need
 #   scripts/install_deps.sh fuzz    # plus clang and libFuzzer (scripts/fuzz.sh)
 #   scripts/install_deps.sh clang   # plus clang and clang-format (the clang-tsa preset; scripts/format.sh)
+#   scripts/install_deps.sh callgrind # plus valgrind and clang (bench/callgrind_guard.sh)
 #   scripts/install_deps.sh interop # the same: the gRPC interop peers' stacks are in the default set
 set -euo pipefail
 
@@ -29,6 +30,7 @@ command -v npm >/dev/null || PKGS+=(nodejs npm)
 case "${1:-}" in
   fuzz) PKGS+=(clang libclang-rt-14-dev) ;;
   clang) PKGS+=(clang clang-format) ;;  # clang 14 over libstdc++ 12: the clang-tsa preset; the format check
+  callgrind) PKGS+=(valgrind clang) ;;  # the instruction-count guard (bench/callgrind_guard.sh)
   interop) ;;
 esac
 
