@@ -3,8 +3,11 @@
 # four figures measured now against the ones checked in
 # (bench/callgrind_baseline.json); fails when one grew by more than its
 # tolerance (3 % unless the baseline says otherwise for a figure):
-#   call_engine     per call inside the client's call engine (ClientCore::start_call
-#                   and on_reply, as callgrind_per_call.sh), untyped echo, C = 16
+#   call_engine     per call, inside the client's ClientCore::on_reply (inclusive):
+#                   the reply's path, the completion and, in rpc_bench's closed
+#                   loop, the next call's start_call; untyped echo, C = 16.
+#                   (Not callgrind_per_call.sh's two toggles: they nest, so a
+#                   start_call made inside on_reply turned counting off.)
 #   typed_call      per call of the typed client (--typed: the generated stub,
 #                   protobuf, the engine, the transport), everything in main but
 #                   the reactor's waiting, C = 16
@@ -103,10 +106,10 @@ per_unit() { python3 -c 'import sys; print(f"{int(sys.argv[1]) / int(sys.argv[2]
 json_field() { python3 -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 t0=$(date +%s)
 
-# 1. The call engine, untyped (as callgrind_per_call.sh, with a fixed count).
+# 1. The call engine, untyped: on_reply with what it runs (the completion and
+# the next call's start), a fixed count of calls.
 start_server
 line=$(valgrind --tool=callgrind --log-file="$tmp/vg1" --callgrind-out-file="$tmp/cg1" --collect-atstart=no \
-  '--toggle-collect=wheelrpc::rpc::detail::ClientCore::start_call*' \
   '--toggle-collect=wheelrpc::rpc::detail::ClientCore::on_reply*' \
   "$bin" client --port "$port" --concurrency 16 --payload 64 --calls "$calls")
 [ "$(json_field "$line" calls)" = "$calls" ] || { echo "callgrind_guard: call_engine: not $calls calls: $line" >&2; exit 1; }
