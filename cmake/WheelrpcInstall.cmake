@@ -24,7 +24,19 @@ install(TARGETS ${_installed} EXPORT wheelrpcTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-foreach(_dir common timer transport transport/fault rpc protobuf registry admin)
+# wheelctl, the operator's tool (tools/wheelctl), into bin/; built first, as
+# the libraries are, and not exported (a program, not a target to link).
+if(TARGET wheelctl)
+  install(CODE "
+  execute_process(COMMAND \"${CMAKE_COMMAND}\" --build \"${PROJECT_BINARY_DIR}\"
+                          --config \"\${CMAKE_INSTALL_CONFIG_NAME}\" --target wheelctl
+                  RESULT_VARIABLE _wheelctl_rc)
+  if(NOT _wheelctl_rc EQUAL 0)
+    message(FATAL_ERROR \"building wheelctl in ${PROJECT_BINARY_DIR} failed: \${_wheelctl_rc}\")
+  endif()")
+  install(TARGETS wheelctl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+foreach(_dir common timer transport transport/fault rpc protobuf services registry admin)
   if(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/${_dir}/include)
     install(DIRECTORY ${PROJECT_SOURCE_DIR}/${_dir}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
   endif()
@@ -38,6 +50,15 @@ get_property(_options_pb_h GLOBAL PROPERTY WHEELRPC_OPTIONS_PB_H)
 install(FILES ${PROJECT_SOURCE_DIR}/protobuf/proto/wheelrpc/options.proto
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/wheelrpc COMPONENT proto)
 install(FILES ${_options_pb_h} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/wheelrpc)
+# wheelrpc::services' generated code for gRPC's health and reflection .proto
+# files (protoc's .pb.h and protoc-gen-wheelrpc's .wheelrpc.h), under their
+# protoc names in a directory of their own, which the exported target adds to
+# its include directories (services/CMakeLists.txt).
+get_property(_services_generated GLOBAL PROPERTY WHEELRPC_SERVICES_GENERATED_DIR)
+if(_services_generated)
+  install(DIRECTORY ${_services_generated}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/wheelrpc/services/generated
+          FILES_MATCHING PATTERN "*.h")
+endif()
 
 set(_cfgdir ${CMAKE_INSTALL_LIBDIR}/cmake/wheelrpc)
 install(EXPORT wheelrpcTargets NAMESPACE wheelrpc:: DESTINATION ${_cfgdir})

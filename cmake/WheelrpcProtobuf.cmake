@@ -108,6 +108,6 @@ function(wheelrpc_protobuf_generate)
   set_source_files_properties(${_sources} PROPERTIES COMPILE_OPTIONS -w)
   # SYSTEM: generated code, protoc's and ours, is kept out of the includer's
   # warnings (e.g. the callback base's default that leaves `request` unused).
-  target_include_directories(${ARG_TARGET} SYSTEM PUBLIC ${_out})
+  target_include_directories(${ARG_TARGET} SYSTEM PUBLIC $<BUILD_INTERFACE:${_out}>)
   target_link_libraries(${ARG_TARGET} PUBLIC wheelrpc::protobuf)
 endfunction()

@@ -17,7 +17,7 @@
 //   echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H] [--idle-timeout-ms I]
 //               [--drain-timeout-ms D] [--max-connections N] [--hello-timeout-ms T]
 //               [--max-requests-per-connection R] [--max-write-queue-bytes B]
-//               [--drain-timeout-ms D]
+//               [--drain-timeout-ms D] [--shutdown-grace-ms S]
 //               [--tls-cert F --tls-key F [--tls-ca F] [--tls-require-client-cert]]
 //               [--bearer-token T]
 //               [--registry etcd://HOST:PORT[,...] --service NAME [--lease-ttl-s N]
@@ -29,7 +29,9 @@
 // in etcd (one lease, renewed every N / 3 s) and prints
 // "registered NAME at IP:PORT" each time the registration is in etcd, or
 // "registration pending: REASON" while it is being retried. SIGINT or SIGTERM
-// shuts the server down gracefully (Server::async_shutdown: unregistered
+// shuts the server down gracefully (with --shutdown-grace-ms S, first S ms
+// of saying NOT_SERVING on its health service while serving on, so clients
+// that watch it stop sending; then Server::async_shutdown: unregistered
 // first, serving on for G ms so clients see it leave; then new requests and
 // streams refused, calls in flight and open streams finish for at most D ms,
 // then the streams still open end with UNAVAILABLE and the connections
@@ -44,7 +46,9 @@
 #include <wheelrpc/registry/etcd_registry.h>
 #include <wheelrpc/registry/rpc_binding.h>
 #include <wheelrpc/rpc/bearer_auth_interceptor.h>
+#include <wheelrpc/rpc/health.h>
 #include <wheelrpc/rpc/server.h>
+#include <wheelrpc/services/server_reflection.h>
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 #include <wheelrpc/transport/connector.h>
 
@@ -70,10 +74,12 @@
 #include <malloc.h>
 #endif
 
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 
 #include "echo_stream_methods.h"
 #include "support/admin_registry.h"
@@ -114,7 +120,8 @@ struct Config {
   std::chrono::milliseconds heartbeat{15000};
   std::chrono::milliseconds idle_timeout{0};
   std::chrono::milliseconds drain_timeout{5000};
-  std::string registry;  // etcd endpoints, or empty
+  std::chrono::milliseconds shutdown_grace{0};  // --shutdown-grace-ms: NOT_SERVING, serving on, before the shutdown
+  std::string registry;                         // etcd endpoints, or empty
   std::string service;
   std::chrono::seconds lease_ttl{10};
   bool registry_check = false;
@@ -127,18 +134,19 @@ struct Config {
   std::size_t max_write_queue_bytes = std::size_t{64} << 20;
   wheelrpc::transport::TlsOptions tls;  // --tls-*
   std::string bearer_token;             // --bearer-token: required of every call and stream, or empty
+  bool reflection = true;               // --no-reflection turns gRPC server reflection off
 };
 
 /// The usage text (--help).
 constexpr const char* kUsage =
     "usage: echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H] [--idle-timeout-ms I]\n"
-    "                   [--drain-timeout-ms D]\n"
+    "                   [--drain-timeout-ms D] [--shutdown-grace-ms S]\n"
     "                   [--registry etcd://HOST:PORT[,HOST:PORT...] --service NAME [--lease-ttl-s N]\n"
     "                    [--registry-check] [--unregister-grace-ms G]] [--admin-port A]\n"
     "                   [--max-connections N] [--hello-timeout-ms T] [--max-requests-per-connection R]\n"
     "                   [--max-write-queue-bytes B]\n"
     "                   [--tls-cert F --tls-key F [--tls-ca F] [--tls-require-client-cert]]\n"
-    "                   [--bearer-token T]\n"
+    "                   [--bearer-token T] [--no-reflection]\n"
     "  --port P          TCP port to listen on, 0..65535 (0 = pick a free one)\n"
     "  --host A          address to bind (IPv4/IPv6 literal or localhost; default 127.0.0.1)\n"
     "  --threads N       threads running the io_context, 1..256 (default 1)\n"
@@ -152,6 +160,10 @@ constexpr const char* kUsage =
     "  --drain-timeout-ms D  on SIGINT/SIGTERM, let calls in flight and open streams\n"
     "                    finish for at most D ms (streams still open then end with\n"
     "                    UNAVAILABLE), 0..3600000 (default 5000; 0 = close at once)\n"
+    "  --shutdown-grace-ms S  on SIGINT/SIGTERM, first say NOT_SERVING on the health\n"
+    "                    service and serve on for S ms, so clients that watch it\n"
+    "                    (client-side health checking) stop sending before anything\n"
+    "                    is refused; then the shutdown above, 0..600000 (default 0 = none)\n"
     "  --registry URL    register in etcd (etcd://127.0.0.1:2379[,HOST:PORT...])\n"
     "  --service NAME    the service name to register (with --registry)\n"
     "  --lease-ttl-s N   lease TTL of the registration, 2..3600 s (default 10)\n"
@@ -181,6 +193,9 @@ constexpr const char* kUsage =
     "                    and stream (rpc::BearerAuthInterceptor); without it, or with\n"
     "                    another token, they fail with UNAUTHENTICATED before any\n"
     "                    handler runs. T is visible to local users in the process list.\n"
+    "  --no-reflection   do not serve gRPC server reflection (grpc.reflection.v1 and v1alpha,\n"
+    "                    served by default; it lists itself and grpc.health.v1.Health, not\n"
+    "                    echo's methods, which are untyped: no .proto describes them)\n"
     "  -h, --help        print this text and exit 0\n"
     "  --version         print the version (\"echo_server (wheelrpc) X.Y.Z\") and exit 0\n"
     "Flags take their value as --flag V or --flag=V.\n"
@@ -190,7 +205,8 @@ constexpr const char* kUsage =
     "client half-closed), chat (echoes each message; ends when the client half-closes).\n"
     "With --registry: prints \"registered NAME at IP:PORT\" once the registration is in\n"
     "etcd, \"registration pending: REASON\" while it is retried.\n"
-    "SIGINT or SIGTERM shuts down gracefully: unregistered first (then G ms of grace),\n"
+    "SIGINT or SIGTERM shuts down gracefully: NOT_SERVING for S ms (--shutdown-grace-ms),\n"
+    "then unregistered (then G ms of grace),\n"
     "then no new connections, new requests refused\n"
     "(clients retry them elsewhere), calls in flight finish (up to --drain-timeout-ms);\n"
     "a second signal closes at once.\n"
@@ -221,6 +237,8 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
                   [&](long long v) { cfg.idle_timeout = std::chrono::milliseconds(v); })
       .add_number("--drain-timeout-ms", 0, 3'600'000,
                   [&](long long v) { cfg.drain_timeout = std::chrono::milliseconds(v); })
+      .add_number("--shutdown-grace-ms", 0, 600'000,
+                  [&](long long v) { cfg.shutdown_grace = std::chrono::milliseconds(v); })
       .add_value("--registry",
                  [&](const std::string& value) -> std::optional<std::string> {
                    if (value.empty()) return "expected etcd://HOST:PORT[,HOST:PORT...]";
@@ -249,11 +267,13 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
                   [&](long long v) { cfg.max_requests_per_connection = static_cast<std::size_t>(v); })
       .add_number("--max-write-queue-bytes", 1024, 17'179'869'184LL,
                   [&](long long v) { cfg.max_write_queue_bytes = static_cast<std::size_t>(v); })
-      .add_value("--bearer-token", [&](const std::string& value) -> std::optional<std::string> {
-        if (value.empty()) return "expected a token, got an empty one";
-        cfg.bearer_token = value;
-        return std::nullopt;
-      });
+      .add_value("--bearer-token",
+                 [&](const std::string& value) -> std::optional<std::string> {
+                   if (value.empty()) return "expected a token, got an empty one";
+                   cfg.bearer_token = value;
+                   return std::nullopt;
+                 })
+      .add_switch("--no-reflection", [&] { cfg.reflection = false; });
   wheelrpc::examples::add_tls_flags(flags, cfg.tls, wheelrpc::transport::TlsRole::server);
   if (const auto status = flags.parse(argc, argv)) return status;
   if (!cfg.port_given) return flags.usage_error("--port is required");
@@ -385,6 +405,10 @@ int run(const Config& cfg) {
   rpc::Server server(io.get_executor(), timer, options);
   server_ptr = &server;
   register_methods(server, io, sleeps);
+  // gRPC server reflection (grpcurl list): before listen. Declared after the
+  // server, it goes first: the io threads are joined by then.
+  std::optional<wheelrpc::services::ServerReflection> reflection;
+  if (cfg.reflection) reflection.emplace(server);
 
   // The io threads run before listen: an announcer (--registry-check) needs
   // them to reach etcd while listen waits.
@@ -464,8 +488,8 @@ int run(const Config& cfg) {
     stop_requested = true;
     cv.notify_all();
   };
-  signals.async_wait([&](const error_code& ec, int signo) {
-    if (ec) return;
+  // The shutdown itself: a stop (--drain-timeout-ms 0) or a graceful one.
+  auto shut_down = [&](int signo) {
     if (cfg.drain_timeout.count() == 0) {
       std::fprintf(stderr, "echo_server: signal %d, stopping\n", signo);
       server.stop();
@@ -475,12 +499,6 @@ int run(const Config& cfg) {
     std::fprintf(stderr,
                  "echo_server: signal %d, shutting down (calls in flight and open streams have %lld ms to finish)\n",
                  signo, static_cast<long long>(cfg.drain_timeout.count()));
-    // A second signal closes at once; the shutdown then completes, aborted.
-    signals.async_wait([&](const error_code& ec2, int signo2) {
-      if (ec2) return;
-      std::fprintf(stderr, "echo_server: signal %d again, stopping now\n", signo2);
-      server.stop();
-    });
     server.async_shutdown(cfg.drain_timeout, [&](const error_code& shutdown_ec) {
       if (shutdown_ec == rpc::errc::timeout) {
         std::fprintf(stderr, "echo_server: calls or streams still open after %lld ms; closed them\n",
@@ -488,7 +506,33 @@ int run(const Config& cfg) {
       }
       stopped();
     });
-  });
+  };
+  // The signals' handlers and the grace's timer run on one strand (several
+  // threads may run the io_context): a second signal cancels the grace.
+  auto strand = asio::make_strand(io);
+  asio::steady_timer grace(strand);
+  signals.async_wait(asio::bind_executor(strand, [&](const error_code& ec, int signo) {
+    if (ec) return;
+    // A second signal closes at once; the shutdown then completes, aborted.
+    signals.async_wait(asio::bind_executor(strand, [&](const error_code& ec2, int signo2) {
+      if (ec2) return;
+      std::fprintf(stderr, "echo_server: signal %d again, stopping now\n", signo2);
+      server.stop();
+      grace.cancel();  // the shutdown follows at once, and completes at once
+    }));
+    if (cfg.shutdown_grace.count() == 0) {
+      shut_down(signo);
+      return;
+    }
+    // Kubernetes' preStop sleep, in the server: NOT_SERVING on the health
+    // service while serving on, so that the clients that watch it route
+    // elsewhere before the drain refuses anything.
+    server.health().set("", rpc::ServingStatus::not_serving);
+    std::fprintf(stderr, "echo_server: signal %d, NOT_SERVING; serving %lld ms more before shutting down\n", signo,
+                 static_cast<long long>(cfg.shutdown_grace.count()));
+    grace.expires_after(cfg.shutdown_grace);
+    grace.async_wait([&shut_down, signo](const error_code&) { shut_down(signo); });
+  }));
 
   bool forced = false;
   {

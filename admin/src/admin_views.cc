@@ -272,6 +272,8 @@ json::object AdminCore::connections_json() const {
     r["in_flight"] = c.in_flight;
     r["streams"] = c.streams;
     r["protocol"] = c.protocol;
+    // Client-side health checking's view of the provider (ClientOptions::health_check); null where off.
+    r["health"] = c.health.empty() ? json::value(nullptr) : json::value(c.health);
     rows.push_back(std::move(r));
   };
   if (server_) {

@@ -2,14 +2,16 @@
 // clang-format off
 // greeter_server: a typed service with a coroutine handler.
 //
-//   greeter_server [--port N]     (prints "listening on 127.0.0.1:PORT"; stops on SIGINT/SIGTERM)
+//   greeter_server [--port N] [--no-reflection]     (prints "listening on 127.0.0.1:PORT"; stops on SIGINT/SIGTERM)
 //   greeter_server --help         (the usage, kUsage below)
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <wheelrpc/timer/hashed_wheel_timer.h>
+#include <wheelrpc/services/server_reflection.h>
 #include <wheelrpc/transport/connector.h>
 
 #include "greeter.wheelrpc.h"  // generated from greeter.proto by wheelrpc_protobuf_generate
@@ -31,8 +33,9 @@ class GreeterImpl : public helloworld::Greeter::Service {
 // [guide:greeter-service-end]
 
 constexpr const char* kUsage =
-    "usage: greeter_server [--port P]\n"
+    "usage: greeter_server [--port P] [--no-reflection]\n"
     "  --port P          TCP port to listen on, 0..65535 (default 0 = pick a free one)\n"
+    "  --no-reflection   do not serve gRPC server reflection (served by default: grpcurl list)\n"
     "  -h, --help        print this text and exit 0\n"
     "  --version         print the version (\"greeter_server (wheelrpc) X.Y.Z\") and exit 0\n"
     "Flags take their value as --flag V or --flag=V.\n"
@@ -43,7 +46,9 @@ constexpr const char* kUsage =
 int main(int argc, char** argv) {
   unsigned short port = 0;
   wheelrpc::examples::FlagParser flags("greeter_server", kUsage);
+  bool reflection = true;
   flags.add_number("--port", 0, 65535, [&](long long v) { port = static_cast<unsigned short>(v); });
+  flags.add_switch("--no-reflection", [&] { reflection = false; });
   if (const auto status = flags.parse(argc, argv)) return *status;
 
   wheelrpc::timer::HashedWheelTimer timer;
@@ -51,6 +56,9 @@ int main(int argc, char** argv) {
   GreeterImpl greeter;
   rpc::Server server(io.get_executor(), timer);
   server.add_service(greeter);
+  // grpc.reflection.v1 and v1alpha (grpcurl, Postman), before listen; the server stops before it goes.
+  std::optional<wheelrpc::services::ServerReflection> server_reflection;
+  if (reflection) server_reflection.emplace(server);
   const asio::ip::tcp::endpoint endpoint{asio::ip::make_address("127.0.0.1"), port};
   if (auto ec = server.listen(endpoint)) {
     std::fprintf(stderr, "greeter_server: cannot listen on %s: %s\n",

@@ -11,6 +11,8 @@
 
 #include <wheelrpc/options.pb.h>
 
+#include "json_names.h"
+
 namespace wheelrpc::protobuf::compiler {
 namespace {
 
@@ -109,33 +111,6 @@ void drop_options_import(pb::FileDescriptorProto& proto) {
   }
 }
 
-/// protoc's JSON name for a field named `name` (lowerCamelCase), which
-/// needs no `json_name` option.
-std::string default_json_name(const std::string& name) {
-  std::string json;
-  bool upper = false;
-  for (char c : name) {
-    if (c == '_') {
-      upper = true;
-    } else {
-      json += upper && c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c;
-      upper = false;
-    }
-  }
-  return json;
-}
-
-/// Leaves `json_name` only where the source chose one: protoc fills it in
-/// for every field it hands a plugin, and the printer would write them all.
-void drop_default_json_names(pb::DescriptorProto& type) {
-  for (auto* fields : {type.mutable_field(), type.mutable_extension()}) {
-    for (pb::FieldDescriptorProto& field : *fields) {
-      if (field.json_name() == default_json_name(field.name())) field.clear_json_name();
-    }
-  }
-  for (pb::DescriptorProto& nested : *type.mutable_nested_type()) drop_default_json_names(nested);
-}
-
 /// The printer writes each comment line as "// " + line, and the source's
 /// lines after the first keep the space that followed their "//": drop it
 /// so that the copy's comments read as the source's.
@@ -184,10 +159,7 @@ bool write_client_proto(const pb::FileDescriptor* file, pb::compiler::GeneratorC
   file->CopySourceCodeInfoTo(&proto);  // its comments, for the printer
   strip_wheelrpc_options(proto);
   drop_options_import(proto);
-  for (pb::DescriptorProto& type : *proto.mutable_message_type()) drop_default_json_names(type);
-  for (pb::FieldDescriptorProto& field : *proto.mutable_extension()) {
-    if (field.json_name() == default_json_name(field.name())) field.clear_json_name();
-  }
+  drop_default_json_names(proto);
   unindent_comments(*proto.mutable_source_code_info());
 
   // The printer works on a descriptor: build the copy in a pool of its own,

@@ -16,6 +16,7 @@
 #include <wheelrpc/options.pb.h>
 
 #include "client_proto.h"
+#include "embedded_descriptors.h"
 #include "policy_check.h"
 
 namespace wheelrpc::protobuf::compiler {
@@ -147,7 +148,13 @@ std::string method_kind(const pb::MethodDescriptor* method) {
 /// code names.
 std::vector<std::string> service_names(const pb::FileDescriptor* file) {
   // The nested classes' and members' names: a class may not share them.
-  std::set<std::string> taken = {"Methods", "Stub", "Service", "CallbackService", "service_full_name"};
+  std::set<std::string> taken = {"Methods",
+                                 "Stub",
+                                 "Service",
+                                 "CallbackService",
+                                 "service_full_name",
+                                 "file_descriptors",
+                                 embedded_descriptors_identifier(file)};
   if (file->package().empty()) taken.insert({"wheelrpc", "boost", "std", "google"});
   std::vector<std::string> names;
   for (int s = 0; s < file->service_count(); ++s) {
@@ -318,7 +325,9 @@ void print_service(pb::io::Printer& printer, const pb::ServiceDescriptor* servic
   const std::vector<std::string> methods = method_names(service);
   Vars vars = {{"service", name},
                {"full_name", service->full_name()},
-               {"qualified", (ns.empty() ? "::" : "::" + ns + "::") + name}};
+               {"qualified", (ns.empty() ? "::" : "::" + ns + "::") + name},
+               {"proto", service->file()->name()},
+               {"descriptors", embedded_descriptors_identifier(service->file())}};
   std::vector<Vars> method_vars;
   for (int m = 0; m < service->method_count(); ++m) {
     const pb::MethodDescriptor* method = service->method(m);
@@ -339,6 +348,9 @@ void print_service(pb::io::Printer& printer, const pb::ServiceDescriptor* servic
                 "class $service$ final {\n"
                 " public:\n"
                 "  static constexpr std::string_view service_full_name = \"$full_name$\";\n"
+                "  /// The serialized FileDescriptorProtos of $proto$ (first) and of every file it imports,\n"
+                "  /// transitively: what the service bases hand to ::wheelrpc::rpc::Service, for server reflection.\n"
+                "  static constexpr std::span<const std::string_view> file_descriptors{$descriptors$};\n"
                 "\n"
                 "  /// One struct per method: its types, wire path, kind and IDL policy.\n"
                 "  struct Methods {\n");
@@ -361,26 +373,30 @@ void print_service(pb::io::Printer& printer, const pb::ServiceDescriptor* servic
       "    explicit Stub(::wheelrpc::rpc::Client& client) noexcept : client_(client) {}\n"
       "\n");
   for (const Vars& v : method_vars) print_stub_method(printer, v);
-  printer.Print(vars,
-                "   private:\n"
-                "    ::wheelrpc::rpc::Client& client_;\n"
-                "  };\n"
-                "\n"
-                "  /// Coroutine service base: override the methods you serve; the others answer unimplemented.\n"
-                "  class Service : public ::wheelrpc::rpc::Service {\n"
-                "   public:\n"
-                "    Service() : ::wheelrpc::rpc::Service($qualified$::service_full_name) {\n");
+  printer.Print(
+      vars,
+      "   private:\n"
+      "    ::wheelrpc::rpc::Client& client_;\n"
+      "  };\n"
+      "\n"
+      "  /// Coroutine service base: override the methods you serve; the others answer unimplemented.\n"
+      "  class Service : public ::wheelrpc::rpc::Service {\n"
+      "   public:\n"
+      "    Service()\n"
+      "        : ::wheelrpc::rpc::Service($qualified$::service_full_name, $qualified$::file_descriptors) {\n");
   for (const Vars& v : method_vars) print_coroutine_registration(printer, v);
   printer.Print("    }\n");
   for (const Vars& v : method_vars) print_coroutine_method(printer, v);
-  printer.Print(vars,
-                "  };\n"
-                "\n"
-                "  /// Callback service base: answer through the responder, or finish the stream, now or later,\n"
-                "  /// from any thread.\n"
-                "  class CallbackService : public ::wheelrpc::rpc::Service {\n"
-                "   public:\n"
-                "    CallbackService() : ::wheelrpc::rpc::Service($qualified$::service_full_name) {\n");
+  printer.Print(
+      vars,
+      "  };\n"
+      "\n"
+      "  /// Callback service base: answer through the responder, or finish the stream, now or later,\n"
+      "  /// from any thread.\n"
+      "  class CallbackService : public ::wheelrpc::rpc::Service {\n"
+      "   public:\n"
+      "    CallbackService()\n"
+      "        : ::wheelrpc::rpc::Service($qualified$::service_full_name, $qualified$::file_descriptors) {\n");
   for (const Vars& v : method_vars) print_callback_registration(printer, v);
   printer.Print("    }\n");
   for (const Vars& v : method_vars) print_callback_method(printer, v);
@@ -419,6 +435,7 @@ bool WheelrpcGenerator::Generate(const pb::FileDescriptor* file, const std::stri
                 "#include \"$pb_h$\"\n"
                 "\n");
   if (!ns.empty()) printer.Print(vars, "namespace $ns$ {\n\n");
+  print_embedded_descriptors(printer, file);
   for (int s = 0; s < file->service_count(); ++s) {
     if (s > 0) printer.Print("\n");
     print_service(printer, file->service(s), services[s], ns);

@@ -5,6 +5,7 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
 
+#include <wheelrpc/rpc/health.h>
 #include <wheelrpc/rpc/service.h>
 
 #include "base/metadata_split.h"
@@ -36,6 +37,7 @@ Server::~Server() { stop(); }
 void Server::add_service(Service& service) { core_->add_service(service); }
 
 const ServiceMethod* Server::service_method(std::string_view path) const { return core_->service_method(path); }
+std::vector<const Service*> Server::services() const { return core_->services(); }
 bool Server::is_stream_method(std::string_view method) const { return core_->is_stream_method(std::string(method)); }
 
 void Server::handle(std::string method, Handler handler, MethodOptions options) {
@@ -63,6 +65,7 @@ std::vector<TimeoutRecord> Server::recent_timeouts() const { return core_->recen
 std::vector<ConnectionInfo> Server::connections() const { return core_->connections(); }
 void Server::set_online(bool online) { core_->shutdown().set_online(online); }
 ServerState Server::state() const { return core_->shutdown().state(); }
+Health& Server::health() noexcept { return core_->health(); }
 
 void Server::start_invoke(std::string method, std::string payload, std::chrono::milliseconds timeout,
                           boost::asio::any_completion_handler<InvokeSignature> handler,

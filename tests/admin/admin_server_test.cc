@@ -55,14 +55,15 @@ std::string outcome(const error_code& ec) {
 /// Server <- FaultProxy <- Client, and an AdminServer showing both.
 struct AdminFixture {
   /// `more` registers methods of the test's own before the server listens.
-  explicit AdminFixture(wheelrpc::rpc::ServerOptions so = {}, std::function<void(wheelrpc::rpc::Server&)> more = {})
+  /// `co`: the test client's options.
+  explicit AdminFixture(wheelrpc::rpc::ServerOptions so = {}, std::function<void(wheelrpc::rpc::Server&)> more = {},
+                        wheelrpc::rpc::ClientOptions co = {})
       : threads(2), server(threads.io.get_executor(), timer, std::move(so)) {
     wheelrpc::test::register_test_methods(server, threads.io);
     if (more) more(server);
     if (auto ec = server.listen(loopback0())) throw boost::system::system_error(ec);
     proxy.emplace(threads.io.get_executor(), loopback0(), server.local_endpoint());
     if (auto ec = proxy->start()) throw boost::system::system_error(ec);
-    wheelrpc::rpc::ClientOptions co;
     client.emplace(threads.io.get_executor(), timer, std::vector<asio::ip::tcp::endpoint>{proxy->local_endpoint()}, co);
     admin.emplace(threads.io.get_executor(), timer);
     admin->add_server(server);
@@ -378,6 +379,34 @@ TEST(AdminServer, StreamsShowInMetricsConnectionsAndTimeouts) {
   held.clear();
 }
 
+/// The client's row in /connections.json carries what the provider's health
+/// service says (client-side health checking): serving, then not_serving
+/// once the server is taken offline; null on the server's own rows.
+TEST(AdminServer, ConnectionsShowTheHealthThatClientSideHealthCheckingSees) {
+  wheelrpc::rpc::ClientOptions co;
+  co.health_check.enabled = true;
+  AdminFixture fx({}, {}, co);
+  ASSERT_FALSE(fx.call("echo", "x"));
+  auto client_health = [&] {
+    std::string seen = "(no client row)";
+    const auto conns = json::parse(fx.get("/connections.json").body);
+    for (const auto& c : conns.at("connections").as_array()) {
+      if (c.at("side") == "server") {
+        EXPECT_TRUE(c.at("health").is_null()) << json::serialize(c);
+        continue;
+      }
+      seen = c.at("health").is_null() ? "null" : std::string(c.at("health").as_string());
+    }
+    return seen;
+  };
+  EXPECT_EQ(client_health(), "serving");
+  fx.server.set_online(false);
+  std::string last;
+  EXPECT_TRUE(wheelrpc::test::wait_until([&] { return (last = client_health()) == "not_serving"; }, 30s)) << last;
+  fx.server.set_online(true);
+  EXPECT_TRUE(wheelrpc::test::wait_until([&] { return (last = client_health()) == "serving"; }, 30s)) << last;
+}
+
 TEST(AdminServer, HealthReadyAndQosOverHttp) {
   AdminFixture fx;
   ASSERT_FALSE(fx.call("echo", "x"));
@@ -487,7 +516,8 @@ TEST(AdminServer, JsonViewsShowMethodsConnectionsAndTimeouts) {
   quick.retries = 0;
   EXPECT_EQ(fx.call("sleep", "3000", quick), errc::timeout);
   auto status = json::parse(fx.get("/status.json").body).as_object();
-  EXPECT_EQ(status.at("server").at("methods").as_array().size(), 3u);  // (unknown), echo, sleep
+  // (unknown), echo, sleep, and the health service's Check and Watch (every server serves them).
+  EXPECT_EQ(status.at("server").at("methods").as_array().size(), 5u);
   const auto& client_methods = status.at("clients").at(0).at("methods").as_array();
   bool echo_seen = false;
   for (const auto& m : client_methods) {

@@ -28,7 +28,7 @@ if(rc)
   message(FATAL_ERROR "building the consumer failed: ${rc}")
 endif()
 # Each program must end by itself; execute_process kills it when the time is up.
-foreach(program consumer rpc_consumer registry_consumer admin_consumer protobuf_consumer)
+foreach(program consumer rpc_consumer registry_consumer admin_consumer protobuf_consumer services_consumer)
   execute_process(COMMAND ${CONSUMER_BUILD}/${program} RESULT_VARIABLE rc OUTPUT_VARIABLE out
                   ERROR_VARIABLE err TIMEOUT 60)
   message(STATUS "${program}:\n${out}${err}")

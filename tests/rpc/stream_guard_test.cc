@@ -297,20 +297,36 @@ TEST_P(StreamGuard, OnCompleteGetsTheStatusTheStreamEndedWith) {
 /// Goes on later, from another thread: the client's first messages wait.
 struct Slow : wheelrpc::rpc::ServerInterceptor {
   void intercept(ServerCall&, InterceptorNext next) override {
-    std::thread([next = std::move(next)]() mutable {
+    std::lock_guard lock(mu);
+    threads.emplace_back([next = std::move(next)]() mutable {
       std::this_thread::sleep_for(20ms);  // only makes the decision late; nothing waits on it
       next.proceed();
-    }).detach();
+    });
   }
+  /// Waits until every late decision is made and its thread has left
+  /// proceed(): before the fixture's io_context goes.
+  void join() {
+    std::vector<std::thread> done;
+    {
+      std::lock_guard lock(mu);
+      done.swap(threads);
+    }
+    for (auto& t : done) t.join();
+  }
+  ~Slow() override { join(); }
+  std::mutex mu;
+  std::vector<std::thread> threads;
 };
 
 TEST_P(StreamGuard, AnInterceptorThatGoesOnLaterLosesNoMessage) {
   ServerOptions so;
-  so.interceptors.push_back(std::make_shared<Slow>());
+  auto slow = std::make_shared<Slow>();
+  so.interceptors.push_back(slow);
   Fixture fx(so, {}, GetParam());
   std::vector<std::string> writes;
   for (int i = 0; i < 50; ++i) writes.push_back(std::to_string(i));
   const auto out = exchange(fx, "sum", writes);
+  slow->join();
   ASSERT_FALSE(out.ec) << out.message;
   EXPECT_EQ(out.read, (std::vector<std::string>{"1225"}));
 }

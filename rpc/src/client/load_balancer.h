@@ -26,7 +26,7 @@ namespace wheelrpc::rpc::detail {
 
 /// What a policy may know of one provider, read without a lock.
 struct ProviderSnapshot {
-  bool ready = false;          ///< its connection is ready for calls
+  bool ready = false;          ///< its connection is ready for calls (and healthy, with health checking)
   std::uint64_t active = 0;    ///< attempts in flight on it
   std::uint64_t failures = 0;  ///< attempts that failed on it so far
 };

@@ -60,6 +60,10 @@ void Subchannel::start_tasks() {
   reconnect_task_->set_coalescing(tick / kHeartbeatCoalescing);
   heartbeat_task_->start(ctx_->timer);
   reconnect_task_->start(ctx_->timer);
+  if (!ctx_->options.health_check.enabled) return;
+  health_ = std::make_shared<HealthWatch>(ctx_, peer_, endpoint_.port(), [weak = weak_from_this()](HealthState h) {
+    if (auto self = weak.lock()) self->on_health(h);
+  });
 }
 
 std::uint64_t Subchannel::heartbeats_sent() const noexcept { return heartbeat_task_->heartbeats_sent(); }
@@ -151,9 +155,11 @@ void Subchannel::on_too_many_pings() {
 void Subchannel::on_handshake(std::optional<std::chrono::milliseconds> proposed, std::uint32_t max_body) {
   (void)max_body;  // the transport applies it to the requests it sends
   std::chrono::milliseconds idle{0};
+  std::shared_ptr<ClientTransport> watched;  // with health checking, calls wait for its watch's answer
   {
     Lock lock(mu_);
     if (closed_ || state_ != State::handshaking) return;
+    if (health_ && !retired_.load(std::memory_order_relaxed)) watched = transport_;
     const auto& options = ctx_->options;
     const auto heartbeat = std::max(proposed.value_or(options.heartbeat), options.heartbeat);
     heartbeat_ms_.store(heartbeat.count(), std::memory_order_relaxed);
@@ -171,7 +177,22 @@ void Subchannel::on_handshake(std::optional<std::chrono::milliseconds> proposed,
   // handshake's (connect_timeout from its start): the agreed one may be sooner.
   reconnect_task_->check_within(idle);
   ClientMetrics::count(ctx_->metrics.connects);
+  if (health_) {
+    if (watched) health_->start(std::move(watched));  // its answer makes it ready (on_health)
+    return;
+  }
   if (auto* listener = batch_listener()) listener->on_subchannel_ready();
+}
+
+void Subchannel::on_health(HealthState h) {
+  auto listener = listener_.lock();
+  if (!listener || state_mirror_.load(std::memory_order_acquire) != State::ready) return;
+  if (takes_calls(h)) {
+    listener->on_subchannel_ready();  // the state was published first: the drain sees it ready
+  } else if (h == HealthState::not_serving) {
+    logger()->info("peer={} takes no new calls: {}", peer_, health_->why_not_serving());
+    listener->on_connect_failed(*this, /*refused=*/false);  // calls that do not wait for ready may fail now
+  }
 }
 
 void Subchannel::on_transport_closed(const error_code& ec, const std::string& reason) {
@@ -207,7 +228,8 @@ void Subchannel::on_transport_closed(const error_code& ec, const std::string& re
     reconnect_in = next_attempt_ - ctx_->now();
     table_.for_each([&](std::uint64_t id, const CallPtr& c) { lost.emplace_back(c, id); });
   }
-  if (client_closed) return;  // close() fails the calls itself
+  if (health_) health_->stop();  // the next connection watches again
+  if (client_closed) return;     // close() fails the calls itself
   if (retired) {
     // A provider that left the set, closed once drained or after its grace:
     // no reconnect; calls still on it are retried elsewhere.
@@ -235,7 +257,7 @@ void Subchannel::on_transport_closed(const error_code& ec, const std::string& re
 bool Subchannel::place(Call& call, CallPtr& spare, bool sweep, TimePoint deadline, TimePoint t, std::size_t max_active,
                        Placed& out) {
   Lock lock(mu_);
-  if (closed_ || retired_.load(std::memory_order_relaxed) || state_ != State::ready || !transport_) return false;
+  if (closed_ || retired_.load(std::memory_order_relaxed) || !ready() || !transport_) return false;  // health too
   // Two calls may have picked its last slot at once: one gets it.
   if (max_active != 0 && active_.load() >= max_active) return false;
   out.transport = transport_.get();
@@ -363,6 +385,7 @@ void Subchannel::sweep(TimePoint reached, TimePoint fired, SubchannelListener& l
 // ---------------------------------------------------------------- the provider set
 
 bool Subchannel::retire(std::shared_ptr<ClientTransport>& close_now) {
+  if (health_) health_->stop();  // first: its stream is not one a drain waits for
   bool keep = false;
   {
     Lock lock(mu_);
@@ -407,12 +430,15 @@ bool Subchannel::retire(std::shared_ptr<ClientTransport>& close_now) {
 
 void Subchannel::revive() {
   std::shared_ptr<CloseTimerTask> task;
+  std::shared_ptr<ClientTransport> watched;  // its watch ended when it left: a new one decides
   {
     Lock lock(mu_);
     retired_.store(false, std::memory_order_seq_cst);
     task.swap(close_task_);
+    if (health_ && state_ == State::ready) watched = transport_;
   }
   if (task) task->cancel();
+  if (watched) health_->start_later(std::move(watched));  // not under the pool's lock: its answer dispatches
   logger()->debug("peer={} back in the provider set before its channel closed", peer_);
 }
 
@@ -442,14 +468,14 @@ void Subchannel::close_drained() {
 // ---------------------------------------------------------------- snapshots and close
 
 std::string Subchannel::last_error() const {
-  Lock lock(mu_);
-  return last_error_;
+  Lock lock(mu_);  // before the watch's (leaf) lock
+  return last_error_.empty() && health_ ? health_->why_not_serving() : last_error_;
 }
 
 ProviderStats Subchannel::stats() const {
   Lock lock(mu_);
   return ProviderStats{peer_,
-                       state_ == State::ready,
+                       ready(),
                        active_.load(),
                        attempts_.load(),
                        failures_.load(std::memory_order_relaxed),
@@ -489,6 +515,7 @@ ConnectionInfo Subchannel::info(TimePoint t) const {
   info.heartbeat = std::chrono::milliseconds(heartbeat_ms_.load(std::memory_order_relaxed));
   info.reconnect_attempts = connect_attempts_.load();
   info.in_flight = active_.load();
+  if (health_ && info.state == ConnectionInfo::State::ready) info.health = std::string(health_name(health()));
   return info;
 }
 
@@ -516,6 +543,7 @@ void Subchannel::shut(std::vector<CallPtr>& calls, std::vector<std::shared_ptr<C
   heartbeat_task_->cancel();
   reconnect_task_->cancel();
   if (close_task) close_task->cancel();
+  if (health_) health_->stop();
 }
 
 // ---------------------------------------------------------------- transport events
@@ -526,6 +554,8 @@ SubchannelListener* Subchannel::batch_listener() {
 }
 
 void Subchannel::on_transport_reply(IncomingReply& reply, TimePoint received) {
+  if (HealthWatch::is_watch_id(reply.id) && health_) [[unlikely]]
+    return health_->on_open_answer(reply);  // the answer to its health watch's OPEN
   if (auto* listener = batch_listener()) listener->on_reply(*this, reply, received);
 }
 

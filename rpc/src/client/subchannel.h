@@ -4,7 +4,9 @@
 // HeartbeatTimerTask and ReconnectTimerTask (and CloseTimerTask while it
 // drains after leaving the provider set), the table of attempts sent on it
 // with the one sweep timeout that ends those past their deadlines, and its
-// counters. It speaks to its provider through a ClientTransport (the
+// counters, and with ClientOptions::health_check the HealthWatch of its
+// connections (health_watch.h): a connection takes calls only once its watch
+// says SERVING. It speaks to its provider through a ClientTransport (the
 // protocol seam, client_transport.h): one per connection it makes, made by
 // the wire factory the client was given (ClientContext::make_transport). It
 // tells its owner about events through a SubchannelListener.
@@ -35,6 +37,7 @@
 
 #include "client/call.h"
 #include "base/channel_timer_task.h"
+#include "client/health_watch.h"
 #include "wire/client_transport.h"
 #include "client/load_balancer.h"
 #include "base/pending_table.h"
@@ -53,7 +56,8 @@ class Subchannel final : public ClientTransportEvents, public std::enable_shared
   /// that left the set (per-provider counts never drop), or null.
   Subchannel(std::shared_ptr<ClientContext> ctx, std::weak_ptr<SubchannelListener> listener,
              boost::asio::ip::tcp::endpoint endpoint, std::uint64_t seed, const ProviderStats* restored);
-  /// Starts its heartbeat and reconnect tasks on the client's timer.
+  /// Starts its heartbeat and reconnect tasks on the client's timer (and
+  /// makes its HealthWatch if health checking is on).
   void start_tasks();
 
   const boost::asio::ip::tcp::endpoint& endpoint() const noexcept { return endpoint_; }
@@ -70,16 +74,27 @@ class Subchannel final : public ClientTransportEvents, public std::enable_shared
   bool has_slot(std::size_t max_active) const noexcept {
     return ready() && (max_active == 0 || active_.load() < max_active);
   }
-  bool ready() const noexcept { return ready_.load(std::memory_order_acquire); }
-  /// Idle after a failed connect attempt, waiting out its backoff.
-  bool in_backoff() const noexcept {
-    return state_mirror_.load(std::memory_order_acquire) == State::idle && failing_.load(std::memory_order_acquire);
+  /// Connected, and with health checking its watch says it takes calls
+  /// (SERVING, or no health service there): new attempts may go.
+  bool ready() const noexcept {
+    return ready_.load(std::memory_order_acquire) && (!health_ || takes_calls(health_->state()));
   }
-  /// A connect or handshake is under way.
+  /// Idle after a failed connect attempt, waiting out its backoff; or
+  /// connected and unhealthy (its watch said not SERVING, or failed): either
+  /// way not worth waiting for (calls that do not wait for ready fail).
+  bool in_backoff() const noexcept {
+    return (state_mirror_.load(std::memory_order_acquire) == State::idle && failing_.load(std::memory_order_acquire)) ||
+           health() == HealthState::not_serving;
+  }
+  /// A connect or handshake is under way, or its health watch's first answer.
   bool connecting() const noexcept {
     const auto s = state_mirror_.load(std::memory_order_relaxed);
-    return s == State::connecting || s == State::handshaking;
+    const auto h = health();
+    return s == State::connecting || s == State::handshaking ||
+           (s == State::ready && health_ && (h == HealthState::checking || h == HealthState::off));
   }
+  /// What its health watch says of its connection (off: not watched). Lock-free.
+  HealthState health() const noexcept { return health_ ? health_->state() : HealthState::off; }
   std::uint64_t heartbeats_sent() const noexcept;
   std::uint64_t idle_closes() const noexcept;
 
@@ -139,6 +154,8 @@ class Subchannel final : public ClientTransportEvents, public std::enable_shared
   void stop_tasks();
 
   // ---- snapshots and close
+  /// Why its last connect failed; else why its health watch says it is not
+  /// serving; "" when neither.
   std::string last_error() const;
   ProviderStats stats() const;
   ConnectionInfo info(TimePoint t) const;
@@ -178,6 +195,9 @@ class Subchannel final : public ClientTransportEvents, public std::enable_shared
   /// The listener, held while the transport delivers one read's events (its
   /// strand only): one reference per batch instead of one per reply.
   SubchannelListener* batch_listener();
+  /// Its health watch says `h` now (the executor or its strand): calls
+  /// waiting for a provider may go, or fail fast.
+  void on_health(HealthState h);
 
   const std::shared_ptr<ClientContext> ctx_;
   const std::weak_ptr<SubchannelListener> listener_;
@@ -220,6 +240,7 @@ class Subchannel final : public ClientTransportEvents, public std::enable_shared
   // Set once by start_tasks(), before anyone else sees the subchannel.
   std::shared_ptr<HeartbeatTimerTask> heartbeat_task_;
   std::shared_ptr<ReconnectTimerTask> reconnect_task_;
+  std::shared_ptr<HealthWatch> health_;                                  // null without ClientOptions::health_check
   std::shared_ptr<CloseTimerTask> close_task_ WHEELRPC_GUARDED_BY(mu_);  // while retired
 };
 

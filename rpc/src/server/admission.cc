@@ -11,6 +11,7 @@
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
+#include "server/health_service.h"
 #include "server/server_host.h"
 #include "server/server_interception.h"
 #include "server/server_shutdown.h"
@@ -61,13 +62,17 @@ const ServerMethod* Admission::admit(ReplySlot& slot, Origin origin) {
   // A request read from a connection counted itself (in_flight) before it
   // reads draining: see ServerShutdown::begin_drain. Only an in-process call
   // can come while the server does not listen (before listen, after stop).
+  // The health service answers while offline or draining (NOT_SERVING is
+  // its answer then); checked only on those paths, off the common one.
   const bool draining = shutdown_.draining();
-  if (draining || (origin == Origin::local && !shutdown_.listening())) {
+  const bool refusing = draining || shutdown_.offline();
+  const bool health = refusing && HealthService::serves_while_refusing(options_, slot.method);
+  if ((draining && !health) || (origin == Origin::local && !shutdown_.listening())) {
     return refuse(
         slot, refused_shutting_down_, Status::shutting_down,
         fmt::format("{}: '{}' not processed", draining ? "server shutting down" : "server not listening", slot.method));
   }
-  if (shutdown_.offline()) {
+  if (shutdown_.offline() && !health) {
     return refuse(slot, refused_offline_, Status::shutting_down,
                   fmt::format("server offline: '{}' not processed", slot.method));
   }
@@ -157,6 +162,13 @@ bool Admission::admit_under_limit(ReplySlot& slot) {
                            limiter_.limit(), limit_kind(options_.overload.max_concurrency), slot.method),
                {}, ServerHost::Answer::server);
   return false;
+}
+
+std::vector<std::string> Admission::method_names() const {
+  std::vector<std::string> out;
+  out.reserve(handlers_.size());
+  for (const auto& [name, m] : handlers_) out.push_back(name);
+  return out;
 }
 
 std::optional<std::string> Admission::stream_overloaded(const std::string& method) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include <wheelrpc/rpc/options.h>
 #include <wheelrpc/rpc/server.h>
@@ -45,6 +46,8 @@ class Admission {
   void add_method(std::string name, Server::Handler handler, MethodOptions options);
   /// Whether `name` is a method (a call's; not a stream's). Once listening, any thread.
   bool has_method(const std::string& name) const { return handlers_.count(name) != 0; }
+  /// Every method's name (any order). Once listening, any thread.
+  std::vector<std::string> method_names() const;
   /// A stream's opening meets the server-wide overload controls: nothing
   /// when it may open, else why not (the server at its concurrency limit).
   /// It holds no place under the limit (ServerStreamOptions::max_open).

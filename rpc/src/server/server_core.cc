@@ -77,7 +77,8 @@ ServerCore::ServerCore(boost::asio::any_io_executor ex, timer::Timer& timer, Ser
       wire_settings_(wire_settings_for(options_)),
       make_wire_(make_wire),
       admission_(*this, options_, shutdown_, methods_, stream_methods_, now()),
-      local_context_(new ServerConnContext) {
+      local_context_(new ServerConnContext),
+      health_(std::make_shared<HealthRegistry>([this] { return shutdown_.serving(); })) {
   if (options_.return_memory) memory_return_ = std::make_shared<MemoryReturn>(ex_, timer_, timer_work_);
   if (options_.tls.enabled) tls_ = transport::TlsContext::make(options_.tls, transport::TlsRole::server);
 }
@@ -85,6 +86,7 @@ ServerCore::ServerCore(boost::asio::any_io_executor ex, timer::Timer& timer, Ser
 // ---------------------------------------------------------------- listening and connections
 
 error_code ServerCore::listen(const asio::ip::tcp::endpoint& endpoint, std::string& message) {
+  if (!listened_.load(std::memory_order_acquire)) register_builtins();
   listened_.store(true, std::memory_order_release);  // the method tables are fixed from here on
   auto acceptor = transport::Acceptor::create(ex_, [weak = weak_from_this()](asio::ip::tcp::socket s) {
     if (auto self = weak.lock()) self->on_accept(std::move(s));
@@ -105,6 +107,7 @@ error_code ServerCore::listen(const asio::ip::tcp::endpoint& endpoint, std::stri
     liveness_.start(provider, ex_, timer_);
   }
   shutdown_.set_listening(true);
+  health_registry().server_changed();  // SERVING from here (NOT_SERVING again if the announcement fails)
   return shutdown_.announce(acceptor->local_endpoint(), message);
 }
 
@@ -474,6 +477,7 @@ void ServerCore::stop(bool flush) {
   // posting to the executor: wait for it, so the executor may be destroyed
   // once stop() returns. Later ones see the gate closed and do nothing.
   timer_work_.close_and_wait();
+  health_registry().stop();  // NOT_SERVING; its watches (their streams ended above) let go of
   shutdown_.on_stopped();
 }
 

@@ -40,8 +40,10 @@
 //   the request path, apart from peer_of() when a handler throws. No user
 //   code, channel close or timer-task cancel runs under it.
 // - Leaves: `CancelSet::mu_` (a connection's cancelled ids), the
-//   MethodTable's and TimeoutLog's locks, and the timer's and
-//   channel's own. No lock is held across a handler or a completion handler.
+//   MethodTable's and TimeoutLog's locks, the health service's
+//   (`HealthRegistry::mu_`, then a `HealthWatchStream::mu_` inside it; no
+//   stream is written under either), and the timer's and channel's own.
+//   No lock is held across a handler or a completion handler.
 
 #include <atomic>
 #include <chrono>
@@ -59,6 +61,7 @@
 #include <wheelrpc/common/mutex.h>
 #include <wheelrpc/common/thread_slot.h>
 #include <wheelrpc/common/work_gate.h>
+#include <wheelrpc/rpc/health.h>
 #include <wheelrpc/rpc/server.h>
 #include <wheelrpc/rpc/service.h>
 #include <wheelrpc/rpc/trace.h>
@@ -67,6 +70,7 @@
 #include <wheelrpc/transport/channel.h>
 
 #include "server/admission.h"
+#include "server/health_registry.h"
 #include "base/payload_coding.h"
 #include "base/bad_input.h"
 #include "server/memory_return.h"
@@ -119,6 +123,8 @@ class ServerCore final : public ServerHost, public ServerEvents, public std::ena
   void add_service(const Service& service);
   /// The typed method under `path`, or nullptr. Any thread.
   const ServiceMethod* service_method(std::string_view path) const;
+  /// The typed services added, in order (Server::services). Any thread.
+  std::vector<const Service*> services() const;
   /// Runs `method`'s handler for a call from inside the process (the admin
   /// gateway): as a request read from a connection, with `budget` as its
   /// deadline (0: none); `done` runs once, on any thread. On the executor.
@@ -138,6 +144,9 @@ class ServerCore final : public ServerHost, public ServerEvents, public std::ena
 
   /// Listening, online, the announcement and the graceful shutdown.
   ServerShutdown& shutdown() noexcept override { return shutdown_; }
+  /// The grpc.health.v1 service's state (Server::health).
+  Health& health() noexcept { return health_; }
+  HealthRegistry& health_registry() noexcept override { return *health_.impl_; }
   /// True once stop() ran (takes `mu_`).
   bool stopped() const override;
   /// Stops accepting (the drain; the acceptor itself is let go by stop()).
@@ -255,6 +264,7 @@ class ServerCore final : public ServerHost, public ServerEvents, public std::ena
   Admission admission_;
   ServerLiveness liveness_{options_};  // its task pointers under mu_
   ConnContextPtr local_context_;       // the context of in-process calls (invoke)
+  Health health_;                      // grpc.health.v1: its state (HealthRegistry) reads shutdown_
 
   struct Conn {
     std::weak_ptr<transport::Channel> channel;
@@ -268,6 +278,7 @@ class ServerCore final : public ServerHost, public ServerEvents, public std::ena
   std::shared_ptr<transport::Acceptor> acceptor_ WHEELRPC_GUARDED_BY(mu_);      // released by stop()
   // Typed methods by wire path (Server::add_service), for the gateway.
   std::unordered_map<std::string, const ServiceMethod*> service_methods_ WHEELRPC_GUARDED_BY(mu_);
+  std::vector<const Service*> services_ WHEELRPC_GUARDED_BY(mu_);  // in add_service's order
 
   // Streams (stream_core.h): counters.
   StreamCounters streams_;
@@ -276,6 +287,11 @@ class ServerCore final : public ServerHost, public ServerEvents, public std::ena
   static void accept_stream(ServerHost& host, const std::shared_ptr<StreamCore>& stream, const StreamMethod& method);
   /// Throws std::logic_error once listen() was called ("`what` after listen()").
   void check_registration_open(const char* what) const;
+  /// At the first listen(), before registration closes: the built-in
+  /// services (grpc.health.v1 unless ServerOptions::health_service is off;
+  /// a path the application registered keeps its handler), and the health
+  /// service told the services registered.
+  void register_builtins();
   std::atomic<bool> listened_{false};  // listen() was called: registration is closed
   std::atomic<std::uint64_t> streams_refused_{0}, unknown_stream_frames_{0};
   /// A stream ended: a graceful shutdown may be done.

@@ -23,6 +23,7 @@
 namespace wheelrpc::rpc::detail {
 
 struct ServerMethod;
+class HealthRegistry;
 class ServerShutdown;
 
 /// The server as its parts see it (ServerCore implements it). A part holds
@@ -63,6 +64,8 @@ class ServerHost {
   virtual std::weak_ptr<ServerHost> weak_host() = 0;
   /// The server's lifecycle (ServerShutdown).
   virtual ServerShutdown& shutdown() noexcept = 0;
+  /// The server's grpc.health.v1 state (told when the lifecycle changes).
+  virtual HealthRegistry& health_registry() noexcept = 0;
 
   // ---- the lifecycle's levers (ServerShutdown)
   /// True once stop() ran (takes the server's lock).

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "base/health_codec.h"
+#include "server/health_service.h"
 #include "server/server_core.h"
 
 namespace wheelrpc::rpc::detail {
@@ -14,6 +16,26 @@ void ServerCore::check_registration_open(const char* what) const {
   if (listened_.load(std::memory_order_acquire)) {
     throw std::logic_error(fmt::format("Server::{} after listen(): register every method before listening", what));
   }
+}
+
+void ServerCore::register_builtins() {
+  if (options_.health_service) {
+    // A path the application registered (either kind) is its own: ours stays out.
+    const auto taken = [&](std::string_view path) {
+      const std::string p(path);
+      return admission_.has_method(p) || stream_methods_.contains(p);
+    };
+    auto registry = health_.impl_;
+    if (!taken(kHealthCheckPath)) handle(std::string(kHealthCheckPath), HealthService::check(registry), {});
+    if (!taken(kHealthWatchPath)) {
+      if (options_.metrics) methods_.get(std::string(kHealthWatchPath));
+      stream_methods_.add(std::string(kHealthWatchPath), HealthService::watch(registry), MethodKind::server_streaming);
+    }
+  }
+  // The services the health service knows: those of gRPC-style paths.
+  auto paths = admission_.method_names();
+  for (auto& name : stream_methods_.names()) paths.push_back(std::move(name));
+  health_registry().set_registered(paths);
 }
 
 void ServerCore::handle(std::string method, Server::Handler handler, MethodOptions options) {
@@ -55,6 +77,13 @@ void ServerCore::add_service(const Service& service) {
     service_methods_[m.path] = &m;
   }
   for (const ServiceStreamMethod& m : service.stream_methods()) handle_stream(m.path, m.handler, m.options, m.kind);
+  common::LockGuard lock(mu_);
+  services_.push_back(&service);
+}
+
+std::vector<const Service*> ServerCore::services() const {
+  common::LockGuard lock(mu_);
+  return services_;
 }
 
 const ServiceMethod* ServerCore::service_method(std::string_view path) const {

@@ -11,6 +11,7 @@
 
 #include "base/executor_thread.h"
 #include "base/log.h"
+#include "server/health_registry.h"
 #include "server/server_host.h"
 
 namespace wheelrpc::rpc::detail {
@@ -93,6 +94,7 @@ error_code ServerShutdown::announce(const asio::ip::tcp::endpoint& endpoint, std
 
 void ServerShutdown::set_online(bool online) {
   if (offline_.exchange(!online) == !online) return;  // no change
+  host_.health_registry().server_changed();
   const auto endpoint = host_.local_endpoint();
   logger()->info("server {}: {}", endpoint.port(), online ? "online" : "offline");
   const auto& announcer = host_.options().announcer;
@@ -142,6 +144,9 @@ void ServerShutdown::start(std::chrono::milliseconds drain_timeout,
     complete_later(host_.executor(), std::move(handler), {});
     return;
   }
+  // NOT_SERVING first, before the withdraw and its grace: the balancers that
+  // watch the health service stop sending before the registry says we left.
+  host_.health_registry().server_changed();
   drain_timeout = std::max(drain_timeout, std::chrono::milliseconds(1));
   if (!announced_.exchange(false)) {
     begin_drain(drain_timeout);
@@ -169,6 +174,7 @@ void ServerShutdown::start(std::chrono::milliseconds drain_timeout,
 
 void ServerShutdown::begin_drain(std::chrono::milliseconds drain_timeout) {
   if (finished_.load() || draining_.exchange(true)) return;  // from now on every new request is refused
+  host_.health_registry().drain();  // its watches end (after their NOT_SERVING): they hold no drain
   host_.close_acceptor();
   host_.announce_drain();
   std::error_code tec;

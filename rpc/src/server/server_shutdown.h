@@ -37,6 +37,9 @@ class ServerShutdown {
   bool offline() const noexcept { return offline_.load(std::memory_order_relaxed); }
   /// New requests are refused (the drain phase of a graceful shutdown).
   bool draining() const noexcept { return draining_.load(); }
+  /// Listening, online, and no graceful shutdown begun (what the health
+  /// service reports as SERVING; ServerState::serving()).
+  bool serving() const noexcept { return listening_.load() && !offline_.load() && !started_.load(); }
   ServerState state() const;
 
   /// Announces the server listening at `endpoint` and waits for the

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "base/log.h"
+#include "server/health_service.h"
 #include "server/server_core.h"
 #include "server/stream_interception.h"
 #include "stream/stream_core.h"
@@ -32,10 +33,13 @@ void ServerCore::on_stream_open(ServerTransport& conn, StreamOpenRequest& open, 
     open.wire->send_open_answer(id, make_error_code(why), message);
   };
   // The same ladder as a call's (Admission::admit), at the stream's start.
-  if (shutdown_.draining() || !shutdown_.listening()) {
+  // The health service's Watch opens while offline or draining: saying
+  // NOT_SERVING then is its job (it ends at once when draining).
+  if ((shutdown_.draining() && !HealthService::serves_while_refusing(options_, open.method)) ||
+      !shutdown_.listening()) {
     return refuse(errc::unavailable, fmt::format("server shutting down: stream '{}' not opened", open.method));
   }
-  if (shutdown_.offline()) {
+  if (shutdown_.offline() && !HealthService::serves_while_refusing(options_, open.method)) {
     return refuse(errc::unavailable, fmt::format("server offline: stream '{}' not opened", open.method));
   }
   const StreamMethod* method = stream_methods_.find(open.method);
@@ -134,8 +138,12 @@ void ServerCore::accept_stream(ServerHost& host, const std::shared_ptr<StreamCor
                                const StreamMethod& method) {
   auto& core = static_cast<ServerCore&>(host);
   if (!stream->accept_open()) return;  // ended meanwhile: its deadline, the client, the connection
-  auto run = [handler = &method.handler, stream]() mutable {
+  auto run = [handler = &method.handler, core_handler = &method.core_handler, stream]() mutable {
     try {
+      if (*core_handler) {  // a built-in method (grpc.health.v1's Watch)
+        (*core_handler)(stream);
+        return;
+      }
       (*handler)(ServerStream(std::make_shared<StreamHandle>(stream)));
     } catch (const std::exception& e) {
       stream->end_local(make_error_code(errc::server_error), fmt::format("the stream handler threw: {}", e.what()),

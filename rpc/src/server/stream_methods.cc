@@ -25,9 +25,21 @@ std::string opened_as_stream(const std::string& method) {
 
 void StreamMethods::add(std::string name, StreamHandler handler, const MethodOptions& options,
                         std::optional<MethodKind> kind) {
-  StreamMethod m{std::move(handler), kind, options.max_concurrency, options.timeout, nullptr};
+  StreamMethod m{std::move(handler), kind, options.max_concurrency, options.timeout, nullptr, {}};
   if (m.max_concurrency > 0) m.open = std::make_unique<std::atomic<std::size_t>>(0);
   methods_[std::move(name)] = std::move(m);
+}
+
+void StreamMethods::add(std::string name, CoreStreamHandler handler, MethodKind kind) {
+  StreamMethod m{{}, kind, 0, std::chrono::milliseconds(0), nullptr, std::move(handler)};
+  methods_[std::move(name)] = std::move(m);
+}
+
+std::vector<std::string> StreamMethods::names() const {
+  std::vector<std::string> out;
+  out.reserve(methods_.size());
+  for (const auto& [name, m] : methods_) out.push_back(name);
+  return out;
 }
 
 const StreamMethod* StreamMethods::find(const std::string& name) const {

@@ -6,17 +6,25 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include <wheelrpc/rpc/options.h>
 #include <wheelrpc/rpc/server_stream.h>
 #include <wheelrpc/rpc/service.h>
 
 namespace wheelrpc::rpc::detail {
+
+class StreamCore;
+
+/// A stream method of the library's own (grpc.health.v1's Watch): given the
+/// accepted stream itself, so that it learns of its end (StreamCore::wait_end).
+using CoreStreamHandler = std::function<void(const std::shared_ptr<StreamCore>&)>;
 
 /// A stream method: its handler, its kind when a typed service says
 /// (untyped: unknown), its limit and its timeout.
@@ -26,6 +34,7 @@ struct StreamMethod {
   std::size_t max_concurrency = 0;                 // its streams open at once; 0: no limit
   std::chrono::milliseconds timeout{0};            // the stream's deadline when the client sets none; 0: none
   std::unique_ptr<std::atomic<std::size_t>> open;  // counted only under a limit
+  CoreStreamHandler core_handler;                  // instead of `handler` when set (a built-in method)
 };
 
 /// "server-streaming", "client-streaming", "bidi-streaming", "unary", or
@@ -46,7 +55,11 @@ class StreamMethods {
 
   /// Registers (or replaces) `name`.
   void add(std::string name, StreamHandler handler, const MethodOptions& options, std::optional<MethodKind> kind);
+  /// Registers (or replaces) a built-in method, no limit, no timeout.
+  void add(std::string name, CoreStreamHandler handler, MethodKind kind);
   const StreamMethod* find(const std::string& name) const;
+  /// Every name registered (any order).
+  std::vector<std::string> names() const;
   bool contains(const std::string& name) const { return methods_.count(name) != 0; }
 
   /// Whether a stream of `m` holds a place (a limit is set): then take()

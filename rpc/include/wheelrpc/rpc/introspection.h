@@ -219,6 +219,11 @@ struct ConnectionInfo {
   std::uint64_t streams = 0;                      ///< streams open on it
   /// The wire protocol it speaks: "native" (docs/protocol.md) or "grpc" (HTTP/2, docs/grpc.md).
   std::string protocol = "native";
+  /// Client with ClientOptions::health_check, while ready: what its health
+  /// watch says: "checking" (no answer yet), "serving", "not_serving"
+  /// (or the watch failed and waits to restart), "unimplemented" (no
+  /// health service there: taken as serving). "" otherwise.
+  std::string health;
 };
 std::string_view connection_state_name(ConnectionInfo::State state) noexcept;
 

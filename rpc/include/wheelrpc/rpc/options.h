@@ -243,6 +243,23 @@ enum class WireProtocol : std::uint8_t {
   grpc,    ///< gRPC over HTTP/2: any gRPC server, or a wheelrpc server (which serves both on one port)
 };
 
+/// Client-side health checking (gRPC's `healthCheckConfig`): each connection
+/// to a provider watches that provider's `grpc.health.v1.Health/Watch`
+/// stream, and a provider that says anything but SERVING gets no new calls
+/// (its calls in flight finish) until it says SERVING again. A connection
+/// takes calls once its watch's first answer is SERVING: calls wait for it
+/// as for a connection being made (within their deadlines; they are not
+/// failed fast meanwhile). A provider that answers the watch UNIMPLEMENTED
+/// is taken as serving (as gRPC does; logged once at info). A watch that
+/// ends otherwise is opened again after a backoff (ClientOptions::reconnect's
+/// initial, multiplier, jitter and max; at once if it had answered), waited
+/// on the client's timer. The watch is not a call: not in the metrics, never
+/// retried or hedged, no deadline. docs/operations.md.
+struct HealthCheckOptions {
+  bool enabled = false;  ///< off by default
+  std::string service;   ///< the service name watched; "" (default): the server as a whole
+};
+
 struct ClientOptions {
   /// The protocol to every provider (WireProtocol). Every client feature
   /// (deadlines, retries, hedging, heartbeats, reconnects, the registry)
@@ -344,6 +361,8 @@ struct ClientOptions {
   /// algorithm its calls use is a call policy: CallOptions::compression,
   /// and `call_defaults.compression` for every call of this client.
   CompressionOptions compression;
+  /// Client-side health checking (off by default).
+  HealthCheckOptions health_check;
 
   /// Interceptors run once per call, in this order, before load balancing,
   /// retries and hedging; their on_complete in the reverse order
@@ -541,6 +560,10 @@ struct ServerOptions {
   /// Per-method metrics and recent timeouts, as ClientOptions::metrics.
   /// Default true.
   bool metrics = true;
+
+  /// Serve grpc.health.v1.Health (`Check` and `Watch`, both wires) under its
+  /// standard paths (Server::health, docs/operations.md). Default true.
+  bool health_service = true;
 
   /// After connections close, give the memory they freed back to the
   /// operating system (glibc's malloc_trim, at most once a second). Default

@@ -28,6 +28,7 @@
 
 namespace wheelrpc::rpc {
 
+class Health;
 class Service;
 struct ServiceMethod;
 
@@ -308,6 +309,20 @@ class Server {
   /// thread; the announcer's answer is not waited for.
   void set_online(bool online);
   ServerState state() const;
+
+  /// The server's grpc.health.v1.Health service (docs/operations.md): what
+  /// `Check` and `Watch` answer, on both wires, registered by every server
+  /// unless ServerOptions::health_service is off. The application sets a
+  /// service's status through it (`server.health().set("pkg.Svc",
+  /// ServingStatus::not_serving)`); the server's own state (offline,
+  /// draining, stopped) overrides it with NOT_SERVING. Include
+  /// <wheelrpc/rpc/health.h> to use it. Lives as long as the server; any
+  /// thread.
+  Health& health() noexcept;
+
+  /// The typed services registered with add_service, in registration order
+  /// (what server reflection lists). Any thread once listening.
+  std::vector<const Service*> services() const;
 
   /// Completion signature of async_invoke: the error the status stands for
   /// (empty on success), and the reply (payload and attachments; the error

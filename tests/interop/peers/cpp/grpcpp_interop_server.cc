@@ -11,12 +11,17 @@
 /// answers UNIMPLEMENTED; UnimplementedService is not registered at all.
 ///
 ///   grpcpp_interop_server --port=0 [--use_tls=true --tls_cert_file=server.pem
-///                         --tls_key_file=server.key]
+///                         --tls_key_file=server.key] [--reflection=true]
+///
+/// --reflection=true also serves gRPC's own server reflection (grpc++'s
+/// ProtoServerReflectionPlugin: grpc.reflection.v1alpha in 1.51), for
+/// tools such as wheelctl; off by default.
 ///
 /// Listens on 127.0.0.1 only; prints "listening on 127.0.0.1:PORT" when it
 /// accepts calls. SIGTERM or SIGINT: shuts down (calls in flight get a second)
 /// and exits 0. Exit status 2 on a usage error, 1 if it cannot listen.
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -27,6 +32,11 @@
 
 #include <grpc/compression.h>
 #include <grpcpp/grpcpp.h>
+#ifdef WHEELRPC_PEER_REFLECTION
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/impl/server_builder_option.h>
+#include <grpcpp/impl/server_builder_plugin.h>
+#endif
 
 #include "grpc/testing/empty.pb.h"
 #include "grpc/testing/messages.pb.h"
@@ -188,10 +198,27 @@ class TestServiceImpl final : public TestService::Service {
   }
 };
 
+#ifdef WHEELRPC_PEER_REFLECTION
+// Linking libgrpc++_reflection registers its plugin for every server (a
+// static initializer): without --reflection=true this option takes it out
+// again, so the server is what it was before the flag existed.
+class WithoutReflection final : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
+                                  [](const auto& p) { return p->name() == "proto_server_reflection"; }),
+                   plugins->end());
+  }
+};
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  interop::Flags flags(argc, argv, {{"port", "0"}, {"use_tls", "false"}, {"tls_cert_file", ""}, {"tls_key_file", ""}});
+  interop::Flags flags(
+      argc, argv,
+      {{"port", "0"}, {"use_tls", "false"}, {"tls_cert_file", ""}, {"tls_key_file", ""}, {"reflection", "false"}});
   const int port = flags.number("port");
   std::shared_ptr<grpc::ServerCredentials> credentials;
   if (flags.boolean("use_tls")) {
@@ -216,7 +243,24 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   TestServiceImpl service;
+  const bool reflection = flags.boolean("reflection");
+#ifdef WHEELRPC_PEER_REFLECTION
+  // test.proto holds services only: nothing refers to its descriptor, which
+  // the linker would then leave out of the static library, and reflection
+  // would not find grpc.testing.TestService ("Symbol not found").
+  static const void* volatile keep_test_proto = &descriptor_table_grpc_2ftesting_2ftest_2eproto;
+  (void)keep_test_proto;
+  if (reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+#else
+  if (reflection) {
+    std::fprintf(stderr, "--reflection=true: built without libgrpc++_reflection\n");
+    return 2;
+  }
+#endif
   grpc::ServerBuilder builder;
+#ifdef WHEELRPC_PEER_REFLECTION
+  if (!reflection) builder.SetOption(std::make_unique<WithoutReflection>());
+#endif
   int bound_port = 0;
   builder.AddListeningPort("127.0.0.1:" + std::to_string(port), credentials, &bound_port);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a taken port is an error, not shared
