@@ -25,7 +25,9 @@ PKGS=(g++ cmake ninja-build pkg-config libboost1.81-dev libspdlog-dev libfmt-dev
       libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-protobuf
       # grpc_tools.protoc: the typed greeter's Python client (docs/grpc.md, tests/typed_foreign)
       python3-grpc-tools
-      grpc-proto            # gRPC's own .proto files: health and reflection (services/))
+      grpc-proto            # gRPC's own .proto files: health and reflection (services/)
+      iproute2              # ss and ip: the rolling-restart and partition tests watch connections and routes
+)
 # Node and npm for the grpc-js peer, unless an npm is already there (Debian's would conflict with it)
 command -v npm >/dev/null || PKGS+=(nodejs npm)
 case "${1:-}" in
