@@ -1,5 +1,7 @@
 #include "client/client_context.h"
 
+#include "stream/stream_side.h"
+
 namespace wheelrpc::rpc::detail {
 namespace {
 
@@ -33,6 +35,19 @@ ClientContext::ClientContext(boost::asio::any_io_executor executor, timer::Timer
     attempt_interceptors =
         std::make_shared<const std::vector<std::shared_ptr<ClientInterceptor>>>(options.attempt_interceptors);
   }
+}
+
+std::shared_ptr<StreamSide> make_stream_side(const std::shared_ptr<ClientContext>& ctx) {
+  auto side = std::make_shared<StreamSide>();
+  side->client = true;
+  side->ex = ctx->ex;
+  side->timer = &ctx->timer;
+  side->clock = ctx->clock;
+  side->owner = ctx;
+  side->gate = &ctx->sweep_work;
+  side->max_message = ctx->options.max_stream_message;
+  side->coding = &ctx->wire->coding;
+  return side;
 }
 
 }  // namespace wheelrpc::rpc::detail

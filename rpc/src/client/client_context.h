@@ -28,6 +28,8 @@
 
 namespace wheelrpc::rpc::detail {
 
+struct StreamSide;
+
 struct ClientContext {
   /// `make_transport`: the wire factory (wires.h), given by the root file
   /// that builds the client.
@@ -64,5 +66,10 @@ struct ClientContext {
 
   TimePoint now() const noexcept { return clock ? clock->now() : timer::fast_steady_now(); }
 };
+
+/// A client stream side over `ctx` (its executor, timer, clock, work gate,
+/// message limit and payload coding; `ctx` its owner), without counters or
+/// a timeout log: the caller adds those its streams report to.
+std::shared_ptr<StreamSide> make_stream_side(const std::shared_ptr<ClientContext>& ctx);
 
 }  // namespace wheelrpc::rpc::detail

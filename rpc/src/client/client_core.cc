@@ -105,17 +105,9 @@ std::shared_ptr<StreamCore> ClientCore::make_stream(const std::string& method, C
   fill_defaults(options, ctx_->options.call_defaults);
   StreamCore::Settings s;
   s.side = stream_side_.get([this] {
-    auto side = std::make_shared<StreamSide>();
-    side->client = true;
-    side->ex = ctx_->ex;
-    side->timer = &ctx_->timer;
-    side->clock = ctx_->clock;
-    side->owner = ctx_;
-    side->gate = &ctx_->sweep_work;
+    auto side = make_stream_side(ctx_);
     side->counters = &ctx_->streams;
     side->timeout_log = &ctx_->metrics.timeout_log;
-    side->max_message = ctx_->options.max_stream_message;
-    side->coding = &ctx_->wire->coding;
     return std::shared_ptr<const StreamSide>(std::move(side));
   });
   s.method = method;

@@ -60,16 +60,7 @@ HealthWatch::HealthWatch(std::shared_ptr<ClientContext> ctx, std::string peer, s
       backoff_(ctx_->options.reconnect, seed) {
   // Its streams' own side: no counters and no method cells (the watch is not
   // the application's stream), no timers (no deadline: it is long-lived).
-  auto side = std::make_shared<StreamSide>();
-  side->client = true;
-  side->ex = ctx_->ex;
-  side->timer = &ctx_->timer;
-  side->clock = ctx_->clock;
-  side->owner = ctx_;
-  side->gate = &ctx_->sweep_work;
-  side->max_message = ctx_->options.max_stream_message;
-  side->coding = &ctx_->wire->coding;
-  side_ = std::move(side);
+  side_ = make_stream_side(ctx_);
 }
 
 HealthWatch::~HealthWatch() = default;  // a pending restart holds it weakly and finds it gone
