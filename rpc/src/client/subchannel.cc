@@ -166,6 +166,8 @@ void Subchannel::on_handshake(std::optional<std::chrono::milliseconds> proposed,
     idle = idle_limit(options.idle_timeout, heartbeat);
     idle_timeout_ms_.store(idle.count(), std::memory_order_relaxed);
     failing_.store(false, std::memory_order_release);
+    // Counted before the state is published: whoever sees it ready sees it counted.
+    ClientMetrics::count(ctx_->metrics.connects);
     set_state(State::ready);
     backoff_.reset();
     next_attempt_ = {};  // the first attempt after a loss is immediate
@@ -176,7 +178,6 @@ void Subchannel::on_handshake(std::optional<std::chrono::milliseconds> proposed,
   // The reconnect task sleeps until the idle deadline it last saw, the
   // handshake's (connect_timeout from its start): the agreed one may be sooner.
   reconnect_task_->check_within(idle);
-  ClientMetrics::count(ctx_->metrics.connects);
   if (health_) {
     if (watched) health_->start(std::move(watched));  // its answer makes it ready (on_health)
     return;
