@@ -47,6 +47,7 @@
 #include <wheelrpc/registry/rpc_binding.h>
 #include <wheelrpc/rpc/bearer_auth_interceptor.h>
 #include <wheelrpc/rpc/health.h>
+#include <wheelrpc/rpc/routing_tag.h>
 #include <wheelrpc/rpc/server.h>
 #include <wheelrpc/services/server_reflection.h>
 #include <wheelrpc/timer/hashed_wheel_timer.h>
@@ -123,6 +124,8 @@ struct Config {
   std::chrono::milliseconds shutdown_grace{0};  // --shutdown-grace-ms: NOT_SERVING, serving on, before the shutdown
   std::string registry;                         // etcd endpoints, or empty
   std::string service;
+  std::string tag;   // --tag: the routing tag in its registry record ("tags": {"tag": ...})
+  int weight = 100;  // --weight: its registry record's weight
   std::chrono::seconds lease_ttl{10};
   bool registry_check = false;
   std::chrono::milliseconds unregister_grace{2000};
@@ -142,7 +145,7 @@ constexpr const char* kUsage =
     "usage: echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H] [--idle-timeout-ms I]\n"
     "                   [--drain-timeout-ms D] [--shutdown-grace-ms S]\n"
     "                   [--registry etcd://HOST:PORT[,HOST:PORT...] --service NAME [--lease-ttl-s N]\n"
-    "                    [--registry-check] [--unregister-grace-ms G]] [--admin-port A]\n"
+    "                    [--registry-check] [--unregister-grace-ms G] [--tag NAME] [--weight W]] [--admin-port A]\n"
     "                   [--max-connections N] [--hello-timeout-ms T] [--max-requests-per-connection R]\n"
     "                   [--max-write-queue-bytes B]\n"
     "                   [--tls-cert F --tls-key F [--tls-ca F] [--tls-require-client-cert]]\n"
@@ -166,6 +169,9 @@ constexpr const char* kUsage =
     "                    is refused; then the shutdown above, 0..600000 (default 0 = none)\n"
     "  --registry URL    register in etcd (etcd://127.0.0.1:2379[,HOST:PORT...])\n"
     "  --service NAME    the service name to register (with --registry)\n"
+    "  --tag NAME        the routing tag its registry record carries (\"tags\":{\"tag\":NAME}):\n"
+    "                    calls tagged NAME go to it under a tag rule; untagged calls do not\n"
+    "  --weight W        its registry record's weight, 0..10000 (default 100; 0 = no new calls)\n"
     "  --lease-ttl-s N   lease TTL of the registration, 2..3600 s (default 10)\n"
     "  --registry-check  exit 1 if the registration fails (at its first failure, e.g.\n"
     "                    etcd refused the connection) or is not in etcd within 5 s;\n"
@@ -254,6 +260,15 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
                    cfg.service = value;
                    return std::nullopt;
                  })
+      .add_value("--tag",
+                 [&](const std::string& value) -> std::optional<std::string> {
+                   if (value.empty() || !wheelrpc::rpc::RoutingTag::make(value)) {
+                     return "'" + value + "' is not a tag: 1..64 characters of [A-Za-z0-9._-]";
+                   }
+                   cfg.tag = value;
+                   return std::nullopt;
+                 })
+      .add_number("--weight", 0, 10000, [&](long long v) { cfg.weight = static_cast<int>(v); })
       .add_number("--lease-ttl-s", 2, 3600, [&](long long v) { cfg.lease_ttl = std::chrono::seconds(v); })
       .add_switch("--registry-check", [&] { cfg.registry_check = true; })
       .add_number("--unregister-grace-ms", 0, 600'000,
@@ -386,6 +401,8 @@ int run(const Config& cfg) {
     }
     wheelrpc::registry::ServiceInstance instance;
     instance.service = cfg.service;  // the endpoint: the address it listens on
+    instance.weight = cfg.weight;
+    if (!cfg.tag.empty()) instance.tags["tag"] = cfg.tag;
     wheelrpc::registry::AnnounceOptions ao;
     ao.check = cfg.registry_check;
     ao.on_state = [service = cfg.service, &server_ptr](const error_code& ec, const std::string& why) {

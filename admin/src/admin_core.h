@@ -57,6 +57,8 @@ class AdminCore : public std::enable_shared_from_this<AdminCore> {
   boost::json::object status_json() const;
   boost::json::object connections_json() const;
   boost::json::object timeouts_json() const;
+  /// GET /config/effective?method=M (admin_config.cc).
+  boost::json::object effective_config_json(const std::string& method) const;
 
   /// Takes a sample now (the sampling task posts this every second).
   void sample();

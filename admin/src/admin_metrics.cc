@@ -200,6 +200,8 @@ std::string AdminCore::metrics_text() const {
       sum.late_replies += s.late_replies;
       sum.heartbeats_sent += s.heartbeats_sent;
       sum.idle_closes += s.idle_closes;
+      sum.rule_updates += s.rule_updates;
+      sum.rule_errors += s.rule_errors;
     }
     handled_family(out, "wheelrpc_client_handled_total", "Calls the clients completed, by method and outcome code.",
                    methods);
@@ -226,6 +228,12 @@ std::string AdminCore::metrics_text() const {
     out.begin("wheelrpc_client_late_replies_total", MetricType::counter,
               "Replies that arrived after their call had completed (dropped).");
     out.sample({}, static_cast<double>(sum.late_replies));
+    out.begin("wheelrpc_client_rule_updates_total", MetricType::counter,
+              "Runtime rule sets the clients put in force (docs/governance.md).");
+    out.sample({}, static_cast<double>(sum.rule_updates));
+    out.begin("wheelrpc_client_rule_errors_total", MetricType::counter,
+              "Failed reports of the clients' rule sources; the last good rules stood.");
+    out.sample({}, static_cast<double>(sum.rule_errors));
     out.begin("wheelrpc_reconnect_attempts_total", MetricType::counter,
               "Connect attempts to each provider (the first one included).");
     for (const auto& [peer, row] : providers) out.sample({{"provider", peer}}, static_cast<double>(row[3]));

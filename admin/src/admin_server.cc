@@ -157,9 +157,10 @@ void AdminCore::add_routes() {
     };
   };
   http_->add("GET", "/", route([](AdminCore&, HttpRequest&, Reply reply) {
-               reply(HttpResponse::text(200,
-                                        "wheelrpc admin: /status /connections /timeouts /metrics /health /ready; "
-                                        "POST /offline /online /rpc/METHOD"));
+               reply(HttpResponse::text(
+                   200,
+                   "wheelrpc admin: /status /connections /timeouts /config/effective?method=M /metrics /health /ready; "
+                   "POST /offline /online /rpc/METHOD"));
              }));
   http_->add("GET", "/metrics", route([](AdminCore& core, HttpRequest&, Reply reply) {
                HttpResponse r;
@@ -183,6 +184,24 @@ void AdminCore::add_routes() {
              }));
   http_->add("GET", "/timeouts.json", route([](AdminCore& core, HttpRequest&, Reply reply) {
                reply(json_response(200, core.timeouts_json()));
+             }));
+  http_->add("GET", "/config/effective", route([](AdminCore& core, HttpRequest& req, Reply reply) {
+               const auto method = req.query_param("method");
+               if (method.empty()) {
+                 reply(HttpResponse::text(400, "GET /config/effective?method=NAME: which method?"));
+                 return;
+               }
+               reply(wants_json(req) || req.query_param("format") == "json"
+                         ? json_response(200, core.effective_config_json(method))
+                         : page(detail::config_page()));
+             }));
+  http_->add("GET", "/config/effective.json", route([](AdminCore& core, HttpRequest& req, Reply reply) {
+               const auto method = req.query_param("method");
+               if (method.empty()) {
+                 reply(HttpResponse::text(400, "GET /config/effective.json?method=NAME: which method?"));
+                 return;
+               }
+               reply(json_response(200, core.effective_config_json(method)));
              }));
   http_->add("GET", "/health", route([](AdminCore& core, HttpRequest&, Reply reply) {
                if (!core.server_) {

@@ -274,6 +274,9 @@ json::object AdminCore::connections_json() const {
     r["protocol"] = c.protocol;
     // Client-side health checking's view of the provider (ClientOptions::health_check); null where off.
     r["health"] = c.health.empty() ? json::value(nullptr) : json::value(c.health);
+    // A client's load-balancing weight and its origin ("registry", "rule <origin>", "default"); null otherwise.
+    r["weight"] = c.weight_from.empty() ? json::value(nullptr) : json::value(c.weight);
+    r["weight_from"] = text_or_null(c.weight_from);
     rows.push_back(std::move(r));
   };
   if (server_) {
@@ -315,6 +318,7 @@ json::object AdminCore::timeouts_json() const {
     r["trace_id"] = text_or_null(t.trace_id);
     r["timeline"] = text_or_null(t.timeline);
     r["stream_timer"] = text_or_null(t.stream_timer);
+    r["timeout_source"] = text_or_null(t.timeout_source);
     rows.push_back(std::move(r));
   }
   json::object o;

@@ -27,6 +27,10 @@ std::string_view connections_page() noexcept;
 /// GET /timeouts: the recent timeouts, newest first. Fetches `timeouts.json`.
 std::string_view timeouts_page() noexcept;
 
+/// GET /config/effective?method=M: each call setting of M, every layer's
+/// value and the winner. Fetches `effective.json` with the same query.
+std::string_view config_page() noexcept;
+
 /// A Content-Security-Policy header value to send with the pages: it allows
 /// exactly what they use (their inline script and style, a data: favicon,
 /// fetches from the same origin) and nothing else, so a page that started to

@@ -21,6 +21,8 @@ struct Config {
   std::vector<std::string> server_targets;              ///< --server as given (resolved when one is a name)
   std::string registry;                                 ///< --registry: etcd endpoints, or empty
   std::string service;                                  ///< --service (with --registry)
+  std::string application = "echo_client";              ///< --application: the consumer's name for rule scopes
+  std::vector<std::string> tags;                        ///< --tag (repeatable, comma separated): for rule scopes
   std::optional<std::uint64_t> calls;                   ///< --calls: this many in total, or
   std::optional<double> duration_s;                     ///< --duration-s: for this long
   std::size_t concurrency = 1;                          ///< --concurrency: calls in flight at once
@@ -51,6 +53,10 @@ struct Config {
   std::chrono::milliseconds stream_timeout{0};   ///< --stream-timeout-ms (CallOptions::stream_timeout)
   std::chrono::milliseconds message_timeout{0};  ///< --message-timeout-ms (CallOptions::message_timeout)
   std::chrono::milliseconds stall_timeout{0};    ///< --stall-timeout-ms (CallOptions::stall_timeout)
+  /// The call-policy flags given on the command line, each a Setting the
+  /// calls set as their own (rpc::Layer::call): a runtime rule overrides
+  /// only what the command line left alone (docs/governance.md).
+  rpc::CallOptions given;
 
   /// A streaming method: the run opens streams instead of making calls.
   bool streaming() const { return method == "count" || method == "sum" || method == "chat"; }

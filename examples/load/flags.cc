@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include <wheelrpc/rpc/routing_tag.h>
 #include <wheelrpc/transport/compression.h>
 #include <wheelrpc/transport/connector.h>
 #include <wheelrpc/transport/frame.h>
@@ -33,14 +34,19 @@ constexpr const char* kUsage =
     "                   [--hedge-ms H] [--fail-on-error] [--admin-port A]\n"
     "                   [--tls-ca F [--tls-cert F --tls-key F] [--tls-server-name N]]\n"
     "                   [--protocol native|grpc] [--compression none|zstd|lz4|gzip|deflate[:LEVEL]]\n"
-    "                   [--bearer-token T]\n"
+    "                   [--bearer-token T] [--application NAME] [--tag NAME[,NAME...]]...\n"
     "  --server          servers to call, chosen per attempt by --lb\n"
     "                    (e.g. 127.0.0.1:7001,127.0.0.1:7002); host names are resolved,\n"
     "                    every address a name has is a server, and names are resolved\n"
     "                    again every 30 s and after a failed connect\n"
     "  --registry URL    follow the providers of --service in etcd instead\n"
     "                    (etcd://127.0.0.1:2379[,HOST:PORT...])\n"
-    "  --service NAME    the service to follow (with --registry)\n"
+    "  --service NAME    the service to follow (with --registry), and its runtime rules\n"
+    "                    (<root>/NAME/rules/ in etcd: overrides of timeouts, retries, ...)\n"
+    "  --application NAME  this client's name for the rules' scopes (default echo_client)\n"
+    "  --tag NAME[,NAME...]  this client's tags for the rules' scopes (repeatable); the\n"
+    "                    first is also the routing tag its calls carry (baggage\n"
+    "                    wheelrpc-tag; tag rules send them to providers with that tag)\n"
     "  --calls N         issue N calls in total, or\n"
     "  --duration-s S    keep issuing for S seconds (decimals allowed)\n"
     "  --concurrency C   calls in flight at once (default 1)\n"
@@ -179,7 +185,7 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
     });
   };
   flags.add_switch("--json", [&] { cfg.json = true; })
-      .add_switch("--idempotent", [&] { cfg.idempotent = true; })
+      .add_switch("--idempotent", [&] { cfg.given.idempotent = cfg.idempotent = true; })
       .add_switch("--fail-on-error", [&] { cfg.fail_on_error = true; })
       .add_number("--admin-port", 0, 65535, [&](long long v) { cfg.admin_port = static_cast<int>(v); })
       .add_value("--server",
@@ -210,7 +216,8 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
                    return "expected a number of seconds, more than 0 and at most 86400, got '" + value + "'";
                  })
       .add_number("--concurrency", 1, 1'000'000, [&](long long v) { cfg.concurrency = static_cast<std::size_t>(v); })
-      .add_number("--timeout-ms", 1, kDayMs, [&](long long v) { cfg.timeout = std::chrono::milliseconds(v); })
+      .add_number("--timeout-ms", 1, kDayMs,
+                  [&](long long v) { cfg.given.timeout = cfg.timeout = std::chrono::milliseconds(v); })
       .add_number(
           "--payload-bytes", 0, max_payload, [&](long long v) { cfg.payload_bytes = static_cast<std::size_t>(v); },
           "a request body is at most " + std::to_string(body_limit) + " bytes (ChannelOptions::max_body), " +
@@ -229,7 +236,7 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
       .add_number("--heartbeat-ms", 1, kDayMs, [&](long long v) { cfg.heartbeat = std::chrono::milliseconds(v); })
       .add_number("--idle-timeout-ms", 1, kDayMs, [&](long long v) { cfg.idle_timeout = std::chrono::milliseconds(v); })
       .add_number("--retries", 0, rpc::CallOptions::kMaxRetries,
-                  [&](long long v) { cfg.retries = static_cast<int>(v); })
+                  [&](long long v) { cfg.given.retries = cfg.retries = static_cast<int>(v); })
       .add_value("--protocol",
                  [&](const std::string& value) -> Problem {
                    if (value == "native") {
@@ -249,6 +256,27 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
                    return "expected none, zstd, lz4, gzip or deflate, optionally with :LEVEL (e.g. zstd:9), got '" +
                           value + "'";
                  })
+      .add_value("--application",
+                 [&](const std::string& value) -> Problem {
+                   if (value.empty()) return "expected an application name, got an empty one";
+                   cfg.application = value;
+                   return std::nullopt;
+                 })
+      .add_value("--tag",
+                 [&](const std::string& value) -> Problem {
+                   std::size_t start = 0;
+                   while (start <= value.size()) {
+                     const auto comma = std::min(value.find(',', start), value.size());
+                     if (comma == start) return "expected NAME[,NAME...], got '" + value + "'";
+                     if (!wheelrpc::rpc::RoutingTag::make(value.substr(start, comma - start))) {
+                       return "'" + value.substr(start, comma - start) +
+                              "' is not a tag: 1..64 characters of [A-Za-z0-9._-]";
+                     }
+                     cfg.tags.push_back(value.substr(start, comma - start));
+                     start = comma + 1;
+                   }
+                   return std::nullopt;
+                 })
       .add_value("--bearer-token",
                  [&](const std::string& value) -> Problem {
                    if (value.empty()) return "expected a token, got an empty one";
@@ -263,17 +291,18 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
                    return std::nullopt;
                  })
       .add_number(
-          "--hedge-ms", 0, kDayMs, [&](long long v) { cfg.hedge_delay = std::chrono::milliseconds(v); },
+          "--hedge-ms", 0, kDayMs,
+          [&](long long v) { cfg.given.hedge_delay = cfg.hedge_delay = std::chrono::milliseconds(v); },
           "0 = no hedging");
   stream_number("--streams", 1, 100'000, [&](long long v) { cfg.streams = static_cast<std::size_t>(v); });
   stream_number("--count", 0, 1'000'000'000, [&](long long v) { cfg.count = static_cast<std::uint64_t>(v); });
   stream_number("--interval-ms", 0, kDayMs, [&](long long v) { cfg.interval = std::chrono::milliseconds(v); });
   stream_number("--stream-timeout-ms", 0, kDayMs,
-                [&](long long v) { cfg.stream_timeout = std::chrono::milliseconds(v); });
+                [&](long long v) { cfg.given.stream_timeout = cfg.stream_timeout = std::chrono::milliseconds(v); });
   stream_number("--message-timeout-ms", 0, kDayMs,
-                [&](long long v) { cfg.message_timeout = std::chrono::milliseconds(v); });
+                [&](long long v) { cfg.given.message_timeout = cfg.message_timeout = std::chrono::milliseconds(v); });
   stream_number("--stall-timeout-ms", 0, kDayMs,
-                [&](long long v) { cfg.stall_timeout = std::chrono::milliseconds(v); });
+                [&](long long v) { cfg.given.stall_timeout = cfg.stall_timeout = std::chrono::milliseconds(v); });
   add_tls_flags(flags, cfg.tls, transport::TlsRole::client);
   if (const auto status = flags.parse(argc, argv)) return status;
   if (auto problem = finish_tls_flags(cfg.tls, transport::TlsRole::client)) return flags.usage_error(*problem);

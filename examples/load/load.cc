@@ -90,11 +90,13 @@ void Load::issue() {
   ++in_flight_;
   std::string payload = make_payload(id);
   std::string expected = cfg_.method == "sleep" ? std::string("slept") : payload;
+  // The flags given are the call's own; the rest comes from a runtime rule,
+  // else the built-in defaults (which are the flags' defaults).
   rpc::CallOptions options;
-  options.timeout = cfg_.timeout;
-  options.retries = cfg_.retries;
-  options.idempotent = cfg_.idempotent;
-  options.hedge_delay = cfg_.hedge_delay;
+  options.timeout = cfg_.given.timeout;
+  options.retries = cfg_.given.retries;
+  options.idempotent = cfg_.given.idempotent;
+  options.hedge_delay = cfg_.given.hedge_delay;
   const Clock::time_point issued_at = Clock::now();
   client_.async_call(cfg_.method, std::move(payload), std::move(options),
                      [this, id, issued_at, expected = std::move(expected)](error_code ec, rpc::Response r) {

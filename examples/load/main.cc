@@ -3,7 +3,8 @@
 // --method count|sum|chat, keeps N streams going (stream_load.h) and
 // reports what happened to every stream.
 //
-//   echo_client (--server HOST:PORT[,HOST:PORT...] | --registry etcd://H:P[,...] --service NAME)
+//   echo_client (--server HOST:PORT[,HOST:PORT...] | --registry etcd://H:P[,...] --service NAME
+//                [--application NAME] [--tag NAME[,NAME...]]...)
 //               (--calls N | --duration-s S)
 //               [--concurrency C] [--timeout-ms T] [--payload-bytes B]
 //               [--method echo|sleep|count|sum|chat] [--sleep-ms X] [--report-interval-ms I]
@@ -18,7 +19,9 @@
 // --server takes IP literals (a fixed list) or host names (resolved, every
 // address a provider, resolved again periodically and after failed
 // connects); --registry follows --service's providers in etcd as they come
-// and go.
+// and go, and its runtime rules (<root>/<service>/rules/, docs/governance.md)
+// as this consumer sees them: --application (default "echo_client") and
+// --tag name it for the rules' scopes.
 //
 // Before its clock and its first call start, it connects and waits until each
 // server is ready or failed a connect attempt, or the provider source has
@@ -68,6 +71,7 @@
 
 #include <wheelrpc/registry/etcd_registry.h>
 #include <wheelrpc/registry/rpc_binding.h>
+#include <wheelrpc/registry/rules.h>
 #include <wheelrpc/rpc/bearer_token_interceptor.h>
 #include <wheelrpc/rpc/client.h>
 #include <wheelrpc/rpc/provider_source.h>
@@ -100,6 +104,7 @@ int run(const Config& cfg) {
   options.load_balance = cfg.load_balance;
   options.tls = cfg.tls;
   options.protocol = cfg.protocol;
+  if (!cfg.tags.empty()) options.tag = cfg.tags.front();  // the routing tag its calls carry
   if (cfg.compression != wheelrpc::transport::Compression::identity) {
     options.call_defaults.compression = cfg.compression;  // calls and streams alike
     options.call_defaults.compression_level = cfg.compression_level;
@@ -117,6 +122,8 @@ int run(const Config& cfg) {
       return 2;
     }
     source = wheelrpc::registry::provider_source(registry, cfg.service);
+    options.rules =
+        wheelrpc::registry::rule_source(registry, cfg.service, {.application = cfg.application, .tags = cfg.tags});
   } else if (cfg.servers.empty()) {
     source = rpc::resolved_providers(io.get_executor(), timer, cfg.server_targets);
   } else {

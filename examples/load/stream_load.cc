@@ -93,12 +93,14 @@ asio::awaitable<void> StreamLoad::worker() {
 }
 
 rpc::CallOptions StreamLoad::call_options() const {
+  // The flags given are the stream's own (the timeout bounds the opening);
+  // the rest comes from a runtime rule, else the built-in defaults.
   rpc::CallOptions o;
-  o.timeout = cfg_.timeout;  // bounds the opening
-  o.retries = cfg_.retries;
-  o.stream_timeout = cfg_.stream_timeout;
-  o.message_timeout = cfg_.message_timeout;
-  o.stall_timeout = cfg_.stall_timeout;
+  o.timeout = cfg_.given.timeout;
+  o.retries = cfg_.given.retries;
+  o.stream_timeout = cfg_.given.stream_timeout;
+  o.message_timeout = cfg_.given.message_timeout;
+  o.stall_timeout = cfg_.given.stall_timeout;
   return o;
 }
 

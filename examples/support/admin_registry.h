@@ -45,6 +45,9 @@ inline void show_registry(admin::AdminServer& admin, std::shared_ptr<registry::E
     counter("wheelrpc_registry_lease_losses_total", "Keepalives that found the lease gone.", s.lease_losses);
     counter("wheelrpc_registry_requests_total", "Requests sent to etcd.", s.requests);
     counter("wheelrpc_registry_request_failures_total", "Requests to etcd that failed.", s.request_failures);
+    counter("wheelrpc_registry_rules_accepted_total", "Rule versions taken (runtime rules in etcd).", s.rules_accepted);
+    counter("wheelrpc_registry_rules_refused_total", "Rule versions refused as invalid; the last good one stays.",
+            s.rules_refused);
   });
 }
 

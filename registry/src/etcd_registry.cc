@@ -11,7 +11,9 @@
 
 #include "etcd_endpoints.h"
 #include "log.h"
+#include "provider_target.h"
 #include "retry_tasks.h"
+#include "rule_target.h"
 
 namespace wheelrpc::registry {
 namespace asio = boost::asio;
@@ -39,6 +41,10 @@ class EtcdRegistryHandle final : public EtcdRegistry {
   SubscriptionId subscribe_with_errors(std::string service, ProviderListener listener,
                                        SubscriptionErrorListener on_error) override {
     return impl_->subscribe(std::move(service), std::move(listener), std::move(on_error));
+  }
+  SubscriptionId subscribe_rules(std::string service, const RuleScope& consumer, RulesListener listener,
+                                 SubscriptionErrorListener on_error) override {
+    return impl_->subscribe_rules(std::move(service), consumer, std::move(listener), std::move(on_error));
   }
   void unsubscribe(SubscriptionId id) override { impl_->unsubscribe(id); }
   void close() override { impl_->close(); }
@@ -102,9 +108,22 @@ void EtcdRegistryImpl::unregister_instance(const std::string& service, const std
 
 SubscriptionId EtcdRegistryImpl::subscribe(std::string service, ProviderListener listener,
                                            SubscriptionErrorListener on_error) {
-  const SubscriptionId id = next_sub_.fetch_add(1, std::memory_order_relaxed);
   auto prefix = key_of(service, "");
-  auto sub = std::make_shared<Subscription>(id, std::move(service), std::move(prefix), std::move(listener));
+  auto target = std::make_unique<ProviderTarget>(std::move(service), prefix, std::move(listener));
+  return add_subscription(std::move(prefix), std::move(target), std::move(on_error));
+}
+
+SubscriptionId EtcdRegistryImpl::subscribe_rules(std::string service, const RuleScope& consumer, RulesListener listener,
+                                                 SubscriptionErrorListener on_error) {
+  auto prefix = options_.root + "/" + service + "/rules/";
+  auto target = std::make_unique<RuleTarget>(prefix, consumer, std::move(listener), describe());
+  return add_subscription(std::move(prefix), std::move(target), std::move(on_error));
+}
+
+SubscriptionId EtcdRegistryImpl::add_subscription(std::string prefix, std::unique_ptr<SubscriptionTarget> target,
+                                                  SubscriptionErrorListener on_error) {
+  const SubscriptionId id = next_sub_.fetch_add(1, std::memory_order_relaxed);
+  auto sub = std::make_shared<Subscription>(id, std::move(prefix), std::move(target));
   sub->on_error = std::move(on_error);
   {
     common::LockGuard l(index_mu_);

@@ -23,7 +23,7 @@
 #include <wheelrpc/registry/etcd_registry.h>
 
 #include "etcd_client.h"
-#include "provider_set.h"
+#include "subscription_target.h"
 
 namespace wheelrpc::registry::detail {
 
@@ -40,6 +40,8 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
   void unregister_instance(const std::string& service, const std::string& endpoint,
                            std::function<void(boost::system::error_code)> done);
   SubscriptionId subscribe(std::string service, ProviderListener listener, SubscriptionErrorListener on_error = {});
+  SubscriptionId subscribe_rules(std::string service, const RuleScope& consumer, RulesListener listener,
+                                 SubscriptionErrorListener on_error);
   void unsubscribe(SubscriptionId id);
   void close();
   bool call_after(std::chrono::milliseconds delay, std::function<void()> fn);
@@ -75,19 +77,16 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
   };
 
   struct Subscription {
-    Subscription(SubscriptionId i, std::string svc, std::string pfx, ProviderListener l)
-        : id(i), service(svc), prefix(std::move(pfx)), listener(std::move(l)), set(std::move(svc)) {}
+    Subscription(SubscriptionId i, std::string pfx, std::unique_ptr<SubscriptionTarget> t)
+        : id(i), prefix(std::move(pfx)), target(std::move(t)) {}
     SubscriptionId id;
-    std::string service;
     std::string prefix;
-    ProviderListener listener;
     SubscriptionErrorListener on_error;  // may be empty
     std::atomic<bool> cancelled{false};  // set by unsubscribe() at once, from any thread
     // Strand only:
-    ProviderSet set;
-    std::optional<std::vector<ServiceInstance>> delivered;
-    std::int64_t revision = 0;  // last revision seen (read or event)
-    bool need_read = true;      // no successful read yet, or compacted
+    std::unique_ptr<SubscriptionTarget> target;  // the providers, or the rules
+    std::int64_t revision = 0;                   // last revision seen (read or event)
+    bool need_read = true;                       // no successful read yet, or compacted
     std::shared_ptr<EtcdWatch> watch;
     std::uint64_t watch_gen = 0;
     bool watch_created = false;
@@ -133,7 +132,10 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
   void update_registered_now();
 
   // registry_subscribe.cc
+  SubscriptionId add_subscription(std::string prefix, std::unique_ptr<SubscriptionTarget> target,
+                                  SubscriptionErrorListener on_error);
   void start_subscription(std::shared_ptr<Subscription> sub);
+  void count(const TargetCounts& c);
   void read_prefix(Subscription& sub);
   void on_read(SubscriptionId id, boost::system::error_code ec, const std::string& why, const RangeResult& r);
   void start_watch(Subscription& sub);

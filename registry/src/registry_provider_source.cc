@@ -1,5 +1,8 @@
 // provider_source(): a Client's providers from a registry subscription.
 
+#include <algorithm>
+#include <cstdint>
+
 #include <spdlog/spdlog.h>
 
 #include <wheelrpc/common/mutex.h>
@@ -12,7 +15,7 @@ namespace wheelrpc::registry {
 namespace {
 
 // start → subscribe, stop → unsubscribe; each set the subscription reports is
-// converted to endpoints and reported whole (possibly empty); each failed
+// converted to ProviderInfo (endpoint, weight, zone, tags) and reported whole (possibly empty); each failed
 // read or watch is reported as an error (the client keeps its set). The
 // listener runs on the registry's strand, so never concurrently with itself.
 class RegistryProviderSource final : public rpc::ProviderSource {
@@ -23,6 +26,19 @@ class RegistryProviderSource final : public rpc::ProviderSource {
   ~RegistryProviderSource() override { stop(); }
 
   void start(Listener listener) override {
+    start_with_info([listener = std::move(listener)](boost::system::error_code ec,
+                                                     std::vector<rpc::ProviderInfo> providers, std::string why) {
+      std::vector<boost::asio::ip::tcp::endpoint> eps;
+      eps.reserve(providers.size());
+      for (auto& p : providers) eps.push_back(p.endpoint);
+      listener(ec, std::move(eps), std::move(why));
+    });
+  }
+
+  // Each record's weight (clamped to 0..10000), zone and tags go with its
+  // endpoint: a record that changed only in weight changes the client's
+  // weight, not its connection.
+  void start_with_info(InfoListener listener) override {
     common::LockGuard l(mu_);
     if (started_) return;
     started_ = true;
@@ -30,17 +46,21 @@ class RegistryProviderSource final : public rpc::ProviderSource {
     // client names the source (describe()) before `why`: no prefix here.
     auto on_error = [listener](boost::system::error_code ec, const std::string& why) { listener(ec, {}, why); };
     auto on_set = [listener = std::move(listener), service = service_](const std::vector<ServiceInstance>& providers) {
-      std::vector<boost::asio::ip::tcp::endpoint> eps;
-      eps.reserve(providers.size());
+      std::vector<rpc::ProviderInfo> infos;
+      infos.reserve(providers.size());
       for (const auto& p : providers) {
         std::string why;
         if (auto ep = detail::parse_ip_endpoint(p.endpoint, why)) {
-          eps.push_back(*ep);
+          rpc::ProviderInfo info(*ep);
+          info.weight = static_cast<std::uint32_t>(std::clamp(p.weight, 0, 10000));
+          info.zone = p.zone;
+          info.tags = p.tags;
+          infos.push_back(std::move(info));
         } else {
           detail::logger()->warn("etcd service '{}': provider skipped: {}", service, why);
         }
       }
-      listener({}, std::move(eps), {});
+      listener({}, std::move(infos), {});
     };
     id_ = registry_->subscribe_with_errors(service_, std::move(on_set), std::move(on_error));
   }

@@ -1,8 +1,10 @@
 // Subscriptions: a full read of the service's prefix, then a watch from the
 // read's revision + 1. A broken watch resumes from the last revision seen + 1
 // (at once if it had been running, else after a FailedSubscribedTask); a
-// compacted revision means a full re-read. The listener hears the full sorted
-// set, and only when it changed.
+// compacted revision means a full re-read. What the subscription follows is
+// its target's: the provider set (the listener hears the full sorted set, and
+// only when it changed) or a service's rules (one CallRules per read or watch
+// response that changed them).
 
 #include <algorithm>
 #include <cassert>
@@ -91,9 +93,7 @@ void EtcdRegistryImpl::on_read(SubscriptionId id, error_code ec, const std::stri
     return subscription_failed(*sub, ec, "read of " + sub->prefix + " failed: " + (why.empty() ? ec.message() : why));
   follow_endpoint();
   update_stats([](RegistryStats& s) { ++s.full_reads; });
-  const auto bad = sub->set.reset(r.kvs);
-  for (const auto& b : bad) logger()->warn("subscription {}: skipped {}", sub->prefix, b.why);
-  if (!bad.empty()) update_stats([n = bad.size()](RegistryStats& s) { s.bad_entries += n; });
+  count(sub->target->reset(r.kvs));
   sub->revision = r.revision;
   sub->need_read = false;
   deliver(*sub);
@@ -124,15 +124,8 @@ void EtcdRegistryImpl::on_watch(SubscriptionId id, std::uint64_t gen, error_code
       sub->watch_endpoint = client_->preferred_endpoint();  // set by the watch on `created`, on this strand
     }
     if (resp.events.empty()) return;
-    std::uint64_t bad = 0;
-    for (const auto& e : resp.events) {
-      sub->revision = std::max(sub->revision, e.kv.mod_revision);
-      if (auto b = sub->set.apply(e)) {
-        ++bad;
-        logger()->warn("subscription {}: skipped {}", sub->prefix, b->why);
-      }
-    }
-    if (bad != 0) update_stats([bad](RegistryStats& s) { s.bad_entries += bad; });
+    for (const auto& e : resp.events) sub->revision = std::max(sub->revision, e.kv.mod_revision);
+    count(sub->target->apply(resp.events));  // all events of one response at once
     deliver(*sub);
     return;
   }
@@ -180,13 +173,17 @@ void EtcdRegistryImpl::retry_subscribe(SubscriptionId id) {
 }
 
 void EtcdRegistryImpl::deliver(Subscription& sub) {
-  auto now = sub.set.sorted();
-  if (sub.delivered && *sub.delivered == now) return;
-  sub.delivered = now;
-  SPDLOG_LOGGER_DEBUG(logger(), "subscription {}: {} provider(s)", sub.prefix, now.size());
   if (sub.cancelled.load(std::memory_order_acquire)) return;
-  auto listener = sub.listener;  // it may unsubscribe (posted) from inside
-  listener(now);
+  sub.target->deliver(sub.revision);
+}
+
+void EtcdRegistryImpl::count(const TargetCounts& c) {
+  if (c.bad_entries == 0 && c.rules_accepted == 0 && c.rules_refused == 0) return;
+  update_stats([&](RegistryStats& s) {
+    s.bad_entries += c.bad_entries;
+    s.rules_accepted += c.rules_accepted;
+    s.rules_refused += c.rules_refused;
+  });
 }
 
 void EtcdRegistryImpl::end_subscription(SubscriptionId id) {

@@ -67,6 +67,7 @@ SourceState Client::source_state() const { return core_->source_state(); }
 void Client::close() { core_->close(); }
 ClientStats Client::stats() const { return core_->stats(); }
 std::vector<MethodStats> Client::method_stats() const { return core_->method_stats(); }
+MethodExplanation Client::explain(std::string_view method) const { return core_->explain(method); }
 std::vector<TimeoutRecord> Client::recent_timeouts() const { return core_->recent_timeouts(); }
 std::vector<ConnectionInfo> Client::connections() const { return core_->connections(); }
 Client::executor_type Client::get_executor() const noexcept { return core_->executor(); }

@@ -24,6 +24,7 @@
 #include <wheelrpc/admin/admin_server.h>
 #include <wheelrpc/admin/exposition.h>
 #include <wheelrpc/rpc/bearer_auth_interceptor.h>
+#include <wheelrpc/rpc/call_rules.h>
 #include <wheelrpc/rpc/status_code.h>
 #include <wheelrpc/fault/fault_proxy.h>
 #include <wheelrpc/transport/compression.h>
@@ -689,6 +690,47 @@ TEST(AdminServer, ApplicationSectionsAndMetricsAreShown) {
   // Without a server, health is the process's own: up while it answers.
   EXPECT_EQ(http_exchange(admin.local_endpoint(), http_request_text("GET", "/health")).status, 200);
   admin.stop();
+}
+
+TEST(AdminServer, ConfigEffectiveNamesTheLayerAndTheRuleThatSetEachSetting) {
+  auto rules = std::make_shared<wheelrpc::rpc::CallRules>();
+  rules->revision = 4712;
+  rules->methods["echo"].timeout = wheelrpc::rpc::Overridden<std::chrono::milliseconds>{
+      200ms, false, std::make_shared<const std::string>("runtime override /wheelrpc/echo/rules/slow rev 4712")};
+  wheelrpc::rpc::ClientOptions co;
+  co.call_defaults.retries = 4;
+  co.rules = wheelrpc::rpc::static_rules(rules);
+  AdminFixture fx({}, {}, co);
+  ASSERT_FALSE(fx.call("echo", "x"));
+  EXPECT_EQ(fx.client->stats().rule_updates, 1u);
+
+  const auto reply = fx.get("/config/effective.json?method=echo");
+  ASSERT_EQ(reply.status, 200) << reply.body;
+  const auto doc = json::parse(reply.body).as_object();
+  EXPECT_EQ(doc.at("method").as_string(), "echo");
+  const auto& client = doc.at("clients").at(0).as_object();
+  EXPECT_EQ(client.at("client").as_string(), "test");
+  EXPECT_EQ(client.at("rules_revision").as_int64(), 4712);
+  std::map<std::string, json::object> by_name;
+  for (const auto& s : client.at("settings").as_array()) by_name[std::string(s.at("name").as_string())] = s.as_object();
+  ASSERT_TRUE(by_name.count("timeout_ms")) << reply.body;
+  const auto& timeout = by_name["timeout_ms"];
+  EXPECT_EQ(timeout.at("value").as_string(), "200");
+  EXPECT_EQ(timeout.at("layer").as_string(), "runtime override");
+  EXPECT_EQ(timeout.at("origin").as_string(), "runtime override /wheelrpc/echo/rules/slow rev 4712");
+  EXPECT_EQ(timeout.at("layers").as_array().size(), 2u) << "the override, then the built-in 1000 ms";
+  EXPECT_EQ(by_name["retries"].at("layer").as_string(), "client default");
+  EXPECT_EQ(by_name["retries"].at("value").as_string(), "4");
+  EXPECT_EQ(by_name["load_balance"].at("value").as_string(), "round_robin");
+
+  // The page, and a clear refusal without a method.
+  const auto page = fx.get("/config/effective?method=echo");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_NE(page.body.find("<title>wheelrpc effective config</title>"), std::string::npos);
+  EXPECT_EQ(fx.get("/config/effective").status, 400);
+  const auto metrics = samples(fx.get("/metrics").body);
+  EXPECT_EQ(metrics.at("wheelrpc_client_rule_updates_total"), 1);
+  EXPECT_EQ(metrics.at("wheelrpc_client_rule_errors_total"), 0);
 }
 
 TEST(AdminServer, RefusesANonLoopbackAddressUnlessAllowed) {

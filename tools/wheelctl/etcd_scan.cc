@@ -208,4 +208,30 @@ std::optional<std::string> EtcdScan::lease(std::int64_t id, EtcdLease& out) {
   return std::nullopt;
 }
 
+std::optional<std::string> EtcdScan::put(const std::string& key, const std::string& value, std::int64_t& revision) {
+  json::object request;
+  request["key"] = base64_encode(key);
+  request["value"] = base64_encode(value);
+  std::string answer;
+  if (auto problem = post("/v3/kv/put", json::serialize(request), answer)) return problem;
+  boost::system::error_code ec;
+  const json::value v = json::parse(answer, ec);
+  if (ec || !v.is_object()) return "etcd's answer is not JSON: " + answer.substr(0, 200);
+  const auto* header = v.as_object().if_contains("header");
+  revision = header && header->is_object() ? as_int(header->as_object().if_contains("revision")) : 0;
+  return std::nullopt;
+}
+
+std::optional<std::string> EtcdScan::remove(const std::string& key, std::int64_t& deleted) {
+  json::object request;
+  request["key"] = base64_encode(key);
+  std::string answer;
+  if (auto problem = post("/v3/kv/deleterange", json::serialize(request), answer)) return problem;
+  boost::system::error_code ec;
+  const json::value v = json::parse(answer, ec);
+  if (ec || !v.is_object()) return "etcd's answer is not JSON: " + answer.substr(0, 200);
+  deleted = as_int(v.as_object().if_contains("deleted"));
+  return std::nullopt;
+}
+
 }  // namespace wheelrpc::wheelctl

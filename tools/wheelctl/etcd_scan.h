@@ -1,7 +1,8 @@
 #pragma once
 /// EtcdScan: what `wheelctl registry` reads from etcd beside the registry
 /// client: the keys under a prefix (to find every service, and each key's
-/// lease) and a lease's time to live, over etcd v3's HTTP/JSON gateway.
+/// lease) and a lease's time to live, and `wheelctl rules`' puts and
+/// deletes, over etcd v3's HTTP/JSON gateway.
 
 #include <chrono>
 #include <cstdint>
@@ -37,6 +38,10 @@ class EtcdScan {
   std::optional<std::string> range(const std::string& prefix, std::vector<EtcdKey>& out);
   /// The lease `id`'s time to live.
   std::optional<std::string> lease(std::int64_t id, EtcdLease& out);
+  /// Puts `key` = `value` (no lease); `revision`: the key's new mod revision.
+  std::optional<std::string> put(const std::string& key, const std::string& value, std::int64_t& revision);
+  /// Deletes `key`; `deleted`: the number of keys deleted (0 or 1).
+  std::optional<std::string> remove(const std::string& key, std::int64_t& deleted);
 
  private:
   std::optional<std::string> post(const std::string& target, const std::string& body, std::string& answer);

@@ -21,6 +21,9 @@ constexpr const char* kUsage =
     "  call HOST:PORT METHOD [JSON]         call a method, unary or streaming, with protobuf JSON\n"
     "  health HOST:PORT [SERVICE] [--watch] grpc.health.v1 Check (or Watch): exit 0 when SERVING\n"
     "  registry etcd://HOST:PORT [SERVICE]  the providers the registry holds, as a table (--watch)\n"
+    "  rules get|put|delete etcd://HOST:PORT SERVICE [NAME] [JSON|@FILE]\n"
+    "                                       a service's runtime rules in etcd (put validates first)\n"
+    "  explain ADMIN_HOST:PORT METHOD       which value of each call setting wins, and who set it\n"
     "  bench HOST:PORT METHOD [JSON] ...    load test: calls/s, errors, latency percentiles\n"
     "\n"
     "HOST:PORT is a host name, localhost, an IPv4 or a [IPv6] literal, and a port. The\n"
@@ -31,10 +34,12 @@ constexpr const char* kUsage =
     "Exit status:\n"
     "  0  success (health: SERVING)\n"
     "  1  the call or check failed: \"STATUS: message\" on stderr\n"
-    "  2  usage error, malformed JSON request, a --proto file that does not compile\n"
+    "  2  usage error, malformed JSON request, a --proto file that does not compile,\n"
+    "     an invalid rule (rules put: nothing written)\n"
     "  3  cannot resolve the host or connect (refused, TLS handshake, no answer in time)\n"
     "  4  health: the server answered, and not SERVING\n"
-    "  5  unknown service, method or symbol; or no server reflection (give --proto)\n"
+    "  5  unknown service, method or symbol; or no server reflection (give --proto);\n"
+    "     no such rule (rules get NAME, rules delete)\n"
     "\n"
     "  -h, --help     this text\n"
     "  --version      \"wheelctl (wheelrpc) X.Y.Z\"\n";
@@ -65,6 +70,8 @@ int main(int argc, char** argv) {
   if (verb == "call") return run_call(args, io);
   if (verb == "health") return run_health(args, io);
   if (verb == "registry") return run_registry(args, io);
+  if (verb == "rules") return run_rules(args, io);
+  if (verb == "explain") return run_explain(args, io);
   if (verb == "bench") return run_bench_verb(args, io);
   std::cerr << "wheelctl: unknown verb '" << verb << "' (see wheelctl --help)\n";
   return kExitUsage;

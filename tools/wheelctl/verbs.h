@@ -17,6 +17,8 @@ int run_describe(const Args& args, Io& io);
 int run_call(const Args& args, Io& io);
 int run_health(const Args& args, Io& io);
 int run_registry(const Args& args, Io& io);
+int run_rules(const Args& args, Io& io);
+int run_explain(const Args& args, Io& io);
 int run_bench_verb(const Args& args, Io& io);
 
 /// Prints `failure` on stderr ("wheelctl VERB: " before messages that are

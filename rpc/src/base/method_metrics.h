@@ -41,6 +41,10 @@ class MethodCells {
   explicit MethodCells(std::string name) : name_(std::move(name)) {}
   const std::string& name() const noexcept { return name_; }
 
+  /// A client has looked at the method's first call (what its IDL says, for
+  /// Client::explain): later calls need not.
+  std::atomic<bool> policy_seen{false};
+
   void started() noexcept {
     const std::size_t slot = common::thread_slot();
     common::add_in_slot(shards_[slot].started, 1, slot);

@@ -29,19 +29,29 @@ namespace {
 constexpr std::chrono::milliseconds kLongest = detail::kLongestOption;
 }  // namespace
 
+namespace {
+// A default the client's options gave fills as Layer::client_default; one
+// they left alone fills as the built-in default it is.
+template <class T>
+void fill_default(Setting<T>& call, const Setting<T>& defaults) noexcept {
+  if (call.given()) return;
+  call.set(*defaults, defaults.given() ? Layer::client_default : Layer::built_in);
+}
+}  // namespace
+
 void fill_defaults(CallOptions& call, const CallOptions& defaults) noexcept {
-  call.timeout.fill_from(defaults.timeout);
-  call.wait_for_ready.fill_from(defaults.wait_for_ready);
-  call.retries.fill_from(defaults.retries);
-  call.idempotent.fill_from(defaults.idempotent);
-  call.attempt_timeout.fill_from(defaults.attempt_timeout);
-  call.hedge_delay.fill_from(defaults.hedge_delay);
-  call.stream_timeout.fill_from(defaults.stream_timeout);
-  call.message_timeout.fill_from(defaults.message_timeout);
-  call.stall_timeout.fill_from(defaults.stall_timeout);
-  call.first_message_timeout.fill_from(defaults.first_message_timeout);
-  call.compression.fill_from(defaults.compression);
-  call.compression_level.fill_from(defaults.compression_level);
+  fill_default(call.timeout, defaults.timeout);
+  fill_default(call.wait_for_ready, defaults.wait_for_ready);
+  fill_default(call.retries, defaults.retries);
+  fill_default(call.idempotent, defaults.idempotent);
+  fill_default(call.attempt_timeout, defaults.attempt_timeout);
+  fill_default(call.hedge_delay, defaults.hedge_delay);
+  fill_default(call.stream_timeout, defaults.stream_timeout);
+  fill_default(call.message_timeout, defaults.message_timeout);
+  fill_default(call.stall_timeout, defaults.stall_timeout);
+  fill_default(call.first_message_timeout, defaults.first_message_timeout);
+  fill_default(call.compression, defaults.compression);
+  fill_default(call.compression_level, defaults.compression_level);
 }
 
 std::optional<std::string> validate(const CallOptions& o) {

@@ -1,6 +1,7 @@
 #include <wheelrpc/rpc/trace.h>
 
 #include <wheelrpc/rpc/detail/lazy_trace.h>
+#include <wheelrpc/rpc/routing_tag.h>
 
 #include <array>
 #include <chrono>
@@ -16,6 +17,17 @@ thread_local std::optional<TraceContext> t_trace;
 // yet: current_trace() parses it into t_trace on first use.
 thread_local bool t_raw_pending = false;
 thread_local std::array<char, TraceContext::kTraceparentSize> t_raw;
+// The routing tag in force (routing_tag.h).
+thread_local RoutingTag t_tag;
+
+bool tag_char(char c) noexcept {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+}
+std::string_view trim(std::string_view s) noexcept {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
 
 /// splitmix64 over a per-thread state seeded from the random device once.
 std::uint64_t next_random() noexcept {
@@ -144,7 +156,9 @@ TraceScope::~TraceScope() { t_trace = previous_; }
 
 namespace detail {
 
-LazyTraceScope::LazyTraceScope(const LazyTrace& trace) noexcept : previous_pending_(t_raw_pending) {
+LazyTraceScope::LazyTraceScope(const LazyTrace& trace) noexcept
+    : previous_pending_(t_raw_pending), previous_tag_(t_tag) {
+  t_tag = trace.tag();
   if (previous_pending_) {
     previous_raw_ = t_raw;  // not parsed: nothing asked for it yet
   } else {
@@ -160,6 +174,7 @@ LazyTraceScope::LazyTraceScope(const LazyTrace& trace) noexcept : previous_pendi
 }
 
 LazyTraceScope::~LazyTraceScope() {
+  t_tag = previous_tag_;
   if (previous_pending_) {
     t_raw = previous_raw_;
     t_raw_pending = true;
@@ -170,5 +185,34 @@ LazyTraceScope::~LazyTraceScope() {
 }
 
 }  // namespace detail
+
+std::optional<RoutingTag> RoutingTag::make(std::string_view name) noexcept {
+  if (name.size() > kMaxSize) return std::nullopt;
+  for (const char c : name)
+    if (!tag_char(c)) return std::nullopt;
+  RoutingTag t;
+  std::memcpy(t.chars_, name.data(), name.size());
+  t.size_ = static_cast<std::uint8_t>(name.size());
+  return t;
+}
+
+RoutingTag RoutingTag::from_baggage(std::string_view baggage) noexcept {
+  while (!baggage.empty()) {
+    const auto comma = baggage.find(',');
+    std::string_view member = baggage.substr(0, comma);
+    baggage = comma == std::string_view::npos ? std::string_view() : baggage.substr(comma + 1);
+    member = member.substr(0, member.find(';'));  // properties do not matter here
+    const auto eq = member.find('=');
+    if (eq == std::string_view::npos || trim(member.substr(0, eq)) != kTagBaggageName) continue;
+    if (auto tag = make(trim(member.substr(eq + 1)))) return *tag;
+    return {};
+  }
+  return {};
+}
+
+const RoutingTag& current_routing_tag() noexcept { return t_tag; }
+
+RoutingTagScope::RoutingTagScope(RoutingTag tag) noexcept : previous_(t_tag) { t_tag = tag; }
+RoutingTagScope::~RoutingTagScope() { t_tag = previous_; }
 
 }  // namespace wheelrpc::rpc

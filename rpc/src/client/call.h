@@ -41,6 +41,7 @@
 
 #include <wheelrpc/rpc/client.h>
 #include <wheelrpc/rpc/introspection.h>
+#include <wheelrpc/rpc/routing_tag.h>
 #include <wheelrpc/rpc/trace.h>
 #include <wheelrpc/timer/timeout.h>
 
@@ -101,6 +102,11 @@ struct Call : Recycled<Call> {
   AttemptPlan plan;
   bool wait_for_ready = false;
   bool inherited = false;  // the deadline is that of the request being served
+  // Who set CallOptions::timeout, and for a runtime override where it came
+  // from ("runtime override /wheelrpc/echo/rules/slow rev 4712"): named by
+  // the message of a call that times out, and by its /timeouts record.
+  Layer timeout_layer = Layer::built_in;
+  std::shared_ptr<const std::string> timeout_origin;
   // The deadline in force where the call started (the request being served),
   // put back in force while the completion runs.
   std::optional<TimePoint> context;
@@ -114,6 +120,10 @@ struct Call : Recycled<Call> {
   // started, put back in force while the completion runs.
   TraceContext trace;
   std::optional<TraceContext> trace_context;
+  // The routing tag in force where it started (put back for the completion),
+  // and the one it carries (for tag routing; none: untagged).
+  RoutingTag tag_context;
+  RoutingTag tag;
 
   // ---- the exactly-once gate and the pins (atomics)
   std::atomic<bool> done{false};

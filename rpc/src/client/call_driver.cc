@@ -55,7 +55,6 @@ CallDriver::CallDriver(ClientContext& ctx, ProviderPool& pool, CallTimeouts& tim
     : ctx_(ctx),
       pool_(pool),
       timeouts_(timeouts),
-      balancer_(make_load_balancer(ctx.options.load_balance)),
       budget_(ctx.options.retry.budget_ratio, ctx.options.retry.budget_min_per_second, ctx.options.retry.budget_window),
       rng_(reinterpret_cast<std::uintptr_t>(this) ^
            static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())) {}
@@ -129,12 +128,16 @@ void CallDriver::start(CallPtr ptr, std::string payload, transport::Attachments 
 std::optional<std::size_t> CallDriver::pick(const Call& call, const ProviderSet& set, bool avoid_live) {
   const auto& conns = set.conns;
   const std::size_t cap = ctx_.options.max_active_per_provider;
-  if (conns.size() == 1 && call.live.empty()) {  // one provider, no attempt in flight: nothing to balance
+  const bool routed = set.tagged || !call.tag.empty();      // tag routing: docs/governance.md
+  if (conns.size() == 1 && call.live.empty() && !routed) {  // one provider, no attempt in flight: nothing to balance
     return conns[0]->has_slot(cap) ? std::optional<std::size_t>(0) : std::nullopt;
   }
   boost::container::small_vector<ProviderSnapshot, 8> snapshots;
   snapshots.reserve(conns.size());
-  for (const auto& conn : conns) snapshots.push_back(conn->snapshot(cap));
+  for (std::size_t i = 0; i < conns.size(); ++i) {
+    snapshots.push_back(conns[i]->snapshot(cap));
+    snapshots.back().weight = set.weights[i];
+  }
   // The call knows its providers by identity; the policy by index in this set.
   const auto index_of = [&](const Subchannel* c) -> std::optional<std::size_t> {
     for (std::size_t i = 0; i < conns.size(); ++i) {
@@ -151,11 +154,21 @@ std::optional<std::size_t> CallDriver::pick(const Call& call, const ProviderSet&
       if (auto i = index_of(a.conn.get())) live.push_back(*i);
     }
   }
+  if (routed) [[unlikely]] {
+    const auto route = set.route(call.tag.view());
+    using Kind = ProviderSet::Route::Kind;
+    for (std::size_t i = 0; i < conns.size(); ++i) {
+      if (route.kind == Kind::none || (route.kind == Kind::only && set.tags[i] != route.only)) {
+        live.push_back(i);  // never there
+      }
+    }
+  }
   PickPreference pref;
   pref.tried = {tried.data(), tried.size()};
   pref.last_failed = call.last_failed ? index_of(call.last_failed) : std::nullopt;
   pref.exclude = {live.data(), live.size()};
-  return balancer_->choose({snapshots.data(), snapshots.size()}, pref);
+  // The set's own balancer: a policy switched by a rule comes with a new set.
+  return set.balancer->choose({snapshots.data(), snapshots.size()}, pref);
 }
 
 void CallDriver::dispatch(Call& call, Completion& done) {
@@ -509,6 +522,7 @@ bool CallDriver::complete(Call& call, error_code ec, Response response, Origin o
   done.may_run_inline = origin == Origin::reply;
   done.context = call.context;
   done.trace = call.trace_context;
+  done.tag = call.tag_context;
   return true;
 }
 
@@ -518,6 +532,10 @@ void CallDriver::completed_with_error(Call& call, error_code ec, Response& respo
   if (ec == errc::timeout) {
     // Where the time went, told with the error (built only for timeouts).
     timeline = call_timeline(call, t, ctx_.clock == nullptr);
+    // Who set the timeout, unless the caller did (its /timeouts record says so).
+    if (call.plan.has_deadline && !call.inherited && call.timeout_layer != Layer::call) {
+      response.error_message += "; " + timeout_source(call);
+    }
     response.error_message += "; " + timeline;
   }
   if (call.cells) {

@@ -182,7 +182,6 @@ class CallDriver {
   ClientContext& ctx_;
   ProviderPool& pool_;
   CallTimeouts& timeouts_;
-  std::unique_ptr<LoadBalancer> balancer_;
   RetryBudget budget_;
   std::atomic<std::uint64_t> rng_;
   common::Mutex books_mu_;

@@ -1,5 +1,7 @@
 #include "client/client_context.h"
 
+#include <stdexcept>
+
 #include "stream/stream_side.h"
 
 namespace wheelrpc::rpc::detail {
@@ -28,6 +30,14 @@ ClientContext::ClientContext(boost::asio::any_io_executor executor, timer::Timer
       clock(options.clock),
       wire(wire_settings(options)),
       make_transport(factory) {
+  if (!options.tag.empty()) {
+    auto checked = RoutingTag::make(options.tag);
+    if (!checked) {
+      throw std::invalid_argument("ClientOptions::tag '" + options.tag +
+                                  "' is not a routing tag: 1..64 characters of [A-Za-z0-9._-]");
+    }
+    tag = *checked;
+  }
   if (!options.interceptors.empty()) {
     interceptors = std::make_shared<const std::vector<std::shared_ptr<ClientInterceptor>>>(options.interceptors);
   }
@@ -48,6 +58,38 @@ std::shared_ptr<StreamSide> make_stream_side(const std::shared_ptr<ClientContext
   side->max_message = ctx->options.max_stream_message;
   side->coding = &ctx->wire->coding;
   return side;
+}
+
+void ClientContext::remember_idl(const std::string& method, const CallOptions& call) {
+  const bool any = call.timeout.layer() == Layer::idl || call.attempt_timeout.layer() == Layer::idl ||
+                   call.retries.layer() == Layer::idl || call.idempotent.layer() == Layer::idl ||
+                   call.hedge_delay.layer() == Layer::idl || call.wait_for_ready.layer() == Layer::idl ||
+                   call.compression.layer() == Layer::idl || call.compression_level.layer() == Layer::idl ||
+                   call.stream_timeout.layer() == Layer::idl || call.message_timeout.layer() == Layer::idl ||
+                   call.stall_timeout.layer() == Layer::idl || call.first_message_timeout.layer() == Layer::idl;
+  if (!any) return;
+  CallOptions kept;  // the policy Settings only: no attachments, no payload-sized copies
+  kept.timeout = call.timeout;
+  kept.attempt_timeout = call.attempt_timeout;
+  kept.retries = call.retries;
+  kept.idempotent = call.idempotent;
+  kept.hedge_delay = call.hedge_delay;
+  kept.wait_for_ready = call.wait_for_ready;
+  kept.compression = call.compression;
+  kept.compression_level = call.compression_level;
+  kept.stream_timeout = call.stream_timeout;
+  kept.message_timeout = call.message_timeout;
+  kept.stall_timeout = call.stall_timeout;
+  kept.first_message_timeout = call.first_message_timeout;
+  common::LockGuard lock(idl_mu);
+  idl_seen.insert_or_assign(method, std::move(kept));
+}
+
+std::optional<CallOptions> ClientContext::idl_of(std::string_view method) const {
+  common::LockGuard lock(idl_mu);
+  auto it = idl_seen.find(method);
+  if (it == idl_seen.end()) return std::nullopt;
+  return it->second;
 }
 
 }  // namespace wheelrpc::rpc::detail

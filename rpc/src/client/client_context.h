@@ -9,17 +9,24 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include <wheelrpc/common/mutex.h>
 #include <wheelrpc/common/work_gate.h>
+#include <wheelrpc/rpc/call_rules.h>
 #include <wheelrpc/rpc/client.h>
 #include <wheelrpc/rpc/client_interceptor.h>
+#include <wheelrpc/rpc/routing_tag.h>
 #include <wheelrpc/timer/clock.h>
 
+#include "base/shared_ptr_cell.h"
 #include "client/attempt_policy.h"
 #include "client/client_metrics.h"
 #include "stream/stream_counters.h"
@@ -63,6 +70,30 @@ struct ClientContext {
   /// ClientOptions::interceptors and attempt_interceptors, shared with the
   /// chains at work (which may outlive the client); null when empty.
   std::shared_ptr<const std::vector<std::shared_ptr<ClientInterceptor>>> interceptors, attempt_interceptors;
+  /// The runtime rules in force (ClientOptions::rules): the last good set
+  /// its source reported; null while there is none. `has_rules` says
+  /// whether a call need look (most clients follow no rules).
+  /// ClientOptions::tag, checked.
+  RoutingTag tag;
+  SharedPtrCell<const CallRules> rules;
+  std::atomic<bool> has_rules{false};
+  /// Why the rule source's last report failed ("" when it did not).
+  void set_rules_error(std::string why) {
+    common::LockGuard lock(rules_error_mu);
+    rules_error = std::move(why);
+  }
+  std::string rules_error_now() const {
+    common::LockGuard lock(rules_error_mu);
+    return rules_error;
+  }
+  mutable common::Mutex rules_error_mu;
+  std::string rules_error WHEELRPC_GUARDED_BY(rules_error_mu);
+  /// What the IDL says of each method called through a typed stub so far
+  /// (for Client::explain), recorded on a method's first call.
+  void remember_idl(const std::string& method, const CallOptions& call);
+  std::optional<CallOptions> idl_of(std::string_view method) const;
+  mutable common::Mutex idl_mu;
+  std::map<std::string, CallOptions, std::less<>> idl_seen WHEELRPC_GUARDED_BY(idl_mu);
 
   TimePoint now() const noexcept { return clock ? clock->now() : timer::fast_steady_now(); }
 };

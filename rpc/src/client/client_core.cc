@@ -6,6 +6,7 @@
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/dispatch.hpp>
 
+#include "base/log.h"
 #include "client/new_call.h"
 #include "stream/stream_core.h"
 #include "client/subchannel.h"
@@ -35,6 +36,33 @@ void ClientCore::make_failback() {
                                               [weak = weak_from_this()](RetryTimerTask::Delivery d) {
                                                 if (auto self = weak.lock()) self->send_failback(std::move(d));
                                               });
+  if (ctx_->options.rules) {
+    ctx_->options.rules->start(
+        [weak = weak_from_this()](error_code ec, std::shared_ptr<const CallRules> rules, std::string why) {
+          if (auto self = weak.lock()) self->on_rules(ec, std::move(rules), std::move(why));
+        });
+  }
+}
+
+void ClientCore::on_rules(error_code ec, std::shared_ptr<const CallRules> rules, std::string why) {
+  if (ctx_->closed.load(std::memory_order_acquire)) return;
+  const auto& source = ctx_->options.rules;
+  if (ec || !rules) {
+    ClientMetrics::count(ctx_->metrics.rule_errors);
+    const bool had = ctx_->has_rules.load(std::memory_order_acquire);
+    logger()->warn("rules from {}: {}; {}", source->describe(), why.empty() ? ec.message() : why,
+                   had ? "keeping the last good rules" : "no rules yet: the IDL and the defaults apply");
+    ctx_->set_rules_error(why.empty() ? ec.message() : why);
+    return;
+  }
+  ClientMetrics::count(ctx_->metrics.rule_updates);
+  logger()->info("rules from {}: revision {} in force", source->describe(), rules->revision);
+  ctx_->set_rules_error({});
+  ctx_->rules.store(rules);
+  ctx_->has_rules.store(true, std::memory_order_release);
+  pool_.on_rules(rules);
+  // A rule may let waiting calls go (weights) or fail them (wait_for_ready).
+  driver_.dispatch_waiting();
 }
 
 void ClientCore::init(const std::vector<tcp::endpoint>& servers) {
@@ -45,13 +73,13 @@ void ClientCore::init(const std::vector<tcp::endpoint>& servers) {
 void ClientCore::init(std::shared_ptr<ProviderSource> source) {
   make_failback();
   pool_.init(weak_from_this(), std::move(source),
-             [weak = weak_from_this()](error_code ec, std::vector<tcp::endpoint> endpoints, std::string why) {
-               if (auto self = weak.lock()) self->on_source_report(ec, std::move(endpoints), std::move(why));
+             [weak = weak_from_this()](error_code ec, std::vector<ProviderInfo> providers, std::string why) {
+               if (auto self = weak.lock()) self->on_source_report(ec, std::move(providers), std::move(why));
              });
 }
 
-void ClientCore::on_source_report(error_code ec, std::vector<tcp::endpoint> endpoints, std::string why) {
-  if (!pool_.on_source_report(ec, std::move(endpoints), std::move(why))) return;
+void ClientCore::on_source_report(error_code ec, std::vector<ProviderInfo> providers, std::string why) {
+  if (!pool_.on_source_report(ec, std::move(providers), std::move(why))) return;
   // A new set may hold a provider that is ready already (kept, or back
   // before its channel closed): no HELLO will come to send the calls that
   // waited while the set had none ready. The set is published before the
@@ -98,10 +126,14 @@ void ClientCore::start_call(std::string method, std::string payload, CallOptions
   done.ec = made.ec;
   done.response.error_message = std::move(made.error);
   done.context = current_deadline();
+  done.tag = current_routing_tag();
   deliver(done, *ctx_);
 }
 
 std::shared_ptr<StreamCore> ClientCore::make_stream(const std::string& method, CallOptions& options) {
+  if (ctx_->has_rules.load(std::memory_order_acquire)) [[unlikely]] {
+    if (auto rules = ctx_->rules.load()) rules->apply(method, options);
+  }
   fill_defaults(options, ctx_->options.call_defaults);
   StreamCore::Settings s;
   s.side = stream_side_.get([this] {
@@ -160,6 +192,7 @@ void ClientCore::close() {
   for (auto& sub : subchannels) sub->shut(calls, transports);
   ctx_->sweep_work.close_and_wait();  // a sweep firing now posts nothing after this
   failback_->close();
+  if (ctx_->options.rules) ctx_->options.rules->stop();
   for (auto& c : calls) driver_.cancel(c, errc::cancelled, driver_.describe(*c, "client closed"), Origin::other);
   for (auto& t : transports) t->close(transport::make_error_code(transport::errc::closed), "client closed");
   work_.reset();
@@ -186,6 +219,7 @@ std::vector<ProviderStats> ClientCore::providers() const {
   const auto subs = pool_.all();
   out.reserve(subs.size());
   for (const auto& c : subs) out.push_back(c->stats());
+  pool_.fill_weights(out);
   pool_.add_left(out);
   return out;
 }
@@ -196,6 +230,7 @@ std::vector<ConnectionInfo> ClientCore::connections() const {
   const auto t = ctx_->now();
   out.reserve(subs.size());
   for (const auto& c : subs) out.push_back(c->info(t));
+  pool_.fill_weights(out);
   return out;
 }
 

@@ -96,6 +96,7 @@ class ClientCore final : public SubchannelListener, public CallHost, public std:
   std::vector<MethodStats> method_stats() const { return ctx_->metrics.methods.snapshot(); }
   std::vector<TimeoutRecord> recent_timeouts() const { return ctx_->metrics.timeout_log.snapshot(); }
   std::vector<ConnectionInfo> connections() const;
+  MethodExplanation explain(std::string_view method) const;
   const boost::asio::any_io_executor& executor() const noexcept { return ctx_->ex; }
 
   // CallHost
@@ -125,11 +126,13 @@ class ClientCore final : public SubchannelListener, public CallHost, public std:
 
  private:
   /// A report of the provider source (any thread, never concurrently with itself).
-  void on_source_report(boost::system::error_code ec, std::vector<boost::asio::ip::tcp::endpoint> endpoints,
-                        std::string why);
+  void on_source_report(boost::system::error_code ec, std::vector<ProviderInfo> providers, std::string why);
   explicit ClientCore(std::shared_ptr<ClientContext> ctx);
-  /// Creates failback_ (needs weak_from_this: called by init()).
+  /// Creates failback_ (needs weak_from_this: called by init()), and starts
+  /// following ClientOptions::rules.
   void make_failback();
+  /// A report of the rule source (any thread, never concurrently with itself).
+  void on_rules(boost::system::error_code ec, std::shared_ptr<const CallRules> rules, std::string why);
 
   const std::shared_ptr<ClientContext> ctx_;
   ProviderPool pool_;

@@ -2,6 +2,8 @@
 
 #include <wheelrpc/rpc/errc.h>
 
+#include <fmt/format.h>
+
 #include "client/call.h"
 #include "base/log.h"
 
@@ -10,6 +12,12 @@ namespace wheelrpc::rpc::detail {
 void ClientMetrics::count_failed(const boost::system::error_code& ec) noexcept {
   failed.fetch_add(1, std::memory_order_relaxed);
   if (ec == errc::timeout) timeouts.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::string timeout_source(const Call& call) {
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(call.plan.budget).count();
+  if (call.timeout_origin) return fmt::format("timeout {} ms ({})", ms, *call.timeout_origin);
+  return fmt::format("timeout {} ms ({})", ms, to_string(call.timeout_layer));
 }
 
 void ClientMetrics::record_timeout(const Call& call, std::string_view provider, CallCode code, TimePoint t,
@@ -35,6 +43,7 @@ void ClientMetrics::record_timeout(const Call& call, std::string_view provider, 
   r.elapsed = std::chrono::duration_cast<std::chrono::microseconds>(t - call.start);
   r.attempts = call.attempts;
   r.trace_id = call.trace.trace_id_hex();
+  if (call.plan.has_deadline && !call.inherited) r.timeout_source = timeout_source(call);
   logger()->debug("call '{}' ended {} ({}) after {} us, {} attempt(s), provider {} trace={}", r.method,
                   call_code_name(code), timeout_phase_name(r.phase), r.elapsed.count(), r.attempts,
                   r.provider.empty() ? "-" : r.provider, r.trace_id);
@@ -62,6 +71,8 @@ void ClientMetrics::fill(ClientStats& s) const noexcept {
   s.providers_added = get(providers_added);
   s.providers_removed = get(providers_removed);
   s.empty_sets_ignored = get(empty_sets_ignored);
+  s.rule_updates = get(rule_updates);
+  s.rule_errors = get(rule_errors);
   s.heartbeats_sent = get(forgotten_heartbeats);
   s.idle_closes = get(forgotten_idle_closes);
 }

@@ -46,12 +46,17 @@ class ClientMetrics {
   TimeoutLog timeout_log;
   Counter failed{0}, timeouts{0}, late{0}, connects{0}, connect_failures{0}, pending{0}, retries{0}, hedges{0},
       refusals{0}, attempts_unplaced{0}, cancelled_attempts{0}, attempt_timeouts{0}, provider_sets{0},
-      providers_added{0}, providers_removed{0}, empty_sets_ignored{0}, forgotten_heartbeats{0},
-      forgotten_idle_closes{0};
+      providers_added{0}, providers_removed{0}, empty_sets_ignored{0}, rule_updates{0}, rule_errors{0},
+      forgotten_heartbeats{0}, forgotten_idle_closes{0};
 
  private:
   static constexpr std::size_t kOkCounter = 0, kAttemptsCounter = 1;
   common::SlotCounters<2> hot_;
 };
+
+/// Who set `call`'s timeout, with its value: "timeout 200 ms (runtime
+/// override /wheelrpc/echo/rules/slow rev 4712)", "timeout 5000 ms (call)".
+/// For a call with a deadline of its own (not inherited).
+std::string timeout_source(const Call& call);
 
 }  // namespace wheelrpc::rpc::detail

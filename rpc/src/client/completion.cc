@@ -32,21 +32,22 @@ void deliver_handler(Completion& done, const ClientContext& ctx) {
   // Runs the handler with the call's deadline and trace in force (none, for
   // a call started outside any request).
   auto run = [](asio::any_completion_handler<Client::Signature>& h, error_code ec, Response r,
-                std::optional<TimePoint> deadline, std::optional<TraceContext> trace) {
+                std::optional<TimePoint> deadline, std::optional<TraceContext> trace, RoutingTag tag) {
     asio::get_associated_cancellation_slot(h).clear();
     DeadlineScope scope(deadline);
     TraceScope trace_scope(trace);
+    RoutingTagScope tag_scope(tag);
     auto handler = std::move(h);
     std::move(handler)(ec, std::move(r));
   };
   if (!has_own && done.may_run_inline && ctx.io_ex && ctx.io_ex->running_in_this_thread()) {
     // A reply on a thread of our own io_context: the handler runs here and
     // now, which is what dispatch would do, without wrapping it first.
-    run(done.handler, done.ec, std::move(done.response), done.context, done.trace);
+    run(done.handler, done.ec, std::move(done.response), done.context, done.trace, done.tag);
     return;
   }
   auto fn = [run, h = std::move(done.handler), ec = done.ec, r = std::move(done.response), deadline = done.context,
-             trace = done.trace]() mutable { run(h, ec, std::move(r), deadline, trace); };
+             trace = done.trace, tag = done.tag]() mutable { run(h, ec, std::move(r), deadline, trace, tag); };
   if (!has_own) {
     if (done.may_run_inline) {
       asio::dispatch(ctx.ex, std::move(fn));

@@ -15,6 +15,7 @@
 #include <boost/container/small_vector.hpp>
 
 #include <wheelrpc/rpc/client.h>
+#include <wheelrpc/rpc/routing_tag.h>
 #include <wheelrpc/rpc/trace.h>
 
 #include "client/call.h"
@@ -38,6 +39,7 @@ struct Completion {
   bool may_run_inline = false;
   std::optional<TimePoint> context;
   std::optional<TraceContext> trace;  // put in force while the handler runs
+  RoutingTag tag;                     // so is this
   /// Attempts abandoned in flight: the transport each went out on and its
   /// request id (Subchannel::abandon; each is told to its server, which
   /// drops the reply).

@@ -4,6 +4,8 @@
 
 #include <boost/container/small_vector.hpp>
 
+#include <wheelrpc/common/mutex.h>
+
 namespace wheelrpc::rpc::detail {
 
 std::uint64_t LoadBalancer::random() noexcept {
@@ -18,6 +20,55 @@ std::uint64_t LoadBalancer::random() noexcept {
   return z ^ (z >> 31);
 }
 
+std::size_t LoadBalancer::draw_weighted(std::span<const ProviderSnapshot> providers, std::span<const bool> eligible,
+                                        std::size_t skip) noexcept {
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < providers.size(); ++i) {
+    if (eligible[i] && i != skip) total += providers[i].weight;
+  }
+  std::uint64_t r = random() % total;
+  std::size_t last = skip;
+  for (std::size_t i = 0; i < providers.size(); ++i) {
+    if (!eligible[i] || i == skip || providers[i].weight == 0) continue;
+    if (r < providers[i].weight) return i;
+    r -= providers[i].weight;
+    last = i;
+  }
+  return last;  // unreachable: r < total
+}
+
+bool LoadBalancer::weigh(std::span<const ProviderSnapshot> providers, const PickPreference& preference,
+                         std::span<bool> eligible, bool& equal) noexcept {
+  // Weight 0 drains: out of every tier while a ready provider of weight > 0
+  // may be chosen; when none may, the zeros serve as equals.
+  bool zero = false, positive = false;
+  for (std::size_t i = 0; i < providers.size(); ++i) {
+    if (eligible[i]) (providers[i].weight == 0 ? zero : positive) = true;
+  }
+  if (!positive) {
+    for (std::size_t i = 0; i < providers.size(); ++i) {
+      if (providers[i].ready && providers[i].weight > 0 &&
+          std::find(preference.exclude.begin(), preference.exclude.end(), i) == preference.exclude.end()) {
+        return false;  // one waits in a later tier
+      }
+    }
+    equal = true;
+    return true;
+  }
+  std::uint32_t weight = 0;
+  equal = true;
+  for (std::size_t i = 0; i < providers.size(); ++i) {
+    if (!eligible[i]) continue;
+    if (zero && providers[i].weight == 0) {
+      eligible[i] = false;
+      continue;
+    }
+    equal = equal && (weight == 0 || providers[i].weight == weight);
+    weight = providers[i].weight;
+  }
+  return true;
+}
+
 std::optional<std::size_t> LoadBalancer::choose(std::span<const ProviderSnapshot> providers,
                                                 const PickPreference& preference) {
   const std::size_t n = providers.size();
@@ -25,6 +76,11 @@ std::optional<std::size_t> LoadBalancer::choose(std::span<const ProviderSnapshot
   auto contains = [](std::span<const std::size_t> set, std::size_t i) {
     return std::find(set.begin(), set.end(), i) != set.end();
   };
+  // Weights are all equal in the common case: `differ` tells (an OR, no
+  // branch, in the tier's pass), and the tiers then cost what they cost
+  // unweighted.
+  const std::uint32_t first_weight = providers[0].weight;
+  std::uint32_t differ = 0;
   boost::container::small_vector<bool, 16> eligible(n, false);
   // Tier 0: untried providers (only once the call tried some); 1: any but the
   // last failed; 2: any.
@@ -36,14 +92,21 @@ std::optional<std::size_t> LoadBalancer::choose(std::span<const ProviderSnapshot
       if (ok && tier == 1) ok = preference.last_failed != i;
       eligible[i] = ok;
       any = any || ok;
+      differ |= providers[i].weight ^ first_weight;
     }
-    if (any) return choose_among(providers, std::span<const bool>(eligible.data(), n));
+    if (!any) continue;
+    bool equal = true;
+    if (differ != 0 && !weigh(providers, preference, eligible, equal)) [[unlikely]]
+      continue;
+    return choose_among(providers, std::span<const bool>(eligible.data(), n), equal);
   }
   return std::nullopt;
 }
 
 std::size_t RoundRobinBalancer::choose_among(std::span<const ProviderSnapshot> providers,
-                                             std::span<const bool> eligible) {
+                                             std::span<const bool> eligible, bool equal) {
+  if (!equal) [[unlikely]]
+    return choose_weighted(providers, eligible);
   const std::size_t n = providers.size();
   const std::size_t start = next_.load(std::memory_order_relaxed) % n;
   for (std::size_t k = 0; k < n; ++k) {
@@ -57,24 +120,59 @@ std::size_t RoundRobinBalancer::choose_among(std::span<const ProviderSnapshot> p
   return start;  // unreachable: choose() guarantees one eligible
 }
 
+std::size_t RoundRobinBalancer::choose_weighted(std::span<const ProviderSnapshot> providers,
+                                                std::span<const bool> eligible) {
+  // nginx's smooth weighted round robin (ngx_http_upstream_get_peer). Its
+  // scores are one sequence for every caller: a short spin lock, only taken
+  // when weights differ.
+  const std::size_t n = providers.size();
+  common::LockGuard<common::SpinLock> lock(mu_);
+  if (current_.size() != n) current_.assign(n, 0);
+  std::int64_t total = 0;
+  std::size_t best = n;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!eligible[i]) continue;
+    current_[i] += providers[i].weight;
+    total += providers[i].weight;
+    if (best == n || current_[i] > current_[best]) best = i;
+  }
+  current_[best] -= total;
+  return best;
+}
+
 std::size_t LeastActiveBalancer::choose_among(std::span<const ProviderSnapshot> providers,
-                                              std::span<const bool> eligible) {
+                                              std::span<const bool> eligible, bool equal) {
   std::size_t best = providers.size();
-  std::uint64_t ties = 0;
+  std::uint64_t ties = 0;  // the weight of the ties so far (their number when equal)
   for (std::size_t i = 0; i < providers.size(); ++i) {
     if (!eligible[i]) continue;
+    const std::uint64_t w = equal ? 1 : providers[i].weight;
     if (best == providers.size() || providers[i].active < providers[best].active) {
       best = i;
-      ties = 1;
-    } else if (providers[i].active == providers[best].active && random() % ++ties == 0) {
-      best = i;  // reservoir sampling: each tie equally likely
+      ties = w;
+    } else if (providers[i].active == providers[best].active && random() % (ties += w) < w) {
+      best = i;  // weighted reservoir sampling: each tie in proportion to its weight
     }
   }
   return best;
 }
 
 std::size_t PowerOfTwoBalancer::choose_among(std::span<const ProviderSnapshot> providers,
-                                             std::span<const bool> eligible) {
+                                             std::span<const bool> eligible, bool equal) {
+  if (!equal) {
+    std::size_t count = 0, only = 0;
+    for (std::size_t i = 0; i < providers.size(); ++i) {
+      if (eligible[i]) {
+        ++count;
+        only = i;
+      }
+    }
+    if (count == 1) return only;
+    const std::size_t a = draw_weighted(providers, eligible);
+    const std::size_t b = draw_weighted(providers, eligible, a);
+    // b's active / weight below a's, without division.
+    return providers[b].active * providers[a].weight < providers[a].active * providers[b].weight ? b : a;
+  }
   boost::container::small_vector<std::size_t, 16> ready;
   for (std::size_t i = 0; i < providers.size(); ++i) {
     if (eligible[i]) ready.push_back(i);

@@ -19,6 +19,15 @@ NewCall refused(boost::system::error_code ec, std::string error) { return NewCal
 
 NewCall make_call(ClientContext& ctx, MethodCells* cells, std::string& method, std::string& payload,
                   CallOptions& options) {
+  if (cells && !cells->policy_seen.load(std::memory_order_relaxed)) [[unlikely]] {
+    cells->policy_seen.store(true, std::memory_order_relaxed);
+    ctx.remember_idl(method, options);
+  }
+  std::shared_ptr<const CallRules> rules;
+  if (ctx.has_rules.load(std::memory_order_acquire)) [[unlikely]] {
+    rules = ctx.rules.load();
+    if (rules) rules->apply(method, options);
+  }
   fill_defaults(options, ctx.options.call_defaults);
   if (auto problem = validate(options))
     return refused(errc::bad_request, *problem + ": call to '" + method + "' not sent");
@@ -59,6 +68,24 @@ NewCall make_call(ClientContext& ctx, MethodCells* cells, std::string& method, s
                                                        ctx.options.max_pending_calls, method));
   }
 
+  // The routing tag: the caller's own baggage, else the tag of the request
+  // being served (or a RoutingTagScope's), else the client's.
+  const RoutingTag& tag_context = current_routing_tag();
+  const RoutingTag* tag = tag_context.empty() ? &ctx.tag : &tag_context;
+  RoutingTag own_tag;
+  if (!options.attachments.empty()) [[unlikely]] {
+    for (const auto& [key, value] : options.attachments) {
+      if (key == kBaggageKey) {
+        own_tag = RoutingTag::from_baggage(value);
+        tag = &own_tag;
+        break;
+      }
+    }
+  }
+  if (tag != &own_tag && !tag->empty()) [[unlikely]] {
+    options.attachments.emplace_back(kBaggageKey, fmt::format("{}={}", kTagBaggageName, tag->view()));
+  }
+
   // The trace: the caller's own traceparent, else the trace of the request
   // being served continued, else a new one.
   auto trace_context = current_trace();
@@ -88,9 +115,17 @@ NewCall make_call(ClientContext& ctx, MethodCells* cells, std::string& method, s
   c.send_trace = send_trace;
   if (send_trace) c.trace.write_traceparent(c.traceparent.data());
   c.trace_context = trace_context;
+  if (!tag_context.empty()) [[unlikely]]
+    c.tag_context = tag_context;
+  if (!tag->empty()) [[unlikely]]
+    c.tag = *tag;
   c.method = std::move(method);
   c.start = start;
   c.inherited = inherited;
+  c.timeout_layer = options.timeout.layer();
+  if (rules && c.timeout_layer >= Layer::runtime_override && c.timeout_layer != Layer::call) {
+    c.timeout_origin = rules->timeout_origin(c.method);
+  }
   c.context = context;
   c.wait_for_ready = options.wait_for_ready;
   c.plan.has_deadline = has_deadline;

@@ -18,7 +18,20 @@ using boost::system::error_code;
 using tcp = boost::asio::ip::tcp;
 using Lock = common::LockGuard<common::Mutex>;
 
+constexpr std::uint32_t kDefaultWeight = 100;  // ProviderInfo's
+constexpr std::uint32_t kMaxWeight = 10000;
+
 namespace {
+
+/// "a:1=100 (default), b:2=0 (rule ...)" for the log.
+std::string describe_weights(const ProviderSet& set) {
+  std::string out;
+  for (std::size_t i = 0; i < set.conns.size(); ++i) {
+    out +=
+        fmt::format("{}{}={} ({})", out.empty() ? "" : ", ", set.conns[i]->peer(), set.weights[i], set.weight_from[i]);
+  }
+  return out.empty() ? "none" : out;
+}
 
 std::string join_peers(const std::vector<std::shared_ptr<Subchannel>>& conns) {
   std::string out;
@@ -29,7 +42,9 @@ std::string join_peers(const std::vector<std::shared_ptr<Subchannel>>& conns) {
 }  // namespace
 
 ProviderPool::ProviderPool(std::shared_ptr<ClientContext> ctx) : ctx_(std::move(ctx)) {
-  set_.store(std::make_shared<ProviderSet>());
+  auto first = std::make_shared<ProviderSet>();
+  first->balancer = make_load_balancer(ctx_->options.load_balance);
+  set_.store(std::move(first));
 }
 
 ProviderPool::~ProviderPool() = default;
@@ -38,20 +53,23 @@ void ProviderPool::init(std::weak_ptr<SubchannelListener> listener, const std::v
   listener_ = std::move(listener);
   ToClose to_close;  // nothing: no provider leaves the first set
   Lock lock(mu_);
-  apply_set_locked(servers, to_close);
+  apply_set_locked(std::vector<ProviderInfo>(servers.begin(), servers.end()), to_close);
 }
 
 void ProviderPool::init(std::weak_ptr<SubchannelListener> listener, std::shared_ptr<ProviderSource> source,
-                        ProviderSource::Listener on_report) {
+                        ProviderSource::InfoListener on_report) {
   listener_ = std::move(listener);
   source_ = std::move(source);
-  auto empty = std::make_shared<ProviderSet>();
-  empty->peers = source_->describe();
-  set_.store(std::move(empty));
-  source_->start(std::move(on_report));
+  {
+    Lock lock(mu_);  // a rule set may be arriving (on_rules): its balancer and weights stay
+    auto empty = std::make_shared<ProviderSet>(*current());
+    empty->peers = source_->describe();
+    set_.store(std::move(empty));
+  }
+  source_->start_with_info(std::move(on_report));  // may report at once, which takes mu_
 }
 
-bool ProviderPool::on_source_report(error_code ec, std::vector<tcp::endpoint> endpoints, std::string why) {
+bool ProviderPool::on_source_report(error_code ec, std::vector<ProviderInfo> providers, std::string why) {
   if (ctx_->closed.load(std::memory_order_acquire)) return false;
   bool check_waiting = false;
   ToClose to_close;
@@ -70,7 +88,7 @@ bool ProviderPool::on_source_report(error_code ec, std::vector<tcp::endpoint> en
         set_.store(std::move(next));
         check_waiting = true;
       }
-    } else if (endpoints.empty() && ctx_->options.empty_protection) {
+    } else if (providers.empty() && ctx_->options.empty_protection) {
       ClientMetrics::count(ctx_->metrics.empty_sets_ignored);
       if (!set->known) {
         auto next = std::make_shared<ProviderSet>(*set);
@@ -87,7 +105,7 @@ bool ProviderPool::on_source_report(error_code ec, std::vector<tcp::endpoint> en
                        set->conns.size());
       }
     } else {
-      apply_set_locked(std::move(endpoints), to_close);
+      apply_set_locked(std::move(providers), to_close);
       check_waiting = true;
     }
   }
@@ -169,12 +187,16 @@ std::shared_ptr<Subchannel> ProviderPool::make_subchannel_locked(const tcp::endp
   return c;
 }
 
-void ProviderPool::apply_set_locked(std::vector<tcp::endpoint> endpoints, ToClose& to_close) {
+void ProviderPool::apply_set_locked(std::vector<ProviderInfo> providers, ToClose& to_close) {
   // Duplicates dropped, the first occurrence's order kept.
   std::vector<tcp::endpoint> unique;
-  for (const auto& ep : endpoints) {
-    if (std::find(unique.begin(), unique.end(), ep) == unique.end()) unique.push_back(ep);
+  std::map<tcp::endpoint, ProviderInfo> infos;
+  for (auto& p : providers) {
+    if (infos.contains(p.endpoint)) continue;
+    unique.push_back(p.endpoint);
+    infos.emplace(p.endpoint, std::move(p));
   }
+  infos_ = std::move(infos);
   const auto old = current();
   auto next = std::make_shared<ProviderSet>();
   next->known = true;
@@ -206,7 +228,23 @@ void ProviderPool::apply_set_locked(std::vector<tcp::endpoint> endpoints, ToClos
   }
   next->peers = next->conns.empty() && source_ ? source_->describe() : join_peers(next->conns);
   if (next->conns.empty()) next->empty_why = source_ ? source_->why_empty() : "the provider list is empty";
-  if (old->known && joined.empty() && left.empty()) return;  // nothing changed
+  fill_weights_locked(*next);
+  if (old->known && joined.empty() && left.empty()) {
+    // The same providers: a new set only if a weight changed, keeping every
+    // connection (a record that changed only in weight reconnects nothing).
+    bool reweighted = false;
+    for (std::size_t i = 0; i < next->conns.size() && !reweighted; ++i) {
+      const auto j = std::find(old->conns.begin(), old->conns.end(), next->conns[i]) - old->conns.begin();
+      reweighted = next->weights[i] != old->weights[j] || next->weight_from[i] != old->weight_from[j] ||
+                   next->tags[i] != old->tags[j];
+    }
+    if (!reweighted) return;
+    next->balancer = make_load_balancer(policy_locked());
+    set_.store(std::move(next));
+    logger()->info("provider weights now {}", describe_weights(*set_.load()));
+    return;
+  }
+  next->balancer = make_load_balancer(policy_locked());
   set_.store(next);
   ClientMetrics::count(ctx_->metrics.provider_sets);
   ClientMetrics::count(ctx_->metrics.providers_added, added + back);
@@ -272,6 +310,119 @@ std::vector<std::shared_ptr<Subchannel>> ProviderPool::close() {
 void ProviderPool::add_left(std::vector<ProviderStats>& out) const {
   Lock lock(mu_);
   for (const auto& ep : left_order_) out.push_back(left_.at(ep));
+}
+
+ProviderSet::Route ProviderSet::route(std::string_view tag) const {
+  // An untagged call: the untagged providers, or any when every one is tagged.
+  // A tagged call: its tag's providers; without any, the untagged ones unless
+  // its rule forbids the fallback.
+  using Kind = Route::Kind;
+  const Route fallback = any_untagged ? Route{Kind::only, {}} : Route{Kind::any, {}};
+  if (tag.empty()) return fallback;
+  if (std::find(tags.begin(), tags.end(), tag) != tags.end()) return {Kind::only, tag};
+  if (std::binary_search(strict_tags.begin(), strict_tags.end(), tag)) return {Kind::none, {}};
+  return fallback;
+}
+
+void ProviderPool::fill_weights_locked(ProviderSet& set) const {
+  set.tags.clear();
+  set.tagged = false;
+  set.any_untagged = true;
+  set.strict_tags.clear();
+  for (const auto& c : set.conns) {
+    std::string tag;
+    bool ruled = false;
+    if (rules_) {
+      for (const auto& [name, route] : rules_->tags) {
+        if (std::find(route.providers.begin(), route.providers.end(), c->peer()) != route.providers.end()) {
+          tag = name;
+          ruled = true;
+          break;
+        }
+      }
+    }
+    if (!ruled) {
+      if (const auto info = infos_.find(c->endpoint()); info != infos_.end()) {
+        if (auto t = info->second.tags.find("tag"); t != info->second.tags.end()) tag = t->second;
+      }
+    }
+    set.tagged = set.tagged || !tag.empty();
+    set.tags.push_back(std::move(tag));
+  }
+  set.any_untagged = std::find(set.tags.begin(), set.tags.end(), "") != set.tags.end();
+  if (rules_) {
+    for (const auto& [name, route] : rules_->tags)
+      if (!route.fallback) set.strict_tags.push_back(name);
+  }
+  set.weights.clear();
+  set.weight_from.clear();
+  set.weights.reserve(set.conns.size());
+  set.weight_from.reserve(set.conns.size());
+  for (const auto& c : set.conns) {
+    if (rules_) {
+      if (auto it = rules_->weights.find(c->peer()); it != rules_->weights.end()) {
+        set.weights.push_back(std::min<std::uint32_t>(it->second.value, kMaxWeight));
+        set.weight_from.push_back("rule " + (it->second.origin ? *it->second.origin : std::string("(unnamed)")));
+        continue;
+      }
+    }
+    const auto info = infos_.find(c->endpoint());
+    const std::uint32_t w = info == infos_.end() ? kDefaultWeight : std::min(info->second.weight, kMaxWeight);
+    set.weights.push_back(w);
+    set.weight_from.push_back(w == kDefaultWeight ? "default" : "registry");
+  }
+}
+
+LoadBalance ProviderPool::policy_locked() const {
+  return rules_ && rules_->load_balance ? rules_->load_balance->value : ctx_->options.load_balance;
+}
+
+void ProviderPool::on_rules(const std::shared_ptr<const CallRules>& rules) {
+  Lock lock(mu_);
+  if (ctx_->closed.load(std::memory_order_acquire)) return;
+  rules_ = rules;
+  const auto old = current();
+  auto next = std::make_shared<ProviderSet>(*old);
+  fill_weights_locked(*next);
+  const LoadBalance policy = policy_locked();
+  const bool new_policy = old->balancer->policy() != policy;
+  const bool new_weights = next->weights != old->weights || next->weight_from != old->weight_from ||
+                           next->tags != old->tags || next->strict_tags != old->strict_tags;
+  if (!new_policy && !new_weights) return;
+  // A new balancer either way: its state is by index and by weight. Picks
+  // that pinned the old set finish with the old balancer (the set holds it).
+  next->balancer = make_load_balancer(policy);
+  set_.store(std::move(next));
+  if (new_policy) {
+    logger()->info("load balancing now {} ({})", to_string(policy),
+                   rules && rules->load_balance && rules->load_balance->origin ? *rules->load_balance->origin
+                                                                               : std::string("the client's option"));
+  }
+  if (new_weights) logger()->info("provider weights now {}", describe_weights(*current()));
+}
+
+void ProviderPool::fill_weights(std::vector<ProviderStats>& out) const {
+  const auto set = current();
+  for (auto& s : out) {
+    for (std::size_t i = 0; i < set->conns.size(); ++i) {
+      if (set->conns[i]->peer() == s.peer && !s.removed) {
+        s.weight = set->weights[i];
+        s.weight_from = set->weight_from[i];
+      }
+    }
+  }
+}
+
+void ProviderPool::fill_weights(std::vector<ConnectionInfo>& out) const {
+  const auto set = current();
+  for (auto& c : out) {
+    for (std::size_t i = 0; i < set->conns.size(); ++i) {
+      if (set->conns[i]->peer() == c.remote && c.state != ConnectionInfo::State::closing) {
+        c.weight = set->weights[i];
+        c.weight_from = set->weight_from[i];
+      }
+    }
+  }
 }
 
 }  // namespace wheelrpc::rpc::detail

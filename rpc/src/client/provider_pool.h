@@ -2,7 +2,11 @@
 // The client's providers: the published provider set (the subchannels new
 // attempts may use), its changes from the provider source (providers join,
 // leave to drain and close, come back), and the counters of providers that
-// left, so per-provider counts never drop.
+// left, so per-provider counts never drop. Each published set carries its
+// providers' effective weights (a runtime rule's over the source's) and the
+// balancer its picks go through (the rules' policy, else the client's): a
+// change of either publishes a new set, so a pick reads set and policy
+// together from one SetPin.
 //
 // Threads: the set is immutable once published; a change publishes a new one
 // (read with a pointer copy under a leaf lock, or SetPin). Changes are
@@ -24,11 +28,13 @@
 #include <wheelrpc/common/thread_annotations.h>
 #include <wheelrpc/common/thread_slot.h>
 #include <wheelrpc/rpc/introspection.h>
+#include <wheelrpc/rpc/call_rules.h>
 #include <wheelrpc/rpc/client.h>
 #include <wheelrpc/rpc/provider_source.h>
 #include <wheelrpc/transport/channel.h>
 
 #include "client/attempt_policy.h"
+#include "client/load_balancer.h"
 #include "base/shared_ptr_cell.h"
 
 namespace wheelrpc::rpc::detail {
@@ -51,6 +57,33 @@ struct ProviderSet {
   /// Why a known set has no provider (ProviderSource::why_empty()); "" when
   /// it has some.
   std::string empty_why;
+  /// Each provider's effective weight (0..10000), by index in `conns`: a
+  /// rule's (CallRules::weights) over the source's (ProviderInfo::weight).
+  std::vector<std::uint32_t> weights;
+  /// Where each weight comes from: "rule <origin>", "registry" (the source's
+  /// record set one other than the default), "default" (100).
+  std::vector<std::string> weight_from;
+  /// Tag routing (docs/governance.md): each provider's tag, by index in
+  /// `conns` ("" untagged): a tag rule's address list (CallRules::tags) over
+  /// the "tag" entry of the source's record (ProviderInfo::tags). `tagged`:
+  /// some provider has one. `strict_tags`: the tags whose rule says
+  /// "fallback": false, sorted.
+  std::vector<std::string> tags;
+  bool tagged = false;
+  bool any_untagged = true;
+  std::vector<std::string> strict_tags;
+  /// Where an attempt of a call tagged `tag` ("": none) may go: to any
+  /// provider, only to those whose tag is `only` ("": the untagged ones), or
+  /// nowhere (its tag has no provider and its rule forbids the fallback).
+  struct Route {
+    enum class Kind : std::uint8_t { any, only, none } kind = Kind::any;
+    std::string_view only;
+  };
+  Route route(std::string_view tag) const;
+  /// The policy picks from this set go through (CallRules::load_balance, else
+  /// ClientOptions::load_balance). One per set: its state (the round robin's
+  /// cursor, smooth WRR scores) is by index in `conns`. Never null.
+  std::shared_ptr<LoadBalancer> balancer;
 };
 
 class ProviderPool {
@@ -60,14 +93,15 @@ class ProviderPool {
 
   /// A fixed list of providers.
   void init(std::weak_ptr<SubchannelListener> listener, const std::vector<boost::asio::ip::tcp::endpoint>& servers);
-  /// Follows `source`; its reports go to `on_report` (then to on_source_report).
+  /// Follows `source` (ProviderSource::start_with_info); its reports go to
+  /// `on_report` (then to on_source_report).
   void init(std::weak_ptr<SubchannelListener> listener, std::shared_ptr<ProviderSource> source,
-            ProviderSource::Listener on_report);
+            ProviderSource::InfoListener on_report);
   /// A report of the source (any thread, never concurrently with itself).
   /// True when what calls wait for may have changed (a new set, or news of
-  /// why there is none).
-  bool on_source_report(boost::system::error_code ec, std::vector<boost::asio::ip::tcp::endpoint> endpoints,
-                        std::string why);
+  /// why there is none). A provider whose record changed only in weight
+  /// keeps its connection: a new set with the new weight is published.
+  bool on_source_report(boost::system::error_code ec, std::vector<ProviderInfo> providers, std::string why);
   SourceState source_state() const;
 
   /// The current set (a pointer copy).
@@ -116,6 +150,14 @@ class ProviderPool {
   std::vector<std::shared_ptr<Subchannel>> close();
   /// Appends the stats of the providers that left.
   void add_left(std::vector<ProviderStats>& out) const;
+  /// Fills the weight and its origin of each entry whose peer is in the
+  /// current set (the others keep weight_from "").
+  void fill_weights(std::vector<ProviderStats>& out) const;
+  void fill_weights(std::vector<ConnectionInfo>& out) const;
+  /// The client's runtime rules changed (any thread but the timer's worker,
+  /// never concurrently with itself): their weights and load-balancing
+  /// policy take effect for the next pick. `rules` may be empty (no rule).
+  void on_rules(const std::shared_ptr<const CallRules>& rules);
 
  private:
   /// Transports to close once mu_ is released: a close may run the
@@ -123,8 +165,11 @@ class ProviderPool {
   using ToClose = std::vector<std::shared_ptr<ClientTransport>>;
   /// Makes `endpoints` the set: keeps the providers in both, brings back or
   /// creates the new ones, retires the ones that left.
-  void apply_set_locked(std::vector<boost::asio::ip::tcp::endpoint> endpoints, ToClose& to_close)
-      WHEELRPC_REQUIRES(mu_);
+  void apply_set_locked(std::vector<ProviderInfo> providers, ToClose& to_close) WHEELRPC_REQUIRES(mu_);
+  /// Fills `set`'s weights from infos_ and rules_, by its conns.
+  void fill_weights_locked(ProviderSet& set) const WHEELRPC_REQUIRES(mu_);
+  /// The policy in force: the rules', else the client's.
+  LoadBalance policy_locked() const WHEELRPC_REQUIRES(mu_);
   std::shared_ptr<Subchannel> make_subchannel_locked(const boost::asio::ip::tcp::endpoint& endpoint)
       WHEELRPC_REQUIRES(mu_);
   /// Keeps `sub`'s counters: its attempts and failures in left_, its tasks'
@@ -141,6 +186,10 @@ class ProviderPool {
   // Providers that left the set and still drain.
   std::map<boost::asio::ip::tcp::endpoint, std::shared_ptr<Subchannel>> retiring_ WHEELRPC_GUARDED_BY(mu_);
   std::uint64_t next_seed_ WHEELRPC_GUARDED_BY(mu_) = 1;
+  // What the source says of each provider of the set (weight, zone, tags).
+  std::map<boost::asio::ip::tcp::endpoint, ProviderInfo> infos_ WHEELRPC_GUARDED_BY(mu_);
+  // The client's runtime rules (on_rules); null: none.
+  std::shared_ptr<const CallRules> rules_ WHEELRPC_GUARDED_BY(mu_);
   // The counters of providers that left and were closed (at most kLeftKept,
   // the oldest dropped), handed back to a subchannel to the same endpoint if
   // it joins again.

@@ -1,4 +1,5 @@
-// static_providers(): a fixed set, reported once at start.
+// static_providers(): a fixed set, reported once at start; and the default
+// ProviderSource::start_with_info.
 
 #include <algorithm>
 #include <atomic>
@@ -38,6 +39,13 @@ class StaticProviders final : public ProviderSource {
 };
 
 }  // namespace
+
+void ProviderSource::start_with_info(InfoListener listener) {
+  start([listener = std::move(listener)](boost::system::error_code ec, std::vector<tcp::endpoint> endpoints,
+                                         std::string why) {
+    listener(ec, std::vector<ProviderInfo>(endpoints.begin(), endpoints.end()), std::move(why));
+  });
+}
 
 std::shared_ptr<ProviderSource> static_providers(std::vector<tcp::endpoint> endpoints) {
   return std::make_shared<StaticProviders>(std::move(endpoints));

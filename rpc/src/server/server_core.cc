@@ -209,7 +209,8 @@ void ServerCore::on_request(ServerTransport& transport, IncomingRequest& request
   for (const auto& [key, value] : request.attachments) {
     if (key == kTraceparentKey) {
       slot->trace.set_raw(value);
-      break;
+    } else if (key == kBaggageKey) {
+      slot->trace.set_tag(RoutingTag::from_baggage(value));
     }
   }
   if (request.budget.count() != 0) slot->deadline = slot->received + request.budget;
@@ -247,6 +248,7 @@ void ServerCore::invoke(std::string method, std::string payload, transport::Atta
   slot->local = std::move(done);
   for (const auto& [key, value] : attachments) {
     if (key == kTraceparentKey) slot->trace.set_raw(value);
+    if (key == kBaggageKey) slot->trace.set_tag(RoutingTag::from_baggage(value));
   }
   if (!slot->trace.get()) {
     const auto root = TraceContext::make_root();

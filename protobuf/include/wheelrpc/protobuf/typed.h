@@ -177,7 +177,7 @@ template <class Method>
 class CoroutineCall final : public CallScope, public Recycled<CoroutineCall<Method>> {
  public:
   CoroutineCall(Request req, Responder responder) : context_(std::move(req), std::move(responder)) {
-    set(context_.deadline(), context_.find_metadata(kTraceparentKey));
+    set(context_.deadline(), context_.find_metadata(kTraceparentKey), context_.find_metadata(kBaggageKey));
   }
   ServerContext& context() noexcept { return context_; }
   typename Method::Request& request() noexcept { return request_; }

@@ -39,6 +39,8 @@ struct RegistryStats {
   std::uint64_t watch_restarts = 0;  ///< watches resumed after a break
   std::uint64_t full_reads = 0;      ///< prefix reads (first reads and re-reads after compaction)
   std::uint64_t bad_entries = 0;     ///< values skipped: not a ServiceInstance
+  std::uint64_t rules_accepted = 0;  ///< rule versions taken (rules.h; re-reads of a known version not counted)
+  std::uint64_t rules_refused = 0;   ///< rule versions refused as invalid (each key and mod revision once)
   std::uint64_t requests = 0;        ///< etcd requests sent (all kinds)
   std::uint64_t request_failures = 0;
   std::uint64_t retry_tasks_pending = 0;  ///< Failed*Task waiting on the wheel now

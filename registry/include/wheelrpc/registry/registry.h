@@ -17,7 +17,13 @@
 
 #include <boost/system/error_code.hpp>
 
+namespace wheelrpc::rpc {
+struct CallRules;
+}
+
 namespace wheelrpc::registry {
+
+struct RuleScope;  // rules.h
 
 /// One provider of a service, stored as JSON under
 /// /wheelrpc/<service>/providers/<endpoint>.
@@ -55,6 +61,11 @@ using RegistrationListener = std::function<void(boost::system::error_code ec, co
 /// registry's strand; must not block.
 using SubscriptionErrorListener = std::function<void(boost::system::error_code ec, const std::string& why)>;
 
+/// Called with the rules of a followed service for one consumer (rules.h):
+/// once read, then on every change. Runs on the registry's strand; must not
+/// block.
+using RulesListener = std::function<void(std::shared_ptr<const rpc::CallRules> rules)>;
+
 /// Identifies a subscription for unsubscribe.
 using SubscriptionId = std::uint64_t;
 
@@ -85,6 +96,19 @@ class Registry {
                                                SubscriptionErrorListener on_error) {
     (void)on_error;
     return subscribe(std::move(service), std::move(listener));
+  }
+  /// Follows the runtime rules of `service` (<root>/<service>/rules/, rules.h)
+  /// for `consumer`: `listener` gets the CallRules once read, then on every
+  /// change; `on_error` (optional) each failed read or watch (retried; the
+  /// last rules stand). Stopped by unsubscribe(). The default (a registry
+  /// that keeps no rules) never calls either and returns 0.
+  virtual SubscriptionId subscribe_rules(std::string service, const RuleScope& consumer, RulesListener listener,
+                                         SubscriptionErrorListener on_error) {
+    (void)service;
+    (void)consumer;
+    (void)listener;
+    (void)on_error;
+    return 0;
   }
   /// Stops a subscription; its listener is not called after this returns
   /// unless a call was already running.

@@ -65,6 +65,8 @@ struct ClientStats {
   std::uint64_t providers_added = 0;     ///< providers that joined the set (the first ones included)
   std::uint64_t providers_removed = 0;   ///< providers that left the set
   std::uint64_t empty_sets_ignored = 0;  ///< empty sets not applied (ClientOptions::empty_protection)
+  std::uint64_t rule_updates = 0;        ///< rule sets put in force (ClientOptions::rules)
+  std::uint64_t rule_errors = 0;         ///< failed reports of the rule source (the last good rules stood)
   StreamStats streams;                   ///< streams opened, open, messages, ends by cause
 };
 
@@ -80,6 +82,10 @@ struct ProviderStats {
   std::uint64_t ok = 0;                ///< attempts answered with a reply (not an error status)
   std::uint64_t cancelled = 0;         ///< attempts abandoned in flight (another attempt won, or the call completed)
   std::uint64_t connect_attempts = 0;  ///< connect attempts made to it (the first one included)
+  std::uint32_t weight = 100;          ///< its load-balancing weight now, 0..10000 (0: takes no new calls)
+  /// Where `weight` comes from: "registry" (its provider source's record),
+  /// "rule <origin>" (a runtime rule, CallRules::weights), "default"; "" once it left.
+  std::string weight_from{};
 };
 
 /// What a client's provider source has told it so far (`Client::source_state()`):
@@ -269,6 +275,12 @@ class Client {
   /// One row per provider connection (the current set, then the providers
   /// that left and still drain). Any thread.
   std::vector<ConnectionInfo> connections() const;
+  /// Which value of each policy setting a call to `method` that sets none
+  /// itself gets now, and from which layer: the rules in force (a forced or
+  /// plain override, with its etcd key and revision), the IDL (known once the
+  /// method was called through a typed stub), ClientOptions::call_defaults,
+  /// the built-in default. Any thread.
+  MethodExplanation explain(std::string_view method) const;
   executor_type get_executor() const noexcept;
 
  private:

@@ -15,6 +15,7 @@
 
 #include <boost/system/error_code.hpp>
 
+#include <wheelrpc/rpc/setting.h>
 #include <wheelrpc/rpc/status_code.h>
 #include <wheelrpc/rpc/stream_info.h>
 
@@ -197,6 +198,42 @@ struct TimeoutRecord {
   /// budget is the timer's setting, its elapsed how long what the timer
   /// watches had lasted when it fired.
   std::string stream_timer;
+  /// Client: who set the call's timeout, with its value: "timeout 200 ms
+  /// (runtime override /wheelrpc/echo/rules/slow rev 4712)", "timeout 5000
+  /// ms (call)" (setting.h's Layer); "" on the server and for streams.
+  std::string timeout_source;
+};
+
+/// One setting of a method as a client would apply it to a call that sets
+/// nothing itself (Client::explain; docs/governance.md, "Which timeout wins").
+struct EffectiveSetting {
+  /// One layer's value for it.
+  struct Candidate {
+    Layer layer = Layer::built_in;
+    std::string value;   ///< as the rules spell it: "200", "true", "zstd", "none" (no deadline)
+    std::string origin;  ///< an override's: "runtime override /wheelrpc/echo/rules/slow rev 4712"; else ""
+  };
+  std::string name;  ///< the rule field's name: "timeout_ms", "retries", "compression"...
+  Candidate winner;  ///< the value in force
+  /// Every layer that has a value, highest precedence first (the winner first;
+  /// a per-call option would sit between a forced and a plain override).
+  std::vector<Candidate> layers;
+};
+
+/// Client::explain's answer for one method.
+struct MethodExplanation {
+  std::string method;
+  /// The rules in force: their source ("etcd rules of 'echo'"), the revision
+  /// they were read at (0: none yet), and why the last report failed ("": it did not).
+  std::string rules_source;
+  std::int64_t rules_revision = 0;
+  std::string rules_error;
+  /// Whether the IDL column is known: a typed stub's method option is seen by
+  /// the client on the method's first call.
+  bool idl_known = false;
+  std::vector<EffectiveSetting> settings;
+  /// The load-balancing policy in force and who set it.
+  EffectiveSetting load_balance;
 };
 
 /// One connection, as gRPC's channelz shows a socket.
@@ -224,6 +261,11 @@ struct ConnectionInfo {
   /// (or the watch failed and waits to restart), "unimplemented" (no
   /// health service there: taken as serving). "" otherwise.
   std::string health;
+  /// Client, while its provider is in the set: its load-balancing weight
+  /// (0..10000) and where it comes from ("registry", "rule <origin>",
+  /// "default"); weight_from is "" otherwise.
+  std::uint32_t weight = 100;
+  std::string weight_from{};
 };
 std::string_view connection_state_name(ConnectionInfo::State state) noexcept;
 

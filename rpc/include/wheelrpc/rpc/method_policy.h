@@ -28,21 +28,21 @@ struct MethodPolicy {
 };
 
 /// Fills every policy Setting of `call` that the call did not give from
-/// `policy` (marking it given, so ClientOptions::call_defaults do not
-/// override it): the IDL's place in "call > IDL > client default".
+/// `policy` (marking it set by Layer::idl, so ClientOptions::call_defaults
+/// do not override it): the IDL's place in "call > IDL > client default".
 inline void fill_policy(CallOptions& call, const MethodPolicy& policy) noexcept {
-  if (policy.timeout) call.timeout.fill_from(*policy.timeout);
-  if (policy.idempotent) call.idempotent.fill_from(*policy.idempotent);
-  if (policy.retries) call.retries.fill_from(*policy.retries);
-  if (policy.attempt_timeout) call.attempt_timeout.fill_from(*policy.attempt_timeout);
-  if (policy.hedge_delay) call.hedge_delay.fill_from(*policy.hedge_delay);
-  if (policy.wait_for_ready) call.wait_for_ready.fill_from(*policy.wait_for_ready);
-  if (policy.stream_timeout) call.stream_timeout.fill_from(*policy.stream_timeout);
-  if (policy.message_timeout) call.message_timeout.fill_from(*policy.message_timeout);
-  if (policy.stall_timeout) call.stall_timeout.fill_from(*policy.stall_timeout);
-  if (policy.first_message_timeout) call.first_message_timeout.fill_from(*policy.first_message_timeout);
-  if (policy.compression) call.compression.fill_from(*policy.compression);
-  if (policy.compression_level) call.compression_level.fill_from(*policy.compression_level);
+  if (policy.timeout) call.timeout.fill_from(*policy.timeout, Layer::idl);
+  if (policy.idempotent) call.idempotent.fill_from(*policy.idempotent, Layer::idl);
+  if (policy.retries) call.retries.fill_from(*policy.retries, Layer::idl);
+  if (policy.attempt_timeout) call.attempt_timeout.fill_from(*policy.attempt_timeout, Layer::idl);
+  if (policy.hedge_delay) call.hedge_delay.fill_from(*policy.hedge_delay, Layer::idl);
+  if (policy.wait_for_ready) call.wait_for_ready.fill_from(*policy.wait_for_ready, Layer::idl);
+  if (policy.stream_timeout) call.stream_timeout.fill_from(*policy.stream_timeout, Layer::idl);
+  if (policy.message_timeout) call.message_timeout.fill_from(*policy.message_timeout, Layer::idl);
+  if (policy.stall_timeout) call.stall_timeout.fill_from(*policy.stall_timeout, Layer::idl);
+  if (policy.first_message_timeout) call.first_message_timeout.fill_from(*policy.first_message_timeout, Layer::idl);
+  if (policy.compression) call.compression.fill_from(*policy.compression, Layer::idl);
+  if (policy.compression_level) call.compression_level.fill_from(*policy.compression_level, Layer::idl);
 }
 
 }  // namespace wheelrpc::rpc

@@ -260,6 +260,8 @@ struct HealthCheckOptions {
   std::string service;   ///< the service name watched; "" (default): the server as a whole
 };
 
+class RuleSource;
+
 struct ClientOptions {
   /// The protocol to every provider (WireProtocol). Every client feature
   /// (deadlines, retries, hedging, heartbeats, reconnects, the registry)
@@ -303,6 +305,21 @@ struct ClientOptions {
 
   /// How each attempt picks its provider. Default round robin.
   LoadBalance load_balance = LoadBalance::round_robin;
+
+  /// Runtime rules this client follows (call_rules.h; the registry's
+  /// rule_source follows them in etcd): overrides of each method's policy
+  /// between the call's own options and the IDL, the load-balancing policy
+  /// and provider weights, applied within a report of a change. Default none.
+  std::shared_ptr<RuleSource> rules;
+
+  /// The routing tag this client's calls carry (routing_tag.h; the W3C
+  /// baggage entry wheelrpc-tag) when none is in force already: a call made
+  /// while serving a request carries that request's tag, and a call with a
+  /// baggage attachment of its own carries that. It also names this
+  /// consumer to rule scopes. 1..64 characters of [A-Za-z0-9._-]; default
+  /// "" (none). The Client's constructor throws std::invalid_argument for
+  /// another.
+  std::string tag;
 
   /// Backoff between retries of a call, and the retry budget.
   RetryOptions retry;

@@ -6,7 +6,9 @@
 /// closes the ones that left.
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +20,22 @@
 #include <wheelrpc/timer/timer.h>
 
 namespace wheelrpc::rpc {
+
+/// One provider as a source describes it: where it is, and what its
+/// registry record says of it (a source without records reports only the
+/// endpoint, at the default weight).
+struct ProviderInfo {
+  ProviderInfo() = default;
+  ProviderInfo(boost::asio::ip::tcp::endpoint e) : endpoint(std::move(e)) {}  // NOLINT: a bare endpoint is a provider
+  boost::asio::ip::tcp::endpoint endpoint;
+  /// Relative weight, 0..10000 (default 100): the balancers send it calls in
+  /// proportion; 0 sends it none (it drains without an error). A runtime
+  /// rule (CallRules::weights) beats it.
+  std::uint32_t weight = 100;
+  std::string zone;                         ///< free-form, may be empty
+  std::map<std::string, std::string> tags;  ///< free-form
+  friend bool operator==(const ProviderInfo&, const ProviderInfo&) = default;
+};
 
 /// A source of provider sets for a Client.
 ///
@@ -37,8 +55,17 @@ class ProviderSource {
 
   virtual ~ProviderSource() = default;
 
-  /// Starts reporting to `listener`, at once or later. Called once.
+  /// As Listener, with what the source knows of each provider.
+  using InfoListener =
+      std::function<void(boost::system::error_code ec, std::vector<ProviderInfo> providers, std::string why)>;
+
+  /// Starts reporting to `listener`, at once or later. Called once (or
+  /// start_with_info instead).
   virtual void start(Listener listener) = 0;
+  /// Starts reporting with each provider's description; the Client calls
+  /// this. The default reports start()'s endpoints at the default weight; a
+  /// source that knows weights, zones or tags (the registry's) overrides it.
+  virtual void start_with_info(InfoListener listener);
   /// Stops reporting; the listener may still run once if a report was under
   /// way. Idempotent.
   virtual void stop() = 0;

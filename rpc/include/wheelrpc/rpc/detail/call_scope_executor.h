@@ -45,11 +45,14 @@ class CallScope {
   CallScope(const CallScope&) = delete;
   CallScope& operator=(const CallScope&) = delete;
 
-  /// The request's deadline and its traceparent (any string: one that is no
-  /// traceparent is no trace). Before the scope is shared.
-  void set(std::optional<std::chrono::steady_clock::time_point> deadline, const std::string* traceparent) noexcept {
+  /// The request's deadline, its traceparent (any string: one that is no
+  /// traceparent is no trace) and its baggage (its routing tag). Before the
+  /// scope is shared.
+  void set(std::optional<std::chrono::steady_clock::time_point> deadline, const std::string* traceparent,
+           const std::string* baggage = nullptr) noexcept {
     deadline_ = deadline;
     if (traceparent) trace_.set_raw(*traceparent);
+    if (baggage) trace_.set_tag(RoutingTag::from_baggage(*baggage));
   }
   const std::optional<std::chrono::steady_clock::time_point>& deadline() const noexcept { return deadline_; }
   const LazyTrace& trace() const noexcept { return trace_; }

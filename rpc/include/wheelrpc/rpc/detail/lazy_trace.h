@@ -10,6 +10,7 @@
 #include <optional>
 #include <string_view>
 
+#include <wheelrpc/rpc/routing_tag.h>
 #include <wheelrpc/rpc/trace.h>
 
 namespace wheelrpc::rpc::detail {
@@ -38,15 +39,20 @@ class LazyTrace {
   std::string_view raw() const noexcept { return {raw_.data(), raw_.size()}; }
   /// The parsed trace, std::nullopt when absent or malformed.
   std::optional<TraceContext> get() const noexcept { return present() ? TraceContext::parse(raw()) : std::nullopt; }
+  /// The routing tag the request carried (its baggage), put in force with the trace.
+  void set_tag(RoutingTag tag) noexcept { tag_ = tag; }
+  const RoutingTag& tag() const noexcept { return tag_; }
 
  private:
   enum class State : unsigned char { none, raw };
   std::array<char, TraceContext::kTraceparentSize> raw_;
   State state_ = State::none;
+  RoutingTag tag_;
 };
 
-/// Puts a request's trace in force on this thread for the scope (as
-/// TraceScope does), parsed only if current_trace() asks. The characters are
+/// Puts a request's trace and routing tag in force on this thread for the
+/// scope (as TraceScope and RoutingTagScope do), parsed only if
+/// current_trace() asks. The characters are
 /// copied: the request may be gone before the scope ends. The trace in force
 /// before is kept as it was, parsed or not: nesting scopes (a typed
 /// coroutine resumed inside a handler's scope) parses nothing.
@@ -61,6 +67,7 @@ class LazyTraceScope {
   std::optional<TraceContext> previous_;                           // when !previous_pending_
   std::array<char, TraceContext::kTraceparentSize> previous_raw_;  // when previous_pending_
   bool previous_pending_ = false;
+  RoutingTag previous_tag_;
 };
 
 }  // namespace wheelrpc::rpc::detail
