@@ -25,10 +25,14 @@ class RoutingTag {
   static constexpr std::size_t kMaxSize = 64;
   /// None.
   constexpr RoutingTag() noexcept {}  // NOLINT: the characters past size_ are never read
-  RoutingTag(const RoutingTag& other) noexcept : size_(other.size_) { std::memcpy(chars_, other.chars_, size_); }
+  RoutingTag(const RoutingTag& other) noexcept : size_(other.size_) {
+    if (size_ != 0) [[unlikely]]
+      std::memcpy(chars_, other.chars_, size_);
+  }
   RoutingTag& operator=(const RoutingTag& other) noexcept {
     size_ = other.size_;
-    std::memmove(chars_, other.chars_, size_);
+    if (size_ != 0 && this != &other) [[unlikely]]
+      std::memcpy(chars_, other.chars_, size_);
     return *this;
   }
   /// `name` if it is a valid tag (empty: none); std::nullopt otherwise.
