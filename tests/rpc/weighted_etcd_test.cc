@@ -82,6 +82,9 @@ TEST(WeightedEtcd, AProviderOfWeight300BesideOneOf100GetsThreeQuartersOfTheCalls
   EXPECT_EQ(c.providers[1]->requests() - p1, 300);
   for (const auto& p : client.providers()) EXPECT_EQ(p.connect_attempts, connects[p.peer]) << p.peer;
   client.close();
+  // Closed while its timer lives: the client's provider source may hold the
+  // registry until the cluster's threads stop, after reg_io's timer is gone.
+  reg->close();
 }
 
 }  // namespace
