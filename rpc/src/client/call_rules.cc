@@ -16,8 +16,9 @@ void put(Setting<T>& setting, const std::optional<Overridden<V>>& o) noexcept {
   setting.override_with(static_cast<T>(o->value), o->force ? Layer::forced_override : Layer::runtime_override);
 }
 
-template <class F>
-void each_field(PolicyOverrides& a, const PolicyOverrides& b, F f) {
+// Calls f(a.field, b.field) for every field; `A` may be const.
+template <class A, class F>
+void each_field(A& a, const PolicyOverrides& b, F f) {
   f(a.timeout, b.timeout);
   f(a.attempt_timeout, b.attempt_timeout);
   f(a.retries, b.retries);
@@ -55,8 +56,7 @@ void PolicyOverrides::apply(CallOptions& call) const noexcept {
 
 bool PolicyOverrides::empty() const noexcept {
   bool any = false;
-  auto self = *this;
-  each_field(self, *this, [&](const auto&, const auto& field) { any = any || field.has_value(); });
+  each_field(*this, *this, [&](const auto&, const auto& field) { any = any || field.has_value(); });
   return !any;
 }
 
