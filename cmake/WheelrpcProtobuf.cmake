@@ -105,7 +105,8 @@ function(wheelrpc_protobuf_generate)
 
   target_sources(${ARG_TARGET} PRIVATE ${_sources} ${_headers})
   # protoc's code is not ours to warn about (nor to fail a -Werror build).
-  set_source_files_properties(${_sources} PROPERTIES COMPILE_OPTIONS -w)
+  # Each .pb.cc defines file-level statics of the same names: one unit each.
+  set_source_files_properties(${_sources} PROPERTIES COMPILE_OPTIONS -w SKIP_UNITY_BUILD_INCLUSION ON)
   # SYSTEM: generated code, protoc's and ours, is kept out of the includer's
   # warnings (e.g. the callback base's default that leaves `request` unused).
   target_include_directories(${ARG_TARGET} SYSTEM PUBLIC $<BUILD_INTERFACE:${_out}>)

@@ -21,7 +21,7 @@
 //               [--tls-cert F --tls-key F [--tls-ca F] [--tls-require-client-cert]]
 //               [--bearer-token T]
 //               [--registry etcd://HOST:PORT[,...] --service NAME [--lease-ttl-s N]
-//                [--registry-check] [--unregister-grace-ms G]]
+//                [--registry-check] [--unregister-grace-ms G] [--tag NAME] [--weight W] [--zone Z]]
 //   echo_server --help
 //
 // Port 0 picks a free port. The first line on stdout is exactly
@@ -44,6 +44,7 @@
 // usage on stdout and exits 0.
 #include <wheelrpc/admin/admin_server.h>
 #include <wheelrpc/registry/etcd_registry.h>
+#include <wheelrpc/registry/provider_rule_follower.h>
 #include <wheelrpc/registry/rpc_binding.h>
 #include <wheelrpc/rpc/bearer_auth_interceptor.h>
 #include <wheelrpc/rpc/health.h>
@@ -126,6 +127,7 @@ struct Config {
   std::string service;
   std::string tag;   // --tag: the routing tag in its registry record ("tags": {"tag": ...})
   int weight = 100;  // --weight: its registry record's weight
+  std::string zone;  // --zone: its registry record's zone (provider rules choose by it)
   std::chrono::seconds lease_ttl{10};
   bool registry_check = false;
   std::chrono::milliseconds unregister_grace{2000};
@@ -145,7 +147,8 @@ constexpr const char* kUsage =
     "usage: echo_server --port P [--host 127.0.0.1] [--threads N] [--heartbeat-ms H] [--idle-timeout-ms I]\n"
     "                   [--drain-timeout-ms D] [--shutdown-grace-ms S]\n"
     "                   [--registry etcd://HOST:PORT[,HOST:PORT...] --service NAME [--lease-ttl-s N]\n"
-    "                    [--registry-check] [--unregister-grace-ms G] [--tag NAME] [--weight W]] [--admin-port A]\n"
+    "                    [--registry-check] [--unregister-grace-ms G] [--tag NAME] [--weight W] [--zone Z]]\n"
+    "                   [--admin-port A]\n"
     "                   [--max-connections N] [--hello-timeout-ms T] [--max-requests-per-connection R]\n"
     "                   [--max-write-queue-bytes B]\n"
     "                   [--tls-cert F --tls-key F [--tls-ca F] [--tls-require-client-cert]]\n"
@@ -172,6 +175,7 @@ constexpr const char* kUsage =
     "  --tag NAME        the routing tag its registry record carries (\"tags\":{\"tag\":NAME}):\n"
     "                    calls tagged NAME go to it under a tag rule; untagged calls do not\n"
     "  --weight W        its registry record's weight, 0..10000 (default 100; 0 = no new calls)\n"
+    "  --zone Z          its registry record's zone\n"
     "  --lease-ttl-s N   lease TTL of the registration, 2..3600 s (default 10)\n"
     "  --registry-check  exit 1 if the registration fails (at its first failure, e.g.\n"
     "                    etcd refused the connection) or is not in etcd within 5 s;\n"
@@ -210,7 +214,8 @@ constexpr const char* kUsage =
     "INTERVAL_MS apart), sum (answers the sum of the decimal integers it read once the\n"
     "client half-closed), chat (echoes each message; ends when the client half-closes).\n"
     "With --registry: prints \"registered NAME at IP:PORT\" once the registration is in\n"
-    "etcd, \"registration pending: REASON\" while it is retried.\n"
+    "etcd, \"registration pending: REASON\" while it is retried, and follows the provider\n"
+    "rules of NAME in etcd that choose it by address, zone or tag (docs/governance.md).\n"
     "SIGINT or SIGTERM shuts down gracefully: NOT_SERVING for S ms (--shutdown-grace-ms),\n"
     "then unregistered (then G ms of grace),\n"
     "then no new connections, new requests refused\n"
@@ -269,6 +274,12 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
                    return std::nullopt;
                  })
       .add_number("--weight", 0, 10000, [&](long long v) { cfg.weight = static_cast<int>(v); })
+      .add_value("--zone",
+                 [&](const std::string& value) -> std::optional<std::string> {
+                   if (value.empty()) return "a zone is not empty";
+                   cfg.zone = value;
+                   return std::nullopt;
+                 })
       .add_number("--lease-ttl-s", 2, 3600, [&](long long v) { cfg.lease_ttl = std::chrono::seconds(v); })
       .add_switch("--registry-check", [&] { cfg.registry_check = true; })
       .add_number("--unregister-grace-ms", 0, 600'000,
@@ -402,6 +413,7 @@ int run(const Config& cfg) {
     wheelrpc::registry::ServiceInstance instance;
     instance.service = cfg.service;  // the endpoint: the address it listens on
     instance.weight = cfg.weight;
+    instance.zone = cfg.zone;
     if (!cfg.tag.empty()) instance.tags["tag"] = cfg.tag;
     wheelrpc::registry::AnnounceOptions ao;
     ao.check = cfg.registry_check;
@@ -470,6 +482,11 @@ int run(const Config& cfg) {
   }
   std::printf("listening on %s\n", endpoint_text(server.local_endpoint()).c_str());
   std::fflush(stdout);
+  // Its provider rules (a "server" block that chooses it): stopped before
+  // the server goes, by its destructor.
+  std::optional<wheelrpc::registry::ProviderRuleFollower> provider_rules;
+  if (registry)
+    provider_rules.emplace(registry, server, cfg.service, wheelrpc::registry::ProviderScope{{}, cfg.zone, cfg.tag});
 
   // The admin side: pages, /metrics, health, QoS and the gateway (loopback only).
   std::optional<wheelrpc::admin::AdminServer> admin;

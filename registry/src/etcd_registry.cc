@@ -46,6 +46,10 @@ class EtcdRegistryHandle final : public EtcdRegistry {
                                  SubscriptionErrorListener on_error) override {
     return impl_->subscribe_rules(std::move(service), consumer, std::move(listener), std::move(on_error));
   }
+  SubscriptionId subscribe_provider_rules(std::string service, const ProviderScope& self, ServerRulesListener listener,
+                                          SubscriptionErrorListener on_error) override {
+    return impl_->subscribe_provider_rules(std::move(service), self, std::move(listener), std::move(on_error));
+  }
   void unsubscribe(SubscriptionId id) override { impl_->unsubscribe(id); }
   void close() override { impl_->close(); }
   bool call_after(std::chrono::milliseconds delay, std::function<void()> fn) override {
@@ -116,7 +120,21 @@ SubscriptionId EtcdRegistryImpl::subscribe(std::string service, ProviderListener
 SubscriptionId EtcdRegistryImpl::subscribe_rules(std::string service, const RuleScope& consumer, RulesListener listener,
                                                  SubscriptionErrorListener on_error) {
   auto prefix = options_.root + "/" + service + "/rules/";
-  auto target = std::make_unique<RuleTarget>(prefix, consumer, std::move(listener), describe());
+  auto target = std::make_unique<RuleTarget>(prefix, [consumer, listener = std::move(listener), source = describe()](
+                                                         const GoodRules& good, std::int64_t revision) {
+    listener(build_call_rules(good, consumer, revision, source));
+  });
+  return add_subscription(std::move(prefix), std::move(target), std::move(on_error));
+}
+
+SubscriptionId EtcdRegistryImpl::subscribe_provider_rules(std::string service, const ProviderScope& self,
+                                                          ServerRulesListener listener,
+                                                          SubscriptionErrorListener on_error) {
+  auto prefix = options_.root + "/" + service + "/rules/";
+  auto target = std::make_unique<RuleTarget>(prefix, [self, listener = std::move(listener), source = describe()](
+                                                         const GoodRules& good, std::int64_t revision) {
+    listener(build_server_rules(good, self, revision, source));
+  });
   return add_subscription(std::move(prefix), std::move(target), std::move(on_error));
 }
 

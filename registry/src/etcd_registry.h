@@ -42,6 +42,8 @@ class EtcdRegistryImpl : public std::enable_shared_from_this<EtcdRegistryImpl> {
   SubscriptionId subscribe(std::string service, ProviderListener listener, SubscriptionErrorListener on_error = {});
   SubscriptionId subscribe_rules(std::string service, const RuleScope& consumer, RulesListener listener,
                                  SubscriptionErrorListener on_error);
+  SubscriptionId subscribe_provider_rules(std::string service, const ProviderScope& self, ServerRulesListener listener,
+                                          SubscriptionErrorListener on_error);
   void unsubscribe(SubscriptionId id);
   void close();
   bool call_after(std::chrono::milliseconds delay, std::function<void()> fn);

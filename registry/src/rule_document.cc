@@ -19,6 +19,7 @@ namespace json = boost::json;
 namespace {
 
 constexpr std::int64_t kMaxMs = 86'400'000;  // one day
+constexpr std::int64_t kMaxConcurrency = 1'000'000;
 
 std::string kind_of(const json::value& v) {
   switch (v.kind()) {
@@ -141,10 +142,67 @@ class Parser {
         if (!strings("scope.applications", f, d.applications)) return false;
       } else if (k == "tags") {
         if (!strings("scope.tags", f, d.tags)) return false;
+      } else if (k == "providers") {
+        std::vector<std::string> list;
+        if (!strings("scope.providers", f, list)) return false;
+        for (const auto& one : list) {
+          std::string inner;
+          const auto ep = parse_ip_endpoint(one, inner);
+          if (!ep) return fail("scope.providers", "'" + one + "' is not an ip:port (" + inner + ")");
+          d.provider_addresses.push_back(format_endpoint(*ep));
+        }
+      } else if (k == "zones") {
+        if (!strings("scope.zones", f, d.zones)) return false;
+      } else if (k == "provider_tags") {
+        if (!strings("scope.provider_tags", f, d.provider_tags)) return false;
       } else {
         return fail("scope." + std::string(k), "unknown field");
       }
     }
+    return true;
+  }
+
+  bool server_policy(const std::string& at, std::string_view k, const json::value& f, ServerPolicyDocument& p,
+                     bool& known) {
+    known = true;
+    if (k == "timeout_ms") return integer(at, f, 0, kMaxMs, p.timeout_ms);
+    if (k == "max_concurrency") return integer(at, f, 0, kMaxConcurrency, p.max_concurrency);
+    known = false;
+    return true;
+  }
+
+  bool server(const json::value& v, RuleDocument& d) {
+    if (!v.is_object()) return wrong_type("server", "an object", v);
+    ServerDocument s;
+    for (const auto& [k, f] : v.as_object()) {
+      const std::string at = "server." + std::string(k);
+      bool ok = true;
+      bool known = false;
+      if (k == "disabled") {
+        ok = boolean(at, f, s.disabled);
+      } else if (k == "weight") {
+        ok = integer(at, f, 0, 10000, s.weight);
+      } else if (k == "methods") {
+        if (!f.is_object()) return wrong_type(at, "an object", f);
+        for (const auto& [m, mf] : f.as_object()) {
+          if (m.empty()) return fail(at, "a method name is empty");
+          const std::string mat = at + "." + std::string(m);
+          if (!mf.is_object()) return wrong_type(mat, "an object", mf);
+          ServerPolicyDocument p;
+          for (const auto& [pk, pf] : mf.as_object()) {
+            const std::string pat = mat + "." + std::string(pk);
+            if (!server_policy(pat, std::string_view(pk.data(), pk.size()), pf, p, known)) return false;
+            if (!known) return fail(pat, "unknown field (a method takes timeout_ms, max_concurrency)");
+          }
+          s.methods.insert_or_assign(std::string(m), p);
+        }
+      } else {
+        ok = server_policy(at, std::string_view(k.data(), k.size()), f, s.service, known);
+        if (ok && !known) return fail(at, "unknown field");
+      }
+      if (!ok) return false;
+    }
+    d.server = std::move(s);
     return true;
   }
 
@@ -252,10 +310,25 @@ class Parser {
         ok = providers(f, d);
       } else if (k == "tags") {
         ok = tag_routes(f, d);
+      } else if (k == "server") {
+        ok = server(f, d);
       } else {
         return fail(std::string(k), "unknown field");
       }
       if (!ok) return false;
+    }
+    // A provider's settings are the provider's, whoever calls it; a
+    // provider scope chooses the providers of a "server" block, nothing else.
+    const bool provider_scope = !d.provider_addresses.empty() || !d.zones.empty() || !d.provider_tags.empty();
+    if (d.server && (!d.applications.empty() || !d.tags.empty())) {
+      return fail("server",
+                  "a provider's settings cannot be scoped to consumers (scope.applications, scope.tags): "
+                  "put them in a document of their own");
+    }
+    if (provider_scope && !d.server) {
+      return fail("scope",
+                  "scope.providers, scope.zones and scope.provider_tags choose the providers of a \"server\" "
+                  "block, and the document has none");
     }
     return true;
   }
@@ -304,6 +377,12 @@ bool listed(const std::vector<std::string>& list, std::string_view name) {
 }
 
 }  // namespace
+
+bool RuleDocument::serves_provider(std::string_view address, std::string_view zone, std::string_view tag) const {
+  if (provider_addresses.empty() && zones.empty() && provider_tags.empty()) return true;
+  return listed(provider_addresses, address) || (!zone.empty() && listed(zones, zone)) ||
+         (!tag.empty() && listed(provider_tags, tag));
+}
 
 bool RuleDocument::applies_to(const RuleScope& consumer) const {
   if (applications.empty() && tags.empty()) return true;
@@ -357,6 +436,48 @@ std::shared_ptr<const rpc::CallRules> build_call_rules(const GoodRules& rules, c
       } else if (p.weight) {
         out->weights[endpoint] = rpc::Overridden<std::uint32_t>{*p.weight, d.force, origin};
       }
+    }
+    // A provider rule's weight (or disabled: 0) for the providers its scope chooses.
+    if (d.server && (d.server->weight || d.server->disabled.value_or(false))) {
+      rpc::CallRules::ProviderWeight w;
+      w.addresses = d.provider_addresses;
+      w.zones = d.zones;
+      w.tags = d.provider_tags;
+      w.weight =
+          rpc::Overridden<std::uint32_t>{d.server->disabled.value_or(false) ? 0u : *d.server->weight, false, origin};
+      out->provider_weights.push_back(std::move(w));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+rpc::ServerMethodOverrides server_overrides_of(const ServerPolicyDocument& p,
+                                               const std::shared_ptr<const std::string>& origin) {
+  rpc::ServerMethodOverrides o;
+  if (p.timeout_ms) o.timeout = rpc::Overridden<std::chrono::milliseconds>{ms(*p.timeout_ms), false, origin};
+  if (p.max_concurrency) {
+    o.max_concurrency = rpc::Overridden<std::size_t>{static_cast<std::size_t>(*p.max_concurrency), false, origin};
+  }
+  return o;
+}
+
+}  // namespace
+
+std::shared_ptr<const rpc::ServerRules> build_server_rules(const GoodRules& rules, const ProviderScope& self,
+                                                           std::int64_t revision, std::string source) {
+  auto out = std::make_shared<rpc::ServerRules>();
+  out->revision = revision;
+  out->source = std::move(source);
+  for (const auto& [key, version] : rules) {
+    const auto& d = version.document;
+    if (!d.server || !d.serves_provider(self.address, self.zone, self.tag)) continue;
+    const auto& origin = version.origin;
+    if (d.server->disabled) out->disabled = rpc::Overridden<bool>{*d.server->disabled, false, origin};
+    out->service.merge(server_overrides_of(d.server->service, origin));
+    for (const auto& [method, policy] : d.server->methods) {
+      out->methods[method].merge(server_overrides_of(policy, origin));
     }
   }
   return out;

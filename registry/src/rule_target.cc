@@ -15,10 +15,9 @@ TargetCounts RuleTarget::counts(const RuleSet::Outcome& outcome) {
 
 void RuleTarget::deliver(std::int64_t revision) {
   if (!set_.take_changed()) return;
-  auto rules = build_call_rules(set_.good(), consumer_, revision, source_);
   SPDLOG_LOGGER_DEBUG(logger(), "rules: {} document(s) in force at revision {}", set_.good().size(), revision);
-  auto listener = listener_;  // it may unsubscribe (posted) from inside
-  listener(std::move(rules));
+  auto deliver = deliver_;  // it may unsubscribe (posted) from inside
+  deliver(set_.good(), revision);
 }
 
 }  // namespace wheelrpc::registry::detail

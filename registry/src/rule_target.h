@@ -1,14 +1,13 @@
 #pragma once
-// RuleTarget: a subscription to a service's rules for one consumer; its
-// listener hears the consumer's CallRules once read, then after every watch
-// response (or re-read) that changed the good versions. Refusals are logged
-// at warn here. Strand only.
+// RuleTarget: a subscription to a service's rules; what its listener hears
+// (a consumer's CallRules, a provider's ServerRules) is built from the good
+// versions once read, then after every watch response (or re-read) that
+// changed them. Refusals are logged at warn here. Strand only.
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
-
-#include <wheelrpc/registry/registry.h>
-#include <wheelrpc/registry/rules.h>
 
 #include "rule_set.h"
 #include "subscription_target.h"
@@ -17,10 +16,12 @@ namespace wheelrpc::registry::detail {
 
 class RuleTarget final : public SubscriptionTarget {
  public:
-  /// `prefix`: "<root>/<service>/rules/"; `source` goes into each
-  /// CallRules ("etcd at 127.0.0.1:2379").
-  RuleTarget(std::string prefix, RuleScope consumer, RulesListener listener, std::string source)
-      : consumer_(std::move(consumer)), listener_(std::move(listener)), source_(std::move(source)), set_(prefix) {}
+  /// Builds what the listener hears from the good versions in force at
+  /// `revision`, and tells it (it may unsubscribe, posted, from inside).
+  using Deliver = std::function<void(const GoodRules& good, std::int64_t revision)>;
+
+  /// `prefix`: "<root>/<service>/rules/".
+  RuleTarget(std::string prefix, Deliver deliver) : deliver_(std::move(deliver)), set_(std::move(prefix)) {}
 
   TargetCounts reset(const std::vector<KeyValue>& kvs) override { return counts(set_.reset(kvs)); }
   TargetCounts apply(const std::vector<WatchEvent>& events) override { return counts(set_.apply(events)); }
@@ -29,9 +30,7 @@ class RuleTarget final : public SubscriptionTarget {
  private:
   TargetCounts counts(const RuleSet::Outcome& outcome);
 
-  RuleScope consumer_;
-  RulesListener listener_;
-  std::string source_;
+  Deliver deliver_;
   RuleSet set_;
 };
 

@@ -64,6 +64,8 @@ std::vector<MethodStats> Server::method_stats() const { return core_->method_sta
 std::vector<TimeoutRecord> Server::recent_timeouts() const { return core_->recent_timeouts(); }
 std::vector<ConnectionInfo> Server::connections() const { return core_->connections(); }
 void Server::set_online(bool online) { core_->shutdown().set_online(online); }
+void Server::apply_rules(std::shared_ptr<const ServerRules> rules) { core_->apply_rules(std::move(rules)); }
+std::shared_ptr<const ServerRules> Server::rules() const { return core_->rules(); }
 ServerState Server::state() const { return core_->shutdown().state(); }
 Health& Server::health() noexcept { return core_->health(); }
 

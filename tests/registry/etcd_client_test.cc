@@ -9,6 +9,7 @@
 
 #include "etcd_client.h"
 #include "registry/etcd_test_util.h"
+#include "registry/registry_test_util.h"
 #include "support/etcd_cluster.h"
 #include "support/wait.h"
 
@@ -20,9 +21,6 @@ using wheelrpc::test::EtcdCluster;
 using wheelrpc::test::IoThread;
 using boost::system::error_code;
 using namespace std::chrono_literals;
-
-#define REQUIRE_ETCD() \
-  if (!EtcdCluster::available()) GTEST_SKIP() << "no /usr/bin/etcd (scripts/install_deps.sh)"
 
 std::vector<EtcdEndpoint> endpoints_of(const std::string& list) {
   error_code ec;

@@ -21,6 +21,7 @@
 
 #include "support/cluster.h"
 #include "support/driven_rules.h"
+#include "support/driven_source.h"
 #include "support/wait.h"
 
 #include "support/cluster_preamble.h"
@@ -35,41 +36,13 @@ using wheelrpc::test::DrivenRules;
 
 namespace {
 
-/// A provider source the test drives: each report() goes to the client at once.
-class DrivenSource final : public ProviderSource {
- public:
-  void start(Listener) override { ADD_FAILURE() << "the client starts a source with start_with_info"; }
-  void start_with_info(InfoListener listener) override {
-    std::lock_guard lock(mu_);
-    listener_ = std::move(listener);
-  }
-  void stop() override {
-    std::lock_guard lock(mu_);
-    listener_ = nullptr;
-  }
-  std::string describe() const override { return "test providers"; }
-  void report(std::vector<ProviderInfo> providers) {
-    InfoListener l;
-    {
-      std::lock_guard lock(mu_);
-      l = listener_;
-    }
-    ASSERT_TRUE(l) << "the client did not start its source";
-    l({}, std::move(providers), {});
-  }
-
- private:
-  std::mutex mu_;
-  InfoListener listener_;
-};
-
 std::string text(const tcp::endpoint& ep) { return ep.address().to_string() + ":" + std::to_string(ep.port()); }
 
 /// A Cluster's providers, and a second client that follows a DrivenSource.
 struct WeightedCluster {
   explicit WeightedCluster(std::vector<Mode> modes, ClientOptions co = client_options(),
                            std::shared_ptr<RuleSource> rules = nullptr)
-      : cluster(std::move(modes)), source(std::make_shared<DrivenSource>()) {
+      : cluster(std::move(modes)), source(std::make_shared<wheelrpc::test::DrivenSource>()) {
     co.rules = std::move(rules);
     client.emplace(cluster.io.io.get_executor(), cluster.timer, source, co);
   }
@@ -110,7 +83,7 @@ struct WeightedCluster {
   }
 
   Cluster cluster;
-  std::shared_ptr<DrivenSource> source;
+  std::shared_ptr<wheelrpc::test::DrivenSource> source;
   std::optional<Client> client;
 };
 
@@ -140,11 +113,13 @@ TEST(WeightedPool, SourceWeightThenARuleThenBack) {
   WeightedCluster w({Mode::reply, Mode::reply}, client_options(), rules);
   w.source->report({w.info(0, 100), w.info(1, 300)});
   w.connect_all();
-  // Smooth WRR, one caller: exactly 1 in 4 to p0.
+  // Smooth WRR, one caller: 1 in 4 to p0. Exactly, unless the set was
+  // published again meanwhile (a subchannel's report on a loaded machine),
+  // which starts the sequence over: within 2 then.
   w.calls(400);
   auto r = w.requests();
-  EXPECT_EQ(r[0], 100);
-  EXPECT_EQ(r[1], 300);
+  EXPECT_NEAR(r[0], 100, 2);
+  EXPECT_NEAR(r[1], 300, 2);
   EXPECT_EQ(w.weight_of(1), std::make_pair(300u, std::string("registry")));
 
   // A rule makes p0 heavier than the record says p1 is.
@@ -155,16 +130,16 @@ TEST(WeightedPool, SourceWeightThenARuleThenBack) {
   EXPECT_EQ(w.weight_of(0), std::make_pair(900u, std::string("rule test rule 7")));
   w.calls(400);
   auto r2 = w.requests();
-  EXPECT_EQ(r2[0] - r[0], 300);  // 900:300
-  EXPECT_EQ(r2[1] - r[1], 100);
+  EXPECT_NEAR(r2[0] - r[0], 300, 2);  // 900:300
+  EXPECT_NEAR(r2[1] - r[1], 100, 2);
 
   // The rule goes: the record's weights again.
   rules->report(std::make_shared<CallRules>());
   EXPECT_EQ(w.weight_of(0), std::make_pair(100u, std::string("default")));
   w.calls(400);
   auto r3 = w.requests();
-  EXPECT_EQ(r3[0] - r2[0], 100);
-  EXPECT_EQ(r3[1] - r2[1], 300);
+  EXPECT_NEAR(r3[0] - r2[0], 100, 2);
+  EXPECT_NEAR(r3[1] - r2[1], 300, 2);
   EXPECT_EQ(w.client->stats().failed, 0u);
 }
 
@@ -319,12 +294,13 @@ TEST(TagRouting, ARulesAddressListAndFallbackDecide) {
       << "the rule made p2 blue's: untagged calls avoid it";
   r = w.requests();
   {
-    // green has no provider and may not fall back: the call is never sent.
+    // green has no provider and may not fall back: the call is never sent,
+    // and fails at once (tests/rpc/tag_fallback_test.cc).
     wheelrpc::rpc::RoutingTagScope scope(*wheelrpc::rpc::RoutingTag::make("green"));
     auto f = start(*w.client, "work", "", opts(300ms));
     auto out = wait(f);
-    EXPECT_EQ(out.ec, errc::timeout) << out.response.error_message;
-    EXPECT_TRUE(contains(out.response.error_message, "not sent")) << out.response.error_message;
+    EXPECT_EQ(out.ec, errc::unavailable) << out.response.error_message;
+    EXPECT_TRUE(contains(out.response.error_message, "tag 'green'")) << out.response.error_message;
   }
   EXPECT_EQ(w.requests(), r);
   // The rule goes: p2 is untagged again.

@@ -19,6 +19,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 
@@ -629,6 +630,52 @@ TEST(ChannelClose, AfterFlushWithNothingQueuedClosesAtOnce) {
   pair.channel().close_after_flush(make_error_code(errc::closed), "done", std::chrono::seconds(30));
   EXPECT_TRUE(pair.peer_sees_eof());
   ASSERT_TRUE(wait_until([&] { return pair.recorder().closes() == 1; }));
+}
+
+/// Pauses reading at every frame it takes; keep_paused() answers `keep`.
+class Pauser : public ChannelHandler {
+ public:
+  void on_frame(Channel& ch, Frame&) override {
+    frames_.fetch_add(1);
+    ch.pause_reading();
+  }
+  void on_close(Channel&, const error_code&, const std::string&) override {}
+  bool keep_paused(Channel&) override { return keep.load(); }
+  std::size_t frames() const { return frames_.load(); }
+  std::atomic<bool> keep{false};
+
+ private:
+  std::atomic<std::size_t> frames_{0};
+};
+
+/// Runs everything the channel's strand was given before, then returns.
+void drain_strand(Channel& ch) {
+  std::atomic<bool> ran{false};
+  asio::post(ch.strand(), [&] { ran = true; });
+  ASSERT_TRUE(wait_until([&] { return ran.load(); }));
+}
+
+// A resume asked for an earlier pause (a reply that went out before the
+// handler paused again) must not undo the later pause: the handler is asked
+// whether its reason to pause still holds.
+TEST(ChannelReads, AResumeTheHandlerNoLongerWantsLeavesTheChannelPaused) {
+  auto pauser = std::make_shared<Pauser>();
+  ChannelPair p({}, pauser);
+  p.send(encode(request(1, 8)) + encode(request(2, 8)) + encode(request(3, 8)));
+  p.channel().start();
+  ASSERT_TRUE(wait_until([&] { return pauser->frames() == 1 && p.channel().reading_paused(); }));
+  pauser->keep = true;
+  p.channel().resume_reading();
+  drain_strand(p.channel());
+  EXPECT_TRUE(p.channel().reading_paused());
+  EXPECT_EQ(pauser->frames(), 1u) << "a stale resume let a frame in";
+  pauser->keep = false;
+  p.channel().resume_reading();
+  ASSERT_TRUE(wait_until([&] { return pauser->frames() == 2; })) << "a wanted resume reads on";
+  drain_strand(p.channel());
+  EXPECT_TRUE(p.channel().reading_paused()) << "paused again at the second frame";
+  p.channel().resume_reading();
+  ASSERT_TRUE(wait_until([&] { return pauser->frames() == 3; }));
 }
 
 }  // namespace

@@ -384,6 +384,7 @@ void Channel::resume_reading() {
 void Channel::on_resume() {
   assert(strand_.running_in_this_thread());
   if (!paused_.load(std::memory_order_relaxed)) return;
+  if (handler_ && handler_->keep_paused(*this)) return;  // paused again since this resume was asked
   // The pause was ours, not the peer's silence: the channel counts as having
   // read now. Stored before the flag clears, so an idle check that sees the
   // channel reading again also sees this time, and does not close a channel

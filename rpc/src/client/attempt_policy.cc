@@ -117,9 +117,14 @@ Outcome deadline_outcome(const DeadlineFacts& f) {
     if (f.last_ec) out.message += "; earlier attempt: " + f.last_error;
     return out;
   }
-  // Never sent, or waiting to be sent again: say why. If every provider
-  // failed to connect, the call could not have been served at all.
-  if (f.every_provider_failed) {
+  // Never sent, or waiting to be sent again: say why. A tag with nowhere to
+  // go comes first (a call that waits for ready waits for its provider, not
+  // for a connection). If every provider failed to connect, the call could
+  // not have been served at all.
+  if (!f.no_route.empty()) {
+    out.message = describe("timeout (not sent: " + f.no_route + ")", f.elapsed, f.method, f.peer) + inherited;
+    if (f.last_ec) out.message += "; earlier attempt: " + f.last_error;
+  } else if (f.every_provider_failed) {
     out.ec = make_error_code(errc::unavailable);
     out.message =
         describe("unavailable (no connection could be made before the deadline; " + f.last_connect_error + ")",

@@ -124,6 +124,9 @@ struct DeadlineFacts {
   /// Not sent because every ready provider had this many attempts in flight
   /// (ClientOptions::max_active_per_provider); 0: not so.
   std::size_t every_ready_at_limit = 0;
+  /// Not sent because the call's routing tag has no provider and its rule
+  /// allows no fallback (ProviderSet::no_route_why); "": not so.
+  std::string no_route;
 };
 
 struct Outcome {

@@ -179,7 +179,10 @@ void CallDriver::dispatch(Call& call, Completion& done) {
   constexpr int kRounds = 4;
   for (int round = 0; round < kRounds; ++round) {
     const ProviderPool::SetPin set(pool_);
-    for (std::size_t tries = 0; tries < set->conns.size(); ++tries) {
+    // A tag whose rule forbids the fallback, with no provider of its own:
+    // no pick can place it (decided under the books' lock below).
+    const bool routable = !set->unroutable(call.tag.view());
+    for (std::size_t tries = 0; routable && tries < set->conns.size(); ++tries) {
       const auto index = pick(call, *set, false);
       if (!index) break;
       if (send_attempt(call, set->conns[*index], done)) return;
@@ -187,7 +190,7 @@ void CallDriver::dispatch(Call& call, Completion& done) {
     // Starts the connects that are due before a call that does not wait for
     // ready looks at the providers below: a provider being connected is worth
     // waiting for, one in backoff after a failure is not.
-    if (!call.wait_for_ready) pool_.wake_all(ctx_.now());
+    if (!call.wait_for_ready && routable) pool_.wake_all(ctx_.now());
     BooksLock books(books_mu_);
     if (ctx_.closed.load(std::memory_order_acquire)) {
       books.unlock();
@@ -201,11 +204,19 @@ void CallDriver::dispatch(Call& call, Completion& done) {
     // likewise marks its provider in backoff before it looks for calls to
     // fail fast (fail_fast_waiting). Providers that keep flapping between
     // ready and not get a few rounds, then the call waits like any other.
+    // A set that gives the call's tag a provider, or lets it fall back, is
+    // published before the drain (dispatch_waiting) takes this lock: one
+    // seen unroutable here is either the latest or followed by a drain.
     const auto now_set = pool_.current();
-    if (!any_slot(*now_set) || round == kRounds - 1) {
-      if (!call.wait_for_ready && nothing_to_wait_for(*now_set)) {
+    const bool unroutable = now_set->unroutable(call.tag.view());
+    if (unroutable || !any_slot(*now_set) || round == kRounds - 1) {
+      if (!call.wait_for_ready && (unroutable || nothing_to_wait_for(*now_set))) {
         books.unlock();
-        fail_unavailable(call, *now_set, done);
+        if (unroutable) [[unlikely]] {
+          fail_unroutable(call, *now_set, done);
+        } else {
+          fail_unavailable(call, *now_set, done);
+        }
         return;
       }
       call.phase = Phase::waiting;

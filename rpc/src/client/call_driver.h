@@ -141,7 +141,8 @@ class CallDriver {
   /// take the waiting list, releases it, then each call's lock in turn.
   void dispatch_waiting();
   /// If there is now nothing to wait for, fails the attempts of the waiting
-  /// calls that do not wait for ready.
+  /// calls that do not wait for ready; likewise those whose routing tag has
+  /// no provider left and whose rule allows no fallback (fail_unroutable).
   void fail_fast_waiting();
   bool calls_waiting();
   /// The client closes: hands over the calls waiting or in backoff.
@@ -174,6 +175,11 @@ class CallDriver {
   /// nothing to wait for (unavailable, naming the connect errors or why
   /// there is no provider).
   void fail_unavailable(Call& call, const ProviderSet& set, Completion& done) WHEELRPC_REQUIRES(call.mu);
+  /// Completes a call that does not wait for ready and whose tag `set` gives
+  /// nowhere to go (ProviderSet::unroutable): errc::unavailable at once,
+  /// naming the tag and its rule, not retried (no provider of the set could
+  /// take a retry either; a client that has others tries them).
+  void fail_unroutable(Call& call, const ProviderSet& set, Completion& done) WHEELRPC_REQUIRES(call.mu);
   /// complete()'s work for a call that failed: the metrics, and for a
   /// timeout its timeline (appended to the message) and /timeouts record.
   void completed_with_error(Call& call, boost::system::error_code ec, Response& response, TimePoint at);

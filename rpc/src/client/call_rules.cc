@@ -2,6 +2,8 @@
 // a call's options between the call's own values and the IDL's.
 #include <wheelrpc/rpc/call_rules.h>
 
+#include <algorithm>
+
 namespace wheelrpc::rpc {
 namespace {
 
@@ -69,6 +71,15 @@ PolicyOverrides CallRules::for_method(std::string_view method) const {
 void CallRules::apply(std::string_view method, CallOptions& call) const noexcept {
   service.apply(call);
   if (auto it = methods.find(method); it != methods.end()) it->second.apply(call);
+}
+
+bool CallRules::ProviderWeight::chooses(std::string_view address, std::string_view zone,
+                                        std::string_view tag) const noexcept {
+  const auto has = [](const std::vector<std::string>& list, std::string_view v) {
+    return !v.empty() && std::find(list.begin(), list.end(), v) != list.end();
+  };
+  if (addresses.empty() && zones.empty() && tags.empty()) return true;
+  return has(addresses, address) || has(zones, zone) || has(tags, tag);
 }
 
 std::shared_ptr<const std::string> CallRules::timeout_origin(std::string_view method) const {

@@ -110,6 +110,8 @@ void CallTimeoutEvents::on_deadline(const CallPtr& ptr, TimePoint fired) {
         std::any_of(set->conns.begin(), set->conns.end(), [](const auto& c) { return c->ready(); })) {
       f.every_ready_at_limit = cap;
     }
+    if (!f.sent && set->unroutable(call.tag.view())) [[unlikely]]
+      f.no_route = set->no_route_why(call.tag.view());
     if (!f.sent) {
       f.every_provider_failed = !set->conns.empty();
       for (const auto& c : set->conns) {

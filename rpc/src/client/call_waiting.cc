@@ -46,13 +46,28 @@ void CallDriver::fail_unavailable(Call& call, const ProviderSet& set, Completion
   attempt_failed(call, nullptr, Failure::unavailable, errc::unavailable, describe(call, why), done);
 }
 
+void CallDriver::fail_unroutable(Call& call, const ProviderSet& set, Completion& done) {
+  call.phase = Phase::idle;
+  ++call.attempts;
+  ctx_.metrics.count_attempt();
+  ClientMetrics::count(ctx_.metrics.attempts_unplaced);  // an attempt on no provider
+  std::string message = describe(call, "unavailable (" + set.no_route_why(call.tag.view()) + ")");
+  if (call.last_ec) message += "; earlier attempt: " + call.last_error;
+  complete(call, errc::unavailable, Response{{}, {}, std::move(message)}, Origin::other, done);
+}
+
 void CallDriver::fail_fast_waiting() {
-  if (ctx_.closed.load(std::memory_order_acquire) || !nothing_to_wait_for(*pool_.current())) return;
+  if (ctx_.closed.load(std::memory_order_acquire)) return;
+  const auto set = pool_.current();
+  const bool none = nothing_to_wait_for(*set);
+  if (!none && set->strict_tags.empty()) return;
   std::vector<CallPtr> batch;
   {
     common::LockGuard books(books_mu_);
-    // wait_for_ready is fixed when a call starts: read without its lock.
-    auto keep = std::partition(waiting_.begin(), waiting_.end(), [](const CallPtr& c) { return c->wait_for_ready; });
+    // wait_for_ready and the tag are fixed when a call starts: read without its lock.
+    auto keep = std::partition(waiting_.begin(), waiting_.end(), [&](const CallPtr& c) {
+      return c->wait_for_ready || (!none && !set->unroutable(c->tag.view()));
+    });
     batch.assign(std::make_move_iterator(keep), std::make_move_iterator(waiting_.end()));
     waiting_.erase(keep, waiting_.end());
   }
@@ -62,7 +77,14 @@ void CallDriver::fail_fast_waiting() {
       Call& call = *ptr;
       CallLock lock(call.mu);
       if (!call.done.load(std::memory_order_relaxed) && call.phase == Phase::waiting) {
-        fail_unavailable(call, *pool_.current(), done);
+        const auto now_set = pool_.current();
+        if (now_set->unroutable(call.tag.view())) {
+          fail_unroutable(call, *now_set, done);
+        } else if (none) {
+          fail_unavailable(call, *now_set, done);
+        } else {
+          dispatch(call, done);  // its tag has a way again (the set changed meanwhile)
+        }
       }
     }
     deliver(done, ctx_);

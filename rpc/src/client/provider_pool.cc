@@ -324,11 +324,22 @@ ProviderSet::Route ProviderSet::route(std::string_view tag) const {
   return fallback;
 }
 
+std::string ProviderSet::no_route_why(std::string_view tag) const {
+  std::string why = fmt::format("no provider serves tag '{}' and its rule allows no fallback", tag);
+  const auto it = std::lower_bound(strict_tags.begin(), strict_tags.end(), tag);
+  if (it != strict_tags.end() && *it == tag) {
+    const auto& from = strict_from[static_cast<std::size_t>(it - strict_tags.begin())];
+    if (!from.empty()) why += " (" + from + ")";
+  }
+  return why;
+}
+
 void ProviderPool::fill_weights_locked(ProviderSet& set) const {
   set.tags.clear();
   set.tagged = false;
   set.any_untagged = true;
   set.strict_tags.clear();
+  set.strict_from.clear();
   for (const auto& c : set.conns) {
     std::string tag;
     bool ruled = false;
@@ -351,8 +362,15 @@ void ProviderPool::fill_weights_locked(ProviderSet& set) const {
   }
   set.any_untagged = std::find(set.tags.begin(), set.tags.end(), "") != set.tags.end();
   if (rules_) {
-    for (const auto& [name, route] : rules_->tags)
-      if (!route.fallback) set.strict_tags.push_back(name);
+    // By tag name (the map's order), so route() can binary_search them.
+    const std::string source = ctx_->options.rules ? ctx_->options.rules->describe() : std::string();
+    for (const auto& [name, route] : rules_->tags) {
+      if (route.fallback) continue;
+      set.strict_tags.push_back(name);
+      std::string from = route.origin ? *route.origin : std::string();
+      if (!source.empty()) from += (from.empty() ? "" : ", ") + source;
+      set.strict_from.push_back(std::move(from));
+    }
   }
   set.weights.clear();
   set.weight_from.clear();
@@ -367,6 +385,24 @@ void ProviderPool::fill_weights_locked(ProviderSet& set) const {
       }
     }
     const auto info = infos_.find(c->endpoint());
+    if (rules_ && !rules_->provider_weights.empty()) {
+      // A provider rule that chooses it by address, zone or routing tag (the last one wins).
+      const std::string_view zone = info == infos_.end() ? std::string_view() : info->second.zone;
+      std::string_view tag;
+      if (info != infos_.end()) {
+        if (auto t = info->second.tags.find("tag"); t != info->second.tags.end()) tag = t->second;
+      }
+      const auto& rules = rules_->provider_weights;
+      const auto chosen = std::find_if(rules.rbegin(), rules.rend(), [&](const CallRules::ProviderWeight& w) {
+        return w.chooses(c->peer(), zone, tag);
+      });
+      if (chosen != rules.rend()) {
+        set.weights.push_back(std::min<std::uint32_t>(chosen->weight.value, kMaxWeight));
+        set.weight_from.push_back("rule " +
+                                  (chosen->weight.origin ? *chosen->weight.origin : std::string("(unnamed)")));
+        continue;
+      }
+    }
     const std::uint32_t w = info == infos_.end() ? kDefaultWeight : std::min(info->second.weight, kMaxWeight);
     set.weights.push_back(w);
     set.weight_from.push_back(w == kDefaultWeight ? "default" : "registry");
@@ -387,7 +423,8 @@ void ProviderPool::on_rules(const std::shared_ptr<const CallRules>& rules) {
   const LoadBalance policy = policy_locked();
   const bool new_policy = old->balancer->policy() != policy;
   const bool new_weights = next->weights != old->weights || next->weight_from != old->weight_from ||
-                           next->tags != old->tags || next->strict_tags != old->strict_tags;
+                           next->tags != old->tags || next->strict_tags != old->strict_tags ||
+                           next->strict_from != old->strict_from;
   if (!new_policy && !new_weights) return;
   // A new balancer either way: its state is by index and by weight. Picks
   // that pinned the old set finish with the old balancer (the set holds it).

@@ -67,11 +67,14 @@ struct ProviderSet {
   /// `conns` ("" untagged): a tag rule's address list (CallRules::tags) over
   /// the "tag" entry of the source's record (ProviderInfo::tags). `tagged`:
   /// some provider has one. `strict_tags`: the tags whose rule says
-  /// "fallback": false, sorted.
+  /// "fallback": false, sorted; `strict_from`, by index in it, where each
+  /// such rule comes from ("runtime override <key> rev N, etcd rules of
+  /// 'echo'"), for messages.
   std::vector<std::string> tags;
   bool tagged = false;
   bool any_untagged = true;
   std::vector<std::string> strict_tags;
+  std::vector<std::string> strict_from;
   /// Where an attempt of a call tagged `tag` ("": none) may go: to any
   /// provider, only to those whose tag is `only` ("": the untagged ones), or
   /// nowhere (its tag has no provider and its rule forbids the fallback).
@@ -80,6 +83,15 @@ struct ProviderSet {
     std::string_view only;
   };
   Route route(std::string_view tag) const;
+  /// A call tagged `tag` has nowhere to go (route(tag) is Kind::none). Cheap
+  /// when no tag rule forbids the fallback.
+  bool unroutable(std::string_view tag) const {
+    return !strict_tags.empty() && !tag.empty() && route(tag).kind == Route::Kind::none;
+  }
+  /// Why a call tagged `tag` has nowhere to go, for its message: "no
+  /// provider serves tag 'canary' and its rule allows no fallback (<where
+  /// the rule comes from>)".
+  std::string no_route_why(std::string_view tag) const;
   /// The policy picks from this set go through (CallRules::load_balance, else
   /// ClientOptions::load_balance). One per set: its state (the round robin's
   /// cursor, smooth WRR scores) is by index in `conns`. Never null.

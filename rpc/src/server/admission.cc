@@ -43,13 +43,24 @@ void Admission::add_method(std::string name, Server::Handler handler, MethodOpti
     throw std::invalid_argument("MethodOptions::timeout of '" + name + "' must be 0 (none) or positive, got " +
                                 std::to_string(options.timeout.count()) + " ms");
   }
-  ServerMethod m{std::move(handler), cells, options.max_concurrency, options.timeout, nullptr, nullptr};
-  if (m.max_concurrency > 0) m.running = std::make_unique<std::atomic<std::size_t>>(0);
+  ServerMethod m{std::move(handler), cells, std::make_unique<MethodLimits>(options),
+                 std::make_unique<std::atomic<std::size_t>>(0), nullptr};
   if (options_.handler_executor) m.service_ns = std::make_unique<std::atomic<std::int64_t>>(0);
+  common::LockGuard lock(rules_mu_);
+  if (rules_ && !is_library_method(name)) m.limits->apply(rules_->for_method(name));
   handlers_[std::move(name)] = std::move(m);
 }
 
-const ServerMethod* Admission::admit(ReplySlot& slot, Origin origin) {
+void Admission::apply_rules(std::shared_ptr<const ServerRules> rules) {
+  common::LockGuard lock(rules_mu_);
+  rules_ = std::move(rules);
+  for (auto& [name, m] : handlers_) {
+    if (is_library_method(name)) continue;
+    m.limits->apply(rules_ ? rules_->for_method(name) : ServerMethodOverrides{});
+  }
+}
+
+const ServerMethod* Admission::admit(ReplySlot& slot, RequestOrigin origin) {
   const auto it = handlers_.find(slot.method);
   const ServerMethod* method = it != handlers_.end() ? &it->second : nullptr;
   if (method) {
@@ -67,7 +78,7 @@ const ServerMethod* Admission::admit(ReplySlot& slot, Origin origin) {
   const bool draining = shutdown_.draining();
   const bool refusing = draining || shutdown_.offline();
   const bool health = refusing && HealthService::serves_while_refusing(options_, slot.method);
-  if ((draining && !health) || (origin == Origin::local && !shutdown_.listening())) {
+  if ((draining && !health) || (origin == RequestOrigin::local && !shutdown_.listening())) {
     return refuse(
         slot, refused_shutting_down_, Status::shutting_down,
         fmt::format("{}: '{}' not processed", draining ? "server shutting down" : "server not listening", slot.method));
@@ -84,13 +95,14 @@ const ServerMethod* Admission::admit(ReplySlot& slot, Origin origin) {
     return refuse(slot, method_not_found_, Status::method_not_found, fmt::format("no method '{}'", slot.method));
   }
   // The method's own timeout bounds a caller that set none, or a later deadline.
-  if (method->timeout.count() != 0) [[unlikely]] {
-    const auto bound = slot.received + method->timeout;
+  if (const auto timeout = method->limits->timeout(); timeout.count() != 0) [[unlikely]] {
+    const auto bound = slot.received + timeout;
     if (!slot.deadline || bound < *slot.deadline) slot.deadline = bound;
   }
   // Only a request read from a connection may have waited (behind the
   // handlers of the frames before it in the same read) before it got here.
-  if (origin == Origin::channel && options_.overload.deadline_admission && slot.deadline && shed_if_spent(slot)) {
+  if (origin == RequestOrigin::channel && options_.overload.deadline_admission && slot.deadline &&
+      shed_if_spent(slot)) {
     return nullptr;
   }
   if (!admit_method(*method, slot) || !admit_server(slot)) return nullptr;
@@ -136,17 +148,18 @@ bool Admission::shed_if_spent(ReplySlot& slot) {
 }
 
 bool Admission::admit_method(const ServerMethod& method, ReplySlot& slot) {
-  if (!method.running) return true;
-  if (method.running->fetch_add(1) < method.max_concurrency) {
+  const std::size_t limit = method.limits->max_concurrency();
+  if (limit == 0) return true;
+  if (method.running->fetch_add(1) < limit) {
     slot.running = method.running.get();  // given back when the slot goes: the handler let go of it
     return true;
   }
   method.running->fetch_sub(1);
   refused_overloaded_.fetch_add(1, std::memory_order_relaxed);
-  host_.finish(slot, Status::overloaded,
-               fmt::format("'{}' is at its limit of {} calls at once (max_concurrency): not processed", slot.method,
-                           method.max_concurrency),
-               {}, ServerHost::Answer::server);
+  host_.finish(
+      slot, Status::overloaded,
+      fmt::format("'{}' is at its limit of {} calls at once (max_concurrency): not processed", slot.method, limit), {},
+      ServerHost::Answer::server);
   return false;
 }
 

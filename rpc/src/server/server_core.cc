@@ -221,7 +221,7 @@ void ServerCore::on_request(ServerTransport& transport, IncomingRequest& request
     admission_.refuse_undecodable(*slot, request.decode_error, std::move(request.payload));
     return;
   }
-  const ServerMethod* method = admission_.admit(*slot, Origin::channel);
+  const ServerMethod* method = admission_.admit(*slot, RequestOrigin::channel);
   if (!method) return;
   if (slot->cells)
     slot->cells->payload(Direction::received, request.payload.size(), request.wire_size, request.compressed);
@@ -256,7 +256,7 @@ void ServerCore::invoke(std::string method, std::string payload, transport::Atta
     attachments.emplace_back(kTraceparentKey, root.traceparent());
   }
   if (budget.count() > 0) slot->deadline = slot->received + budget;
-  const ServerMethod* m = admission_.admit(*slot, Origin::local);
+  const ServerMethod* m = admission_.admit(*slot, RequestOrigin::local);
   if (!m) return;
   ReplySlotPtr keep = slot->deadline ? share_unpublished(*slot) : ReplySlotPtr();
   Request req{std::move(method), std::move(payload), std::move(attachments), slot->deadline, "local"};

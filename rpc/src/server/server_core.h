@@ -144,6 +144,9 @@ class ServerCore final : public ServerHost, public ServerEvents, public std::ena
 
   /// Listening, online, the announcement and the graceful shutdown.
   ServerShutdown& shutdown() noexcept override { return shutdown_; }
+  /// Server::apply_rules, Server::rules. Any thread.
+  void apply_rules(std::shared_ptr<const ServerRules> rules);
+  std::shared_ptr<const ServerRules> rules() const;
   /// The grpc.health.v1 service's state (Server::health).
   Health& health() noexcept { return health_; }
   HealthRegistry& health_registry() noexcept override { return *health_.impl_; }
@@ -261,6 +264,8 @@ class ServerCore final : public ServerHost, public ServerEvents, public std::ena
   TimeoutLog timeout_log_;
   ServerShutdown shutdown_{*this};
   StreamMethods stream_methods_{options_.streams.max_open};  // fixed once listening
+  mutable common::Mutex rules_mu_;  // apply_rules against handle_stream; before mu_, never after it
+  std::shared_ptr<const ServerRules> rules_ WHEELRPC_GUARDED_BY(rules_mu_);
   Admission admission_;
   ServerLiveness liveness_{options_};  // its task pointers under mu_
   ConnContextPtr local_context_;       // the context of in-process calls (invoke)

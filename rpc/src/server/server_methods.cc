@@ -6,7 +6,12 @@
 
 #include <fmt/format.h>
 
+#include <spdlog/spdlog.h>
+
+#include <wheelrpc/rpc/server_rules.h>
+
 #include "base/health_codec.h"
+#include "base/log.h"
 #include "server/health_service.h"
 #include "server/server_core.h"
 
@@ -53,7 +58,29 @@ void ServerCore::handle_stream(std::string method, StreamHandler handler, Method
                     method, options.timeout.count()));
   }
   if (options_.metrics) methods_.get(method);  // listed (at zero) from the start, like a call's method
+  common::LockGuard lock(rules_mu_);
   stream_methods_.add(std::move(method), std::move(handler), options, kind);
+  stream_methods_.apply_rules(rules_.get());
+}
+
+void ServerCore::apply_rules(std::shared_ptr<const ServerRules> rules) {
+  common::LockGuard lock(rules_mu_);
+  admission_.apply_rules(rules);
+  stream_methods_.apply_rules(rules.get());
+  shutdown_.set_disabled_by_rule(rules && rules->is_disabled());
+  if (rules) {
+    logger()->info("provider rules of revision {} in force ({}){}", rules->revision,
+                   rules->source.empty() ? "applied in process" : rules->source,
+                   rules->is_disabled() ? ": disabled" : "");
+  } else {
+    logger()->info("provider rules lifted");
+  }
+  rules_ = std::move(rules);
+}
+
+std::shared_ptr<const ServerRules> ServerCore::rules() const {
+  common::LockGuard lock(rules_mu_);
+  return rules_;
 }
 
 void ServerCore::add_service(const Service& service) {

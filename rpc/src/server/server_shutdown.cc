@@ -59,6 +59,7 @@ ServerState ServerShutdown::state() const {
   ServerState s;
   s.listening = listening_.load();
   s.online = !offline_.load();
+  s.disabled_by_rule = disabled_by_rule_.load();
   s.draining = started_.load();
   s.announced = announced_.load() && announcer && announcer->in_force();
   s.has_announcer = announcer != nullptr;
@@ -92,11 +93,28 @@ error_code ServerShutdown::announce(const asio::ip::tcp::endpoint& endpoint, std
   return {};
 }
 
-void ServerShutdown::set_online(bool online) {
-  if (offline_.exchange(!online) == !online) return;  // no change
+void ServerShutdown::set_online(bool online) { set_offline_reason(kOfflineByCall, !online); }
+
+void ServerShutdown::set_disabled_by_rule(bool disabled) { set_offline_reason(kOfflineByRule, disabled); }
+
+void ServerShutdown::set_offline_reason(std::uint8_t reason, bool on) {
+  bool online = false;
+  std::uint8_t reasons = 0;
+  {
+    common::LockGuard lock(offline_mu_);
+    const bool was_offline = offline_reasons_ != 0;
+    offline_reasons_ = on ? (offline_reasons_ | reason) : (offline_reasons_ & ~reason);
+    reasons = offline_reasons_;
+    disabled_by_rule_.store((reasons & kOfflineByRule) != 0);
+    if (was_offline == (reasons != 0)) return;  // no change
+    online = reasons == 0;
+    offline_.store(!online);
+  }
   host_.health_registry().server_changed();
   const auto endpoint = host_.local_endpoint();
-  logger()->info("server {}: {}", endpoint.port(), online ? "online" : "offline");
+  logger()->info(
+      "server {}: {}", endpoint.port(),
+      online ? "online" : ((reasons & kOfflineByRule) != 0 ? "offline (disabled by a provider rule)" : "offline"));
   const auto& announcer = host_.options().announcer;
   if (!announcer || !listening_.load() || started_.load()) return;
   if (!online) {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -46,8 +47,12 @@ class ServerShutdown {
   /// announcer's answer; on failure stops the server and returns why. The
   /// thread that calls Server::listen.
   boost::system::error_code announce(const boost::asio::ip::tcp::endpoint& endpoint, std::string& message);
-  /// Server::set_online: withdraws or announces again.
+  /// Server::set_online: withdraws or announces again (unless a provider
+  /// rule keeps the server disabled).
   void set_online(bool online);
+  /// A provider rule's `disabled` (Server::apply_rules): offline while it
+  /// holds, whatever set_online says; back to set_online's state after.
+  void set_disabled_by_rule(bool disabled);
 
   /// Server::async_shutdown: withdraw, serve on for the grace, then drain;
   /// `handler` completes when the calls in flight are done (or the drain
@@ -70,6 +75,12 @@ class ServerShutdown {
   void on_stopped();
 
  private:
+  /// Who keeps the server offline (offline_reasons_).
+  static constexpr std::uint8_t kOfflineByCall = 1;  // set_online(false)
+  static constexpr std::uint8_t kOfflineByRule = 2;  // set_disabled_by_rule(true)
+  /// Adds or removes `reason`; on a change of offline(), tells the health
+  /// service, and withdraws or announces again.
+  void set_offline_reason(std::uint8_t reason, bool on);
   /// Asks the announcer to withdraw the server (`done` may be empty).
   void withdraw(std::function<void()> done);
   /// The shutdown's handler, taken, with its drain timeout cancelled.
@@ -77,7 +88,10 @@ class ServerShutdown {
 
   ServerHost& host_;  // holds this
   std::atomic<bool> listening_{false};
-  std::atomic<bool> offline_{false};
+  std::atomic<bool> offline_{false};  // offline_reasons_ != 0, for the request path
+  common::Mutex offline_mu_;          // the reasons and the flag change together
+  std::uint8_t offline_reasons_ WHEELRPC_GUARDED_BY(offline_mu_) = 0;
+  std::atomic<bool> disabled_by_rule_{false};
   std::atomic<bool> started_{false};   // a graceful shutdown began (withdraw, grace, drain)
   std::atomic<bool> draining_{false};  // new requests are refused
   std::atomic<bool> finished_{false};

@@ -50,8 +50,9 @@ void ServerCore::on_stream_open(ServerTransport& conn, StreamOpenRequest& open, 
   // Its deadline: the client's, bounded by the method's own timeout.
   std::optional<StreamCore::TimePoint> deadline;
   if (open.budget.count() != 0) deadline = open.received + open.budget;
-  if (method->timeout.count() != 0 && (!deadline || open.received + method->timeout < *deadline)) {
-    deadline = open.received + method->timeout;
+  if (const auto timeout = method->limits->timeout();
+      timeout.count() != 0 && (!deadline || open.received + timeout < *deadline)) {
+    deadline = open.received + timeout;
   }
   if (deadline && options_.overload.deadline_admission && now() >= *deadline) {
     return refuse(
@@ -66,8 +67,11 @@ void ServerCore::on_stream_open(ServerTransport& conn, StreamOpenRequest& open, 
   }
   if (auto why = admission_.stream_overloaded(open.method)) return refuse(errc::resource_exhausted, std::move(*why));
   const bool holds = stream_methods_.limited(*method);
+  bool counted = false;
   if (holds) {
-    if (auto why = stream_methods_.take(*method, open.method)) return refuse(errc::resource_exhausted, std::move(*why));
+    if (auto why = stream_methods_.take(*method, open.method, counted)) {
+      return refuse(errc::resource_exhausted, std::move(*why));
+    }
   }
   StreamCore::Settings s;
   // What the connection's streams share: made by its first, kept while any is open.
@@ -97,8 +101,8 @@ void ServerCore::on_stream_open(ServerTransport& conn, StreamOpenRequest& open, 
   auto stream = std::make_shared<StreamCore>(std::move(s));
   if (holds) {
     // Its places are given back once it ended, however it ends.
-    stream->wait_end([core = shared_from_this(), method](const boost::system::error_code&) {
-      core->stream_methods_.give_back(*method);
+    stream->wait_end([core = shared_from_this(), method, counted](const boost::system::error_code&) {
+      core->stream_methods_.give_back(*method, counted);
     });
   }
   const bool intercepted = !options_.interceptors.empty();

@@ -18,6 +18,8 @@
 #include <wheelrpc/rpc/server_stream.h>
 #include <wheelrpc/rpc/service.h>
 
+#include "server/method_limits.h"
+
 namespace wheelrpc::rpc::detail {
 
 class StreamCore;
@@ -31,8 +33,9 @@ using CoreStreamHandler = std::function<void(const std::shared_ptr<StreamCore>&)
 struct StreamMethod {
   StreamHandler handler;
   std::optional<MethodKind> kind;
-  std::size_t max_concurrency = 0;                 // its streams open at once; 0: no limit
-  std::chrono::milliseconds timeout{0};            // the stream's deadline when the client sets none; 0: none
+  // Its streams open at once (0: no limit) and the stream's deadline when
+  // the client sets none (0: none), as registered and as a rule sets them.
+  std::unique_ptr<MethodLimits> limits;
   std::unique_ptr<std::atomic<std::size_t>> open;  // counted only under a limit
   CoreStreamHandler core_handler;                  // instead of `handler` when set (a built-in method)
 };
@@ -62,13 +65,17 @@ class StreamMethods {
   std::vector<std::string> names() const;
   bool contains(const std::string& name) const { return methods_.count(name) != 0; }
 
-  /// Whether a stream of `m` holds a place (a limit is set): then take()
-  /// must be followed by give_back() once it ended.
-  bool limited(const StreamMethod& m) const noexcept { return max_open_ != 0 || m.open != nullptr; }
+  /// Whether a stream of `m` holds a place (a limit is set now): then
+  /// take() must be followed by give_back() once it ended.
+  bool limited(const StreamMethod& m) const noexcept { return max_open_ != 0 || m.limits->max_concurrency() != 0; }
   /// Takes a place for a stream of `m` (`name`): nothing when taken, or the
-  /// refusal's message (which limit, its value) when at a limit.
-  std::optional<std::string> take(const StreamMethod& m, const std::string& name);
-  void give_back(const StreamMethod& m) noexcept;
+  /// refusal's message (which limit, its value) when at a limit. `counted`:
+  /// whether the method's own count holds it (give it back to give_back()).
+  std::optional<std::string> take(const StreamMethod& m, const std::string& name, bool& counted);
+  void give_back(const StreamMethod& m, bool counted) noexcept;
+  /// Puts `rules` in force over every method's registered limits (null: none);
+  /// the library's own methods (gRPC's /grpc.* services) keep theirs. Any thread.
+  void apply_rules(const ServerRules* rules) noexcept;
 
  private:
   std::unordered_map<std::string, StreamMethod> methods_;

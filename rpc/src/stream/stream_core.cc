@@ -41,10 +41,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-std::chrono::milliseconds ms_between(StreamCore::TimePoint from, StreamCore::TimePoint to) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from);
-}
-
 /// True if the calling thread runs `ex` now (a strand it is inside, or an
 /// io_context it runs); false when that cannot be told cheaply.
 template <class Executor>

@@ -55,6 +55,10 @@ inline constexpr std::size_t index(StreamTimer t) noexcept { return static_cast<
 class StreamCore : public std::enable_shared_from_this<StreamCore> {
  public:
   using TimePoint = std::chrono::steady_clock::time_point;
+  /// Whole milliseconds from `from` to `to` (for messages).
+  static std::chrono::milliseconds ms_between(TimePoint from, TimePoint to) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(to - from);
+  }
   /// What one stream is made with: what its side shares (`side`, never
   /// null), and what is its own (the call's options, the opening's).
   struct Settings {

@@ -20,12 +20,6 @@ namespace wheelrpc::rpc::detail {
 using boost::system::error_code;
 namespace asio = boost::asio;
 
-namespace {
-std::chrono::milliseconds ms_between(StreamCore::TimePoint from, StreamCore::TimePoint to) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from);
-}
-}  // namespace
-
 void StreamCore::arm(StreamTimer which, TimePoint at) {
   const StreamSide& side = *s_.side;
   if (!side.timer) return;

@@ -19,11 +19,13 @@
 
 namespace wheelrpc::rpc {
 struct CallRules;
-}
+struct ServerRules;
+}  // namespace wheelrpc::rpc
 
 namespace wheelrpc::registry {
 
-struct RuleScope;  // rules.h
+struct RuleScope;      // rules.h
+struct ProviderScope;  // rules.h
 
 /// One provider of a service, stored as JSON under
 /// /wheelrpc/<service>/providers/<endpoint>.
@@ -66,6 +68,10 @@ using SubscriptionErrorListener = std::function<void(boost::system::error_code e
 /// block.
 using RulesListener = std::function<void(std::shared_ptr<const rpc::CallRules> rules)>;
 
+/// Called with the rules a provider follows for itself (rules.h): once read,
+/// then on every change. Runs on the registry's strand; must not block.
+using ServerRulesListener = std::function<void(std::shared_ptr<const rpc::ServerRules> rules)>;
+
 /// Identifies a subscription for unsubscribe.
 using SubscriptionId = std::uint64_t;
 
@@ -106,6 +112,19 @@ class Registry {
                                          SubscriptionErrorListener on_error) {
     (void)service;
     (void)consumer;
+    (void)listener;
+    (void)on_error;
+    return 0;
+  }
+  /// Follows the provider rules of `service` (the "server" blocks of its
+  /// rules, rules.h) for the provider `self`: `listener` gets its
+  /// ServerRules once read, then on every change; `on_error` as for
+  /// subscribe_rules. Stopped by unsubscribe(). The default never calls
+  /// either and returns 0.
+  virtual SubscriptionId subscribe_provider_rules(std::string service, const ProviderScope& self,
+                                                  ServerRulesListener listener, SubscriptionErrorListener on_error) {
+    (void)service;
+    (void)self;
     (void)listener;
     (void)on_error;
     return 0;

@@ -23,6 +23,16 @@ struct RuleScope {
   std::vector<std::string> tags{};  ///< e.g. {"canary"}; may be empty
 };
 
+/// Who a provider is, for a "server" block's scope (docs/governance.md,
+/// "Provider rules"): a document whose scope lists providers, zones or
+/// provider tags is for a provider whose address, zone or routing tag is
+/// listed; one without a provider scope is for every provider.
+struct ProviderScope {
+  std::string address{};  ///< "ip:port" as registered (ServiceInstance::endpoint)
+  std::string zone{};     ///< may be empty
+  std::string tag{};      ///< its routing tag (ServiceInstance::tags["tag"]); may be empty
+};
+
 /// Checks one rule document (the value of a rules key) as the registry
 /// does before taking it: empty when valid, else what is wrong, naming the
 /// field ("methods.echo.timeout_ms: 0 is outside 1..86400000"). Pure;

@@ -69,6 +69,20 @@ struct CallRules {
   /// 0..10000, beating the weight the provider's registry record carries.
   /// A disabled provider is weight 0: it takes no new calls.
   std::map<std::string, Overridden<std::uint32_t>, std::less<>> weights;
+  /// A provider rule's weight ("server": {"weight" or "disabled"}) for the
+  /// providers its scope chooses: those whose address, zone or routing tag
+  /// is listed (every provider when no list is). In key order: the last
+  /// that chooses a provider wins; a `weights` entry for its address beats
+  /// them all.
+  struct ProviderWeight {
+    std::vector<std::string> addresses;  ///< "ip:port", as weights are keyed
+    std::vector<std::string> zones;
+    std::vector<std::string> tags;
+    Overridden<std::uint32_t> weight;
+    /// Whether it chooses the provider at `address` in `zone` with routing tag `tag`.
+    bool chooses(std::string_view address, std::string_view zone, std::string_view tag) const noexcept;
+  };
+  std::vector<ProviderWeight> provider_weights;
   /// Tag routing (routing_tag.h), by tag: which providers serve a tag
   /// beside those whose registry record carries it ("tags": {"tag": NAME}),
   /// and whether a call with that tag falls back to the untagged providers

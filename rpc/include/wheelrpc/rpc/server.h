@@ -28,6 +28,8 @@
 
 namespace wheelrpc::rpc {
 
+struct ServerRules;  // server_rules.h
+
 class Health;
 class Service;
 struct ServiceMethod;
@@ -175,11 +177,12 @@ struct ServerStats {
 
 /// Where a server is in its life, for health checks.
 struct ServerState {
-  bool listening = false;  ///< listen() succeeded and stop() was not called
-  bool online = true;      ///< not taken offline (set_online(false))
-  bool draining = false;   ///< a graceful shutdown began (withdraw, grace or drain)
-  bool announced = false;  ///< announced to ServerOptions::announcer, not withdrawn, and in force
-                           ///< (ServiceAnnouncer::in_force: e.g. confirmed by the registry)
+  bool listening = false;         ///< listen() succeeded and stop() was not called
+  bool online = true;             ///< not taken offline (set_online(false), or a provider rule's `disabled`)
+  bool disabled_by_rule = false;  ///< a provider rule disables it (Server::apply_rules)
+  bool draining = false;          ///< a graceful shutdown began (withdraw, grace or drain)
+  bool announced = false;         ///< announced to ServerOptions::announcer, not withdrawn, and in force
+                                  ///< (ServiceAnnouncer::in_force: e.g. confirmed by the registry)
   /// Ready for traffic: listening, and announced when there is an announcer.
   bool ready() const noexcept { return listening && !draining && online && (announced || !has_announcer); }
   /// Serving: listening, online and not draining (what /health reports).
@@ -309,6 +312,19 @@ class Server {
   /// thread; the announcer's answer is not waited for.
   void set_online(bool online);
   ServerState state() const;
+
+  /// Puts a provider rule's overrides in force (docs/governance.md,
+  /// "Provider rules"; the registry's follow_provider_rules calls it on
+  /// every change in etcd): each method's timeout and max_concurrency over
+  /// its MethodOptions (a call admitted under a limit gives its place back
+  /// whatever the limit is by then; the library's /grpc.* methods keep
+  /// theirs), and `disabled` takes the server offline as set_online(false)
+  /// does until a set without it comes (set_online's own state then
+  /// stands). Null: no rule. Any thread; takes effect for the requests
+  /// admitted after it returns.
+  void apply_rules(std::shared_ptr<const ServerRules> rules);
+  /// The rules in force (null: none). Any thread.
+  std::shared_ptr<const ServerRules> rules() const;
 
   /// The server's grpc.health.v1.Health service (docs/operations.md): what
   /// `Check` and `Watch` answer, on both wires, registered by every server

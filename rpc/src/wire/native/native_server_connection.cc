@@ -226,6 +226,16 @@ void ServerConnection::pause_if_full(transport::Channel& channel) {
 
 bool ServerConnection::send_heartbeat(transport::Channel& channel) { return send_heartbeat_frame(channel); }
 
+bool ServerConnection::keep_paused(transport::Channel& channel) {
+  // A reply that went out between a request's count and its pause_if_full
+  // posted a resume that the pause did not need; the pause that came later
+  // (the next request brought the count back to the cap) stands until the
+  // next reply's resume.
+  (void)channel;
+  const std::size_t cap = context_->settings->max_requests_per_connection;
+  return cap != 0 && context_->in_flight.load(std::memory_order_acquire) >= static_cast<std::int64_t>(cap);
+}
+
 std::shared_ptr<transport::ChannelHandler> ServerConnection::on_http2(transport::Channel& channel) {
   if (!context_->settings->grpc.enabled || !http2_) return nullptr;
   hello_done_ = true;  // no HELLO on this connection: its timeout is off

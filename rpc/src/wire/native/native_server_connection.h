@@ -56,6 +56,9 @@ class ServerConnection final : public transport::ChannelHandler, public ServerTr
   std::shared_ptr<transport::ChannelHandler> on_http2(transport::Channel& channel) override;
   /// The heartbeat of the native protocol: an empty event request.
   bool send_heartbeat(transport::Channel& channel) override;
+  /// Still at the request limit: a resume asked when a reply went out
+  /// before the pause it would undo (pause_if_full) keeps the channel paused.
+  bool keep_paused(transport::Channel& channel) override;
 
   /// The heartbeat interval agreed in the HELLO (ms; 0 before it): read by
   /// the timer tasks and connections(), from any thread.

@@ -67,6 +67,13 @@ class ChannelHandler {
     (void)channel;
     return false;
   }
+  /// A resume_reading() is about to take effect: true keeps the channel
+  /// paused, because the reason the handler paused it holds again (a resume
+  /// posted for an earlier pause must not undo a later one). Default false.
+  virtual bool keep_paused(Channel& channel) {
+    (void)channel;
+    return false;
+  }
 };
 
 /// Counters of every channel in the process (monotonic).
@@ -240,7 +247,8 @@ class Channel : public std::enable_shared_from_this<Channel> {
   void pause_reading() noexcept;
   /// Reading goes on, buffered frames first. Any thread: always posted to the
   /// strand (never run inline), so a resume that races with a pause from the
-  /// handler lands after it. A no-op when not paused.
+  /// handler lands after it. A no-op when not paused, or when the handler's
+  /// keep_paused() says the pause still holds.
   void resume_reading();
   /// True between pause_reading() and the resume; any thread.
   bool reading_paused() const noexcept { return paused_.load(std::memory_order_acquire); }
