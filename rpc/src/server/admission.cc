@@ -46,17 +46,13 @@ void Admission::add_method(std::string name, Server::Handler handler, MethodOpti
   ServerMethod m{std::move(handler), cells, std::make_unique<MethodLimits>(options),
                  std::make_unique<std::atomic<std::size_t>>(0), nullptr};
   if (options_.handler_executor) m.service_ns = std::make_unique<std::atomic<std::int64_t>>(0);
-  common::LockGuard lock(rules_mu_);
-  if (rules_ && !is_library_method(name)) m.limits->apply(rules_->for_method(name));
   handlers_[std::move(name)] = std::move(m);
 }
 
-void Admission::apply_rules(std::shared_ptr<const ServerRules> rules) {
-  common::LockGuard lock(rules_mu_);
-  rules_ = std::move(rules);
+void Admission::apply_rules(const ServerRules* rules) noexcept {
   for (auto& [name, m] : handlers_) {
     if (is_library_method(name)) continue;
-    m.limits->apply(rules_ ? rules_->for_method(name) : ServerMethodOverrides{});
+    m.limits->apply(rules ? rules->for_method(name) : ServerMethodOverrides{});
   }
 }
 

@@ -16,7 +16,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include <wheelrpc/common/mutex.h>
 #include <wheelrpc/rpc/options.h>
 #include <wheelrpc/rpc/server.h>
 #include <wheelrpc/rpc/server_rules.h>
@@ -47,9 +46,10 @@ class Admission {
   /// Registers (or replaces) `name`'s handler. Before listening.
   void add_method(std::string name, Server::Handler handler, MethodOptions options);
   /// Puts `rules` in force over every method's registered limits (null:
-  /// none), and over those of methods registered later; the library's own
-  /// methods (gRPC's /grpc.* services) keep theirs. Any thread.
-  void apply_rules(std::shared_ptr<const ServerRules> rules);
+  /// none); the library's own methods (gRPC's /grpc.* services) keep
+  /// theirs. Any thread; the caller (ServerCore, under its rules lock)
+  /// keeps the rules and applies them again after each add_method.
+  void apply_rules(const ServerRules* rules) noexcept;
   /// Whether `name` is a method (a call's; not a stream's). Once listening, any thread.
   bool has_method(const std::string& name) const { return handlers_.count(name) != 0; }
   /// Every method's name (any order). Once listening, any thread.
@@ -122,8 +122,6 @@ class Admission {
     std::size_t operator()(std::string_view name) const noexcept { return std::hash<std::string_view>{}(name); }
   };
   std::unordered_map<std::string, ServerMethod, NameHash, std::equal_to<>> handlers_;  // fixed once listening
-  common::Mutex rules_mu_;                                                             // apply_rules against add_method
-  std::shared_ptr<const ServerRules> rules_ WHEELRPC_GUARDED_BY(rules_mu_);
   ConcurrencyLimiter limiter_;
   std::atomic<std::int64_t> queue_emptied_ns_{0};  // steady ns (the server's clock)
   std::atomic<std::int64_t> queued_{0};            // posted to the handler executor, not yet started

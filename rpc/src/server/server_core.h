@@ -264,7 +264,7 @@ class ServerCore final : public ServerHost, public ServerEvents, public std::ena
   TimeoutLog timeout_log_;
   ServerShutdown shutdown_{*this};
   StreamMethods stream_methods_{options_.streams.max_open};  // fixed once listening
-  mutable common::Mutex rules_mu_;  // apply_rules against handle_stream; before mu_, never after it
+  mutable common::Mutex rules_mu_;  // apply_rules against handle, handle_stream; before mu_, never after it
   std::shared_ptr<const ServerRules> rules_ WHEELRPC_GUARDED_BY(rules_mu_);
   Admission admission_;
   ServerLiveness liveness_{options_};  // its task pointers under mu_

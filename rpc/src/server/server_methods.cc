@@ -45,7 +45,9 @@ void ServerCore::register_builtins() {
 
 void ServerCore::handle(std::string method, Server::Handler handler, MethodOptions options) {
   check_registration_open("handle");
+  common::LockGuard lock(rules_mu_);
   admission_.add_method(std::move(method), std::move(handler), options);
+  admission_.apply_rules(rules_.get());
 }
 
 void ServerCore::handle_stream(std::string method, StreamHandler handler, MethodOptions options,
@@ -65,7 +67,7 @@ void ServerCore::handle_stream(std::string method, StreamHandler handler, Method
 
 void ServerCore::apply_rules(std::shared_ptr<const ServerRules> rules) {
   common::LockGuard lock(rules_mu_);
-  admission_.apply_rules(rules);
+  admission_.apply_rules(rules.get());
   stream_methods_.apply_rules(rules.get());
   shutdown_.set_disabled_by_rule(rules && rules->is_disabled());
   if (rules) {
