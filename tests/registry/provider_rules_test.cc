@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <mutex>
+#include <vector>
 
 #include <wheelrpc/registry/etcd_registry.h>
 #include <wheelrpc/registry/provider_rule_follower.h>
@@ -200,6 +202,74 @@ TEST(ServerRules, DisabledTakesTheServerOfflineUntilLiftedAndSetOnlineCannotOver
   fx.server.set_online(true);
   EXPECT_TRUE(fx.server.state().online);
   EXPECT_FALSE(call_and_wait(*fx.client, "echo", "", no_deadline()).ec);
+}
+
+// The same limits on every way in: the gRPC wire, the admin gateway's
+// in-process call, and a stream's opening.
+TEST(ServerRules, OnTheGrpcWireARuleConcurrencyLimitRefusesTheCallBeyondItToo) {
+  HeldResponders held;
+  rpc::ClientOptions co;
+  co.protocol = rpc::WireProtocol::grpc;
+  RpcFixture fx({}, co, 2, [&](rpc::Server& s) {
+    s.handle("hold", [&](rpc::Request, rpc::Responder r) { held.add(std::move(r)); });
+  });
+  fx.server.apply_rules(server_rules([](rpc::ServerRules& r) {
+    r.methods["hold"].max_concurrency = rpc::Overridden<std::size_t>{1, false, nullptr};
+  }));
+  auto first = start(*fx.client, "hold", "", no_deadline());
+  ASSERT_TRUE(wait_until([&] { return held.size() == 1; }));
+  const auto second = call_and_wait(*fx.client, "hold", "", no_deadline());
+  EXPECT_EQ(second.ec, rpc::errc::resource_exhausted) << second.response.error_message;
+  held.release_all();
+  EXPECT_FALSE(first.get().ec);
+}
+
+TEST(ServerRules, AGatewayCallWithoutABudgetIsBoundByARuleTimeout) {
+  HeldResponders held;
+  RpcFixture fx({}, {}, 2, [&](rpc::Server& s) {
+    s.handle("hold", [&](rpc::Request, rpc::Responder r) { held.add(std::move(r)); });
+  });
+  fx.server.apply_rules(server_rules([](rpc::ServerRules& r) {
+    r.service.timeout = rpc::Overridden<std::chrono::milliseconds>{200ms, false, nullptr};
+  }));
+  std::promise<boost::system::error_code> done;
+  fx.server.async_invoke("hold", "", 0ms, [&](boost::system::error_code ec, rpc::Response) { done.set_value(ec); });
+  auto f = done.get_future();
+  ASSERT_EQ(f.wait_for(30s), std::future_status::ready) << "the rule's 200 ms bound the call that had none";
+  EXPECT_EQ(f.get(), rpc::errc::server_timeout);
+  held.release_all();
+}
+
+TEST(ServerRules, AStreamBeyondARuleConcurrencyLimitIsNotOpened) {
+  std::mutex mu;
+  std::vector<rpc::ServerStream> open;  // held open until the fixture goes
+  RpcFixture fx({}, {}, 2, [&](rpc::Server& s) {
+    s.handle_stream("listen", [&](rpc::ServerStream st) {
+      std::lock_guard l(mu);
+      open.push_back(std::move(st));
+    });
+  });
+  fx.server.apply_rules(server_rules([](rpc::ServerRules& r) {
+    r.methods["listen"].max_concurrency = rpc::Overridden<std::size_t>{1, false, nullptr};
+  }));
+  const auto open_one = [&] {
+    std::promise<boost::system::error_code> p;
+    std::optional<rpc::ClientStream> kept;
+    fx.client->async_open_stream("listen", rpc::CallOptions{}, [&](boost::system::error_code ec, rpc::ClientStream cs) {
+      if (!ec) kept.emplace(std::move(cs));
+      p.set_value(ec);
+    });
+    auto f = p.get_future();
+    EXPECT_EQ(f.wait_for(30s), std::future_status::ready);
+    return std::make_pair(f.get(), std::move(kept));
+  };
+  auto [first_ec, first] = open_one();
+  ASSERT_FALSE(first_ec) << first_ec.message();
+  auto [second_ec, second] = open_one();
+  EXPECT_EQ(second_ec, rpc::errc::resource_exhausted) << second_ec.message();
+  first.reset();
+  std::lock_guard l(mu);
+  open.clear();
 }
 
 // ------------------------------------------------------------ in etcd
