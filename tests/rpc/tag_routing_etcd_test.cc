@@ -31,8 +31,10 @@ TEST(TagRoutingEtcd, ACanaryTagCrossesTwoHopsWithoutCodeInTheMiddle) {
   REQUIRE_ETCD();
   EtcdCluster etcd(1);
   ASSERT_TRUE(etcd.ok()) << etcd.error();
-  Cluster c({Mode::reply, Mode::reply});  // the back end: p0 canary, p1 untagged
+  // The registry's io_context outlives the cluster's: a client's last reference
+  // to the registry can drop on the cluster's thread after the client closes.
   wheelrpc::test::IoThread reg_io;
+  Cluster c({Mode::reply, Mode::reply});  // the back end: p0 canary, p1 untagged
   auto reg = registry::EtcdRegistry::create(reg_io.io.get_executor(), reg_io.timer, etcd.endpoints(),
                                             wheelrpc::test::fast_options());
   auto canary = wheelrpc::test::instance("back", text(c.providers[0]->proxy->local_endpoint()));

@@ -29,8 +29,10 @@ TEST(WeightedEtcd, AProviderOfWeight300BesideOneOf100GetsThreeQuartersOfTheCalls
   REQUIRE_ETCD();
   EtcdCluster etcd(1);
   ASSERT_TRUE(etcd.ok()) << etcd.error();
-  Cluster c({Mode::reply, Mode::reply});
+  // The registry's io_context outlives the cluster's: a client's last reference
+  // to the registry can drop on the cluster's thread after the client closes.
   wheelrpc::test::IoThread reg_io;
+  Cluster c({Mode::reply, Mode::reply});
   auto reg = registry::EtcdRegistry::create(reg_io.io.get_executor(), reg_io.timer, etcd.endpoints(),
                                             wheelrpc::test::fast_options());
   auto record = [&](std::size_t i, int weight) {

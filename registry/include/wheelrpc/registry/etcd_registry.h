@@ -54,6 +54,9 @@ struct RegistryStats {
 /// timer's worker only posts there. The Timer and the executor's
 /// io_context must outlive the registry; call close() (or destroy the last
 /// reference) before stopping the io_context if the lease should be revoked.
+/// A client that follows it (provider_source, rule_source) holds a reference
+/// until the client's own executor has run its last handler: run the registry
+/// on the client's io_context, or on one destroyed after the client's.
 ///
 /// @par Example
 /// @code
