@@ -50,6 +50,7 @@
 #include <wheelrpc/rpc/health.h>
 #include <wheelrpc/rpc/routing_tag.h>
 #include <wheelrpc/rpc/server.h>
+#include <wheelrpc/rpc/status_code.h>
 #include <wheelrpc/services/server_reflection.h>
 #include <wheelrpc/timer/hashed_wheel_timer.h>
 #include <wheelrpc/transport/connector.h>
@@ -140,6 +141,12 @@ struct Config {
   wheelrpc::transport::TlsOptions tls;  // --tls-*
   std::string bearer_token;             // --bearer-token: required of every call and stream, or empty
   bool reflection = true;               // --no-reflection turns gRPC server reflection off
+  // Load balancing (docs/load_balancing.md).
+  int fail_percent = 0;                                 // --fail-percent: echo fails this share (RESOURCE_EXHAUSTED)
+  bool load_reports = false;                            // --load-reports (ServerOptions::load_reports)
+  std::chrono::milliseconds load_report_interval{100};  // --load-report-interval-ms
+  std::chrono::milliseconds max_connection_age{0};      // --max-connection-age-ms
+  std::chrono::milliseconds max_connection_age_grace{30000};  // --max-connection-age-grace-ms
 };
 
 /// The usage text (--help).
@@ -153,6 +160,8 @@ constexpr const char* kUsage =
     "                   [--max-write-queue-bytes B]\n"
     "                   [--tls-cert F --tls-key F [--tls-ca F] [--tls-require-client-cert]]\n"
     "                   [--bearer-token T] [--no-reflection]\n"
+    "                   [--load-reports [--load-report-interval-ms I]] [--fail-percent P]\n"
+    "                   [--max-connection-age-ms A [--max-connection-age-grace-ms G]]\n"
     "  --port P          TCP port to listen on, 0..65535 (0 = pick a free one)\n"
     "  --host A          address to bind (IPv4/IPv6 literal or localhost; default 127.0.0.1)\n"
     "  --threads N       threads running the io_context, 1..256 (default 1)\n"
@@ -206,6 +215,18 @@ constexpr const char* kUsage =
     "  --no-reflection   do not serve gRPC server reflection (grpc.reflection.v1 and v1alpha,\n"
     "                    served by default; it lists itself and grpc.health.v1.Health, not\n"
     "                    echo's methods, which are untyped: no .proto describes them)\n"
+    "  --load-reports    replies carry the server's load (ORCA: CPU, calls in flight,\n"
+    "                    the queue's wait; the endpoint-load-metrics-bin trailer on the\n"
+    "                    gRPC wire), at most once per connection per\n"
+    "                    --load-report-interval-ms I (10..86400000, default 100), for\n"
+    "                    load-aware clients (echo_client --lb load_aware)\n"
+    "  --fail-percent P  echo fails P percent of calls (0..100, default 0) with\n"
+    "                    RESOURCE_EXHAUSTED (unprocessed: clients may retry it), spread\n"
+    "                    evenly: a sick instance, for outlier detection (echo_client --outlier)\n"
+    "  --max-connection-age-ms A  drain a connection older than A ms (+- 10 %) so its\n"
+    "                    client reconnects, perhaps elsewhere (a GOAWAY on the gRPC\n"
+    "                    wire), 100..86400000 (default 0 = no limit); calls then have\n"
+    "                    --max-connection-age-grace-ms G (default 30000) to end\n"
     "  -h, --help        print this text and exit 0\n"
     "  --version         print the version (\"echo_server (wheelrpc) X.Y.Z\") and exit 0\n"
     "Flags take their value as --flag V or --flag=V.\n"
@@ -299,7 +320,15 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
                    cfg.bearer_token = value;
                    return std::nullopt;
                  })
-      .add_switch("--no-reflection", [&] { cfg.reflection = false; });
+      .add_switch("--no-reflection", [&] { cfg.reflection = false; })
+      .add_switch("--load-reports", [&] { cfg.load_reports = true; })
+      .add_number("--load-report-interval-ms", 10, 86'400'000,
+                  [&](long long v) { cfg.load_report_interval = std::chrono::milliseconds(v); })
+      .add_number("--fail-percent", 0, 100, [&](long long v) { cfg.fail_percent = static_cast<int>(v); })
+      .add_number("--max-connection-age-ms", 100, 86'400'000,
+                  [&](long long v) { cfg.max_connection_age = std::chrono::milliseconds(v); })
+      .add_number("--max-connection-age-grace-ms", 0, 86'400'000,
+                  [&](long long v) { cfg.max_connection_age_grace = std::chrono::milliseconds(v); });
   wheelrpc::examples::add_tls_flags(flags, cfg.tls, wheelrpc::transport::TlsRole::server);
   if (const auto status = flags.parse(argc, argv)) return status;
   if (!cfg.port_given) return flags.usage_error("--port is required");
@@ -347,9 +376,23 @@ class SleepTimers {
   std::unordered_set<std::shared_ptr<asio::steady_timer>> timers_;
 };
 
-void register_methods(rpc::Server& server, asio::io_context& io, SleepTimers& sleeps) {
+void register_methods(rpc::Server& server, asio::io_context& io, SleepTimers& sleeps, int fail_percent) {
   wheelrpc::examples::register_stream_methods(server);  // count, sum, chat
-  server.handle("echo", [](rpc::Request req, rpc::Responder r) { r.reply(std::move(req.payload)); });
+  if (fail_percent == 0) {
+    server.handle("echo", [](rpc::Request req, rpc::Responder r) { r.reply(std::move(req.payload)); });
+  } else {
+    // --fail-percent: P of every 100 calls fail, spread evenly (Bresenham).
+    auto n = std::make_shared<std::atomic<std::uint64_t>>(0);
+    server.handle("echo", [n, fail_percent](rpc::Request req, rpc::Responder r) {
+      const auto k = n->fetch_add(1, std::memory_order_relaxed);
+      const auto p = static_cast<std::uint64_t>(fail_percent);
+      if ((k + 1) * p / 100 != k * p / 100) {
+        r.fail(rpc::errc::resource_exhausted, "echo_server --fail-percent: failed on purpose");
+      } else {
+        r.reply(std::move(req.payload));
+      }
+    });
+  }
   server.handle("sleep", [&io, &sleeps](rpc::Request req, rpc::Responder r) {
     const auto ms =
         parse_int(req.payload.empty() ? std::string_view("0") : std::string_view(req.payload), 0, 86'400'000);
@@ -386,6 +429,10 @@ int run(const Config& cfg) {
   rpc::ServerOptions options;
   options.keepalive.heartbeat = cfg.heartbeat;
   options.keepalive.idle_timeout = cfg.idle_timeout;
+  options.keepalive.max_connection_age = cfg.max_connection_age;
+  options.keepalive.max_connection_age_grace = cfg.max_connection_age_grace;
+  options.load_reports.enabled = cfg.load_reports;
+  options.load_reports.interval = cfg.load_report_interval;
   options.unregister_grace = cfg.unregister_grace;
   options.limits.max_connections = cfg.max_connections;
   options.keepalive.hello_timeout = cfg.hello_timeout;
@@ -433,7 +480,7 @@ int run(const Config& cfg) {
   }
   rpc::Server server(io.get_executor(), timer, options);
   server_ptr = &server;
-  register_methods(server, io, sleeps);
+  register_methods(server, io, sleeps, cfg.fail_percent);
   // gRPC server reflection (grpcurl list): before listen. Declared after the
   // server, it goes first: the io threads are joined by then.
   std::optional<wheelrpc::services::ServerReflection> reflection;

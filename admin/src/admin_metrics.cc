@@ -202,6 +202,9 @@ std::string AdminCore::metrics_text() const {
       sum.idle_closes += s.idle_closes;
       sum.rule_updates += s.rule_updates;
       sum.rule_errors += s.rule_errors;
+      sum.ejections += s.ejections;
+      sum.ejected_now += s.ejected_now;
+      sum.load_reports += s.load_reports;
     }
     handled_family(out, "wheelrpc_client_handled_total", "Calls the clients completed, by method and outcome code.",
                    methods);
@@ -234,6 +237,15 @@ std::string AdminCore::metrics_text() const {
     out.begin("wheelrpc_client_rule_errors_total", MetricType::counter,
               "Failed reports of the clients' rule sources; the last good rules stood.");
     out.sample({}, static_cast<double>(sum.rule_errors));
+    out.begin("wheelrpc_client_ejections_total", MetricType::counter,
+              "Providers ejected by the clients' outlier detection (docs/load_balancing.md).");
+    out.sample({}, static_cast<double>(sum.ejections));
+    out.begin("wheelrpc_client_ejected_providers", MetricType::gauge,
+              "Providers the clients' outlier detection keeps out now (ejected or on probation).");
+    out.sample({}, static_cast<double>(sum.ejected_now));
+    out.begin("wheelrpc_client_load_reports_total", MetricType::counter,
+              "Load reports (ORCA) the clients read from replies.");
+    out.sample({}, static_cast<double>(sum.load_reports));
     out.begin("wheelrpc_reconnect_attempts_total", MetricType::counter,
               "Connect attempts to each provider (the first one included).");
     for (const auto& [peer, row] : providers) out.sample({{"provider", peer}}, static_cast<double>(row[3]));

@@ -189,6 +189,18 @@ json::object AdminCore::status_json() const {
     j["hedges"] = stats.hedges;
     j["late_replies"] = stats.late_replies;
     j["budget_refusals"] = stats.budget_refusals;
+    j["ejections"] = stats.ejections;
+    j["ejected_now"] = stats.ejected_now;
+    json::array ejected;  // the providers outlier detection keeps out now, with why
+    for (const auto& p : c.client->providers()) {
+      if (p.ejection.empty()) continue;
+      ejected.push_back(
+          json::object{{"peer", p.peer},
+                       {"state", p.ejection},
+                       {"why", p.ejected_why},
+                       {"for_ms", p.ejected_for_ms < 0 ? json::value(nullptr) : json::value(p.ejected_for_ms)}});
+    }
+    j["ejected"] = std::move(ejected);
     j["streams"] = stream_counts_json(stats.streams);
     const auto methods = c.client->method_stats();
     j["compression"] = compression_json(methods);
@@ -277,6 +289,13 @@ json::object AdminCore::connections_json() const {
     // A client's load-balancing weight and its origin ("registry", "rule <origin>", "default"); null otherwise.
     r["weight"] = c.weight_from.empty() ? json::value(nullptr) : json::value(c.weight);
     r["weight_from"] = text_or_null(c.weight_from);
+    // Outlier detection (ClientOptions::outlier_detection): "ejected" or "probation", why, and the ms left; null
+    // otherwise.
+    r["ejection"] = text_or_null(c.ejection);
+    r["ejected_why"] = text_or_null(c.ejected_why);
+    r["ejected_for_ms"] = ms_or_null(std::chrono::milliseconds(c.ejected_for_ms));
+    r["tcp_user_timeout_ms"] = c.user_timeout.count() > 0 ? json::value(c.user_timeout.count()) : json::value(nullptr);
+    r["max_age_in_ms"] = ms_or_null(c.max_age_in);
     rows.push_back(std::move(r));
   };
   if (server_) {

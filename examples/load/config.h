@@ -25,23 +25,27 @@ struct Config {
   std::vector<std::string> tags;                        ///< --tag (repeatable, comma separated): for rule scopes
   std::optional<std::uint64_t> calls;                   ///< --calls: this many in total, or
   std::optional<double> duration_s;                     ///< --duration-s: for this long
-  std::size_t concurrency = 1;                          ///< --concurrency: calls in flight at once
-  std::chrono::milliseconds timeout{1000};              ///< --timeout-ms: deadline of each call
-  std::size_t payload_bytes = 64;                       ///< --payload-bytes: echo payload size
-  std::string method = "echo";                          ///< --method: echo, sleep, or a stream: count, sum, chat
-  long long sleep_ms = 0;                               ///< --sleep-ms: payload of a sleep call
-  std::chrono::milliseconds report_interval{1000};      ///< --report-interval-ms
-  bool json = false;                                    ///< --json: JSON lines instead of text
-  std::chrono::milliseconds heartbeat{15000};           ///< --heartbeat-ms (ClientOptions::heartbeat)
-  std::chrono::milliseconds idle_timeout{0};            ///< --idle-timeout-ms (ClientOptions::idle_timeout)
-  int retries = rpc::CallOptions{}.retries;             ///< --retries (CallOptions::retries)
-  bool idempotent = false;                              ///< --idempotent (CallOptions::idempotent)
+  std::optional<double> warmup_s;           ///< --warmup-s: the summary's after_warmup counts only what follows it
+  std::size_t concurrency = 1;              ///< --concurrency: calls in flight at once
+  std::chrono::milliseconds timeout{1000};  ///< --timeout-ms: deadline of each call
+  std::size_t payload_bytes = 64;           ///< --payload-bytes: echo payload size
+  std::string method = "echo";              ///< --method: echo, sleep, or a stream: count, sum, chat
+  long long sleep_ms = 0;                   ///< --sleep-ms: payload of a sleep call
+  std::chrono::milliseconds report_interval{1000};  ///< --report-interval-ms
+  bool json = false;                                ///< --json: JSON lines instead of text
+  std::chrono::milliseconds heartbeat{15000};       ///< --heartbeat-ms (ClientOptions::heartbeat)
+  std::chrono::milliseconds idle_timeout{0};        ///< --idle-timeout-ms (ClientOptions::idle_timeout)
+  int retries = rpc::CallOptions{}.retries;         ///< --retries (CallOptions::retries)
+  bool idempotent = false;                          ///< --idempotent (CallOptions::idempotent)
   rpc::LoadBalance load_balance = rpc::ClientOptions{}.load_balance;  ///< --lb
-  std::chrono::milliseconds hedge_delay{0};                           ///< --hedge-ms; 0 = no hedging
-  bool fail_on_error = false;                                         ///< --fail-on-error: exit 1 if a call failed
-  int admin_port = -1;                                                ///< --admin-port: -1 = no admin server
-  transport::TlsOptions tls;                               ///< --tls-ca, --tls-cert, --tls-key, --tls-server-name
-  rpc::WireProtocol protocol = rpc::WireProtocol::native;  ///< --protocol (ClientOptions::protocol)
+  rpc::OutlierDetectionOptions outlier;  ///< --outlier and --outlier-* (ClientOptions::outlier_detection)
+  double retry_budget_ratio = rpc::RetryOptions{}.budget_ratio;  ///< --retry-budget-ratio
+  bool tcp_user_timeout = true;                                  ///< --no-tcp-user-timeout clears it
+  std::chrono::milliseconds hedge_delay{0};                      ///< --hedge-ms; 0 = no hedging
+  bool fail_on_error = false;                                    ///< --fail-on-error: exit 1 if a call failed
+  int admin_port = -1;                                           ///< --admin-port: -1 = no admin server
+  transport::TlsOptions tls;                                     ///< --tls-ca, --tls-cert, --tls-key, --tls-server-name
+  rpc::WireProtocol protocol = rpc::WireProtocol::native;        ///< --protocol (ClientOptions::protocol)
   std::string bearer_token;  ///< --bearer-token: sent on every call and stream (BearerTokenInterceptor), or empty
   /// --compression ALG[:LEVEL] (CallOptions::compression, compression_level; 0 = the algorithm's default)
   transport::Compression compression = transport::Compression::identity;

@@ -30,7 +30,12 @@ constexpr const char* kUsage =
     "                   [--streams N] [--count N] [--interval-ms I] [--stream-timeout-ms T]\n"
     "                   [--message-timeout-ms T] [--stall-timeout-ms T]\n"
     "                   [--json] [--heartbeat-ms H] [--idle-timeout-ms I]\n"
-    "                   [--retries N] [--idempotent] [--lb round_robin|least_active|p2c]\n"
+    "                   [--retries N] [--idempotent] [--lb round_robin|least_active|p2c|load_aware]\n"
+    "                   [--outlier] [--outlier-interval-ms I] [--outlier-base-ms B] [--outlier-max-ms M]\n"
+    "                   [--outlier-max-percent P] [--outlier-consecutive N] [--outlier-failure-percent P]\n"
+    "                   [--outlier-relative-floor P] [--outlier-factor F] [--outlier-latency-gap-ms G]\n"
+    "                   [--outlier-min-requests N] [--retry-budget-ratio R] [--no-tcp-user-timeout]\n"
+    "                   [--warmup-s W]\n"
     "                   [--hedge-ms H] [--fail-on-error] [--admin-port A]\n"
     "                   [--tls-ca F [--tls-cert F --tls-key F] [--tls-server-name N]]\n"
     "                   [--protocol native|grpc] [--compression none|zstd|lz4|gzip|deflate[:LEVEL]]\n"
@@ -81,7 +86,27 @@ constexpr const char* kUsage =
     "  --retries N       further attempts after a failed one, 0..16 (default 2)\n"
     "  --idempotent      calls may run more than once: timeouts are retried, hedging allowed\n"
     "  --lb P            how each attempt picks its server: round_robin (default),\n"
-    "                    least_active or p2c\n"
+    "                    least_active, p2c, or load_aware (weighted round robin by each\n"
+    "                    server's capacity: its load reports, echo_server --load-reports,\n"
+    "                    blended with this client's latency to it; docs/load_balancing.md)\n"
+    "  --outlier         eject servers that fail or lag behind their peers\n"
+    "                    (ClientOptions::outlier_detection, its defaults; any --outlier-*\n"
+    "                    flag implies it): judged every --outlier-interval-ms (1000),\n"
+    "                    ejected for --outlier-base-ms (30000) doubling on repeat up to\n"
+    "                    --outlier-max-ms (300000), at most --outlier-max-percent (50) of\n"
+    "                    the servers at once; ejected after --outlier-consecutive (5)\n"
+    "                    failures in a row, at --outlier-failure-percent (50) failed in an\n"
+    "                    interval, at --outlier-relative-floor (10) percent failed and\n"
+    "                    --outlier-factor (3.0) times its peers' median, or a mean latency\n"
+    "                    --outlier-factor times its peers' and --outlier-latency-gap-ms (10)\n"
+    "                    above it; with at least --outlier-min-requests (10) attempts\n"
+    "                    in the interval. 0 turns a check off\n"
+    "  --warmup-s W      with --duration-s: the first W seconds are a warm-up; the latencies\n"
+    "                    count only the calls after it, and the JSON summary's\n"
+    "                    after_warmup has the rate and each server's attempts after it\n"
+    "  --retry-budget-ratio R  retries and hedges allowed per call over 10 s, 0..10\n"
+    "                    (default 0.2; RetryOptions::budget_ratio)\n"
+    "  --no-tcp-user-timeout   leave TCP_USER_TIMEOUT unset (ClientOptions::tcp_user_timeout)\n"
     "  --hedge-ms H      with --idempotent: start a backup attempt on another server\n"
     "                    when no reply came within H ms (default 0 = off)\n"
     "  --fail-on-error   exit 1 if any call failed (timed out, failed, wrong reply);\n"
@@ -119,6 +144,54 @@ constexpr const char* kUsage =
     "completed twice, or (--fail-on-error) any call failed; 2 usage error; 130 on\n"
     "a second SIGINT. Streams (count, sum, chat): 1 if any stream failed (an error,\n"
     "wrong data), was lost or ended twice, else 0.\n";
+
+/// A number in [0, hi], decimals allowed.
+std::optional<double> parse_ratio(const std::string& text, double hi) {
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used != text.size() || !(v >= 0) || v > hi) return std::nullopt;
+    return v;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+/// --outlier and --outlier-*: ClientOptions::outlier_detection (any of them
+/// turns it on).
+void add_outlier_flags(wheelrpc::examples::FlagParser& flags, Config& cfg) {
+  constexpr long long kDay = 86'400'000;
+  auto& o = cfg.outlier;
+  auto ms = [&o](std::chrono::milliseconds& field) {
+    return [&o, &field](long long v) {
+      o.enabled = true;
+      field = std::chrono::milliseconds(v);
+    };
+  };
+  auto count = [&o](unsigned& field) {
+    return [&o, &field](long long v) {
+      o.enabled = true;
+      field = static_cast<unsigned>(v);
+    };
+  };
+  flags.add_switch("--outlier", [&o] { o.enabled = true; })
+      .add_number("--outlier-interval-ms", 1, kDay, ms(o.interval))
+      .add_number("--outlier-base-ms", 1, kDay, ms(o.base_ejection_time))
+      .add_number("--outlier-max-ms", 1, kDay, ms(o.max_ejection_time))
+      .add_number("--outlier-latency-gap-ms", 0, kDay, ms(o.latency_gap), "0 = no latency check")
+      .add_number("--outlier-max-percent", 0, 100, count(o.max_ejection_percent))
+      .add_number("--outlier-consecutive", 0, 1'000'000, count(o.consecutive_failures), "0 = off")
+      .add_number("--outlier-failure-percent", 0, 100, count(o.failure_percentage), "0 = off")
+      .add_number("--outlier-relative-floor", 0, 100, count(o.relative_failure_floor), "0 = off")
+      .add_number("--outlier-min-requests", 1, 1'000'000, count(o.minimum_requests))
+      .add_value("--outlier-factor", [&o](const std::string& value) -> std::optional<std::string> {
+        const auto f = parse_ratio(value, 1000.0);
+        if (!f || *f < 1.5) return "expected a number 1.5..1000, got '" + value + "'";
+        o.enabled = true;
+        o.relative_factor = *f;
+        return std::nullopt;
+      });
+}
 
 /// A positive number of seconds, decimals allowed, at most a day.
 std::optional<double> parse_seconds(const std::string& text) {
@@ -286,7 +359,7 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
       .add_value("--lb",
                  [&](const std::string& value) -> Problem {
                    const auto lb = rpc::parse_load_balance(value);
-                   if (!lb) return "expected round_robin, least_active or p2c, got '" + value + "'";
+                   if (!lb) return "expected round_robin, least_active, p2c or load_aware, got '" + value + "'";
                    cfg.load_balance = *lb;
                    return std::nullopt;
                  })
@@ -294,6 +367,19 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
           "--hedge-ms", 0, kDayMs,
           [&](long long v) { cfg.given.hedge_delay = cfg.hedge_delay = std::chrono::milliseconds(v); },
           "0 = no hedging");
+  add_outlier_flags(flags, cfg);
+  flags.add_value("--warmup-s", [&](const std::string& value) -> Problem {
+    cfg.warmup_s = parse_seconds(value);
+    if (cfg.warmup_s) return std::nullopt;
+    return "expected seconds > 0 (at most 86400), got '" + value + "'";
+  });
+  flags.add_value("--retry-budget-ratio", [&](const std::string& value) -> Problem {
+    const auto r = parse_ratio(value, 10.0);
+    if (!r) return "expected a number 0..10, got '" + value + "'";
+    cfg.retry_budget_ratio = *r;
+    return std::nullopt;
+  });
+  flags.add_switch("--no-tcp-user-timeout", [&] { cfg.tcp_user_timeout = false; });
   stream_number("--streams", 1, 100'000, [&](long long v) { cfg.streams = static_cast<std::size_t>(v); });
   stream_number("--count", 0, 1'000'000'000, [&](long long v) { cfg.count = static_cast<std::uint64_t>(v); });
   stream_number("--interval-ms", 0, kDayMs, [&](long long v) { cfg.interval = std::chrono::milliseconds(v); });
@@ -335,6 +421,11 @@ std::optional<int> parse_args(int argc, char** argv, Config& cfg) {
   // The library fails every hedged call that is not idempotent (bad_request).
   if (cfg.hedge_delay.count() > 0 && !cfg.idempotent) {
     return flags.usage_error("--hedge-ms needs --idempotent: only idempotent calls may be hedged (run more than once)");
+  }
+  if (cfg.warmup_s && !cfg.duration_s) return flags.usage_error("--warmup-s needs --duration-s");
+  if (cfg.outlier.max_ejection_time < cfg.outlier.base_ejection_time) {
+    return flags.usage_error("--outlier-max-ms must be at least --outlier-base-ms (" +
+                             std::to_string(cfg.outlier.base_ejection_time.count()) + ")");
   }
   // The client's options refuse it (ClientOptions::idle_timeout).
   if (cfg.idle_timeout.count() > 0 && cfg.idle_timeout < 2 * cfg.heartbeat) {

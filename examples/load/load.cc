@@ -119,10 +119,18 @@ void Load::on_complete(std::uint64_t id, Clock::time_point issued_at, const std:
   last_completion_ = now;
   tally_.max_overrun = std::max(tally_.max_overrun, now - (issued_at + cfg_.timeout));
 
+  if (cfg_.warmup_s && !warm_ && now - start_ >= std::chrono::duration<double>(*cfg_.warmup_s)) {
+    warm_ = true;  // from here the summary's after_warmup counts
+    warm_at_ = now;
+    warm_ok_ = tally_.ok;
+    warm_providers_ = client_.providers();
+  }
+  const bool warming = cfg_.warmup_s && !warm_;
   if (!ec && r.payload == expected) {
     ++tally_.ok;
-    tally_.latency_us.record(
-        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(now - issued_at).count()));
+    if (!warming)
+      tally_.latency_us.record(
+          static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(now - issued_at).count()));
   } else if (!ec) {
     tally_.note_error(kWrongReply, "wrong reply to call #" + std::to_string(id) + ": " +
                                        std::to_string(r.payload.size()) + " bytes, not the expected " +
@@ -213,6 +221,19 @@ void Load::finish() {
   s.lost = in_flight_;
   s.stats = client_.stats();
   s.providers = client_.providers();  // those that left included
+  if (warm_) {
+    Summary::Warm w;
+    w.elapsed_s = std::max(std::chrono::duration<double>(end - warm_at_).count(), 1e-9);
+    w.ok = tally_.ok - warm_ok_;
+    for (const auto& p : s.providers) {
+      std::uint64_t before = 0;
+      for (const auto& q : warm_providers_) {
+        if (q.peer == p.peer) before = q.attempts;
+      }
+      w.attempts.emplace_back(p.peer, p.attempts - std::min(before, p.attempts));
+    }
+    s.warm = std::move(w);
+  }
   s.proposed_heartbeat = cfg_.heartbeat;
   for (const auto& c : client_.connections()) {
     if (c.heartbeat.count() > 0 &&

@@ -77,6 +77,11 @@ class Load {
   std::size_t in_flight_ = 0;
   std::vector<std::uint8_t> completions_;  // per call id: how many times it completed
   std::uint64_t last_report_ok_ = 0;
+  // --warmup-s: when it ended, the ok calls and providers' counts then.
+  bool warm_ = false;
+  Clock::time_point warm_at_;
+  std::uint64_t warm_ok_ = 0;
+  std::vector<rpc::ProviderStats> warm_providers_;
   Tally tally_;
   int exit_status_ = 0;
 };

@@ -102,6 +102,9 @@ int run(const Config& cfg) {
   options.heartbeat = cfg.heartbeat;
   options.idle_timeout = cfg.idle_timeout;
   options.load_balance = cfg.load_balance;
+  options.outlier_detection = cfg.outlier;
+  options.retry.budget_ratio = cfg.retry_budget_ratio;
+  options.tcp_user_timeout = cfg.tcp_user_timeout;
   options.tls = cfg.tls;
   options.protocol = cfg.protocol;
   if (!cfg.tags.empty()) options.tag = cfg.tags.front();  // the routing tag its calls carry

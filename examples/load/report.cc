@@ -26,7 +26,8 @@ json::object errors_json(const std::map<std::string, std::uint64_t>& errors) {
 json::object errors_json(const Tally& tally) { return errors_json(tally.errors); }
 
 /// [{"peer":"ip:port","attempts":N,"failures":N,"removed":B,"ok":N,
-/// "cancelled":N,"in_flight":N},...]: every provider ever in the set, in the
+/// "cancelled":N,"in_flight":N,"ejections":N,"ejection":"","load_factor":N},...]:
+/// every provider ever in the set, in the
 /// order first seen (--server order for a fixed list); "removed": it is no
 /// longer in the set. attempts = ok + failures + cancelled + in_flight.
 json::array providers_json(const std::vector<rpc::ProviderStats>& providers) {
@@ -38,7 +39,10 @@ json::array providers_json(const std::vector<rpc::ProviderStats>& providers) {
                              {"removed", p.removed},
                              {"ok", p.ok},
                              {"cancelled", p.cancelled},
-                             {"in_flight", p.active}});
+                             {"in_flight", p.active},
+                             {"ejections", p.ejections},
+                             {"ejection", p.ejection},
+                             {"load_factor", p.load_factor}});
   }
   return a;
 }
@@ -52,6 +56,17 @@ json::object examples_json(const std::map<std::string, std::string>& examples) {
 json::object examples_json(const Tally& tally) { return examples_json(tally.examples); }
 
 using ull = unsigned long long;
+
+/// {"elapsed_s":S,"ok_per_s":R,"attempts":{"ip:port":N,...}}: what came after
+/// --warmup-s; null without it (or a run shorter than it).
+json::value warm_json(const Summary& s) {
+  if (!s.warm) return nullptr;
+  json::object attempts;
+  for (const auto& [peer, n] : s.warm->attempts) attempts[peer] = n;
+  return json::object{{"elapsed_s", s.warm->elapsed_s},
+                      {"ok_per_s", static_cast<double>(s.warm->ok) / s.warm->elapsed_s},
+                      {"attempts", std::move(attempts)}};
+}
 
 }  // namespace
 
@@ -102,6 +117,7 @@ void print_summary(const Config& cfg, const Tally& tally, const Summary& s) {
         .num("budget_refusals", static_cast<ull>(s.stats.budget_refusals))
         .num("attempts_unplaced", static_cast<ull>(s.stats.attempts_unplaced))
         .str("lb", lb)
+        .value("after_warmup", warm_json(s))
         .value("providers", providers_json(s.providers))
         .value("error_examples", examples_json(tally))
         .value("heartbeat_ms", s.heartbeats.empty() ? json::value(nullptr)
@@ -115,6 +131,10 @@ void print_summary(const Config& cfg, const Tally& tally, const Summary& s) {
       static_cast<ull>(tally.issued), s.elapsed_s, static_cast<ull>(tally.ok), static_cast<ull>(tally.timeouts),
       static_cast<ull>(failed), static_cast<ull>(s.lost), static_cast<ull>(tally.completed_twice));
   if (tally.ok > 0) std::printf("  ok calls: %.0f/s, latency p50 %.0f us, p99 %.0f us\n", rate, p50, p99);
+  if (s.warm) {
+    std::printf("  after the warm-up: %.0f ok calls/s over %.2f s (the latencies above count only these)\n",
+                static_cast<double>(s.warm->ok) / s.warm->elapsed_s, s.warm->elapsed_s);
+  }
   if (!tally.errors.empty()) {
     std::printf("  errors by code:");
     for (const auto& [name, n] : tally.errors) std::printf(" %s=%llu", name.c_str(), static_cast<ull>(n));
@@ -130,6 +150,11 @@ void print_summary(const Config& cfg, const Tally& tally, const Summary& s) {
                 static_cast<ull>(p.attempts), static_cast<ull>(p.ok), static_cast<ull>(p.failures),
                 static_cast<ull>(p.cancelled));
     if (p.active > 0) std::printf(", %llu in flight", static_cast<ull>(p.active));
+    if (p.ejections > 0) {
+      std::printf(", ejected %llu times%s%s", static_cast<ull>(p.ejections), p.ejection.empty() ? "" : ", now ",
+                  p.ejection.c_str());
+    }
+    if (p.load_factor < 1000) std::printf(", load factor %u/1000", p.load_factor);
     std::printf("%s\n", p.removed ? " (left the set)" : "");
   }
   if (s.stats.attempts_unplaced > 0) {

@@ -5,6 +5,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <wheelrpc/rpc/client.h>
@@ -39,6 +42,14 @@ struct Summary {
   /// from the connections open at the end), and the one this client proposed.
   std::vector<std::chrono::milliseconds> heartbeats;
   std::chrono::milliseconds proposed_heartbeat{0};
+  /// With --warmup-s, once it ended: what came after (the latencies then
+  /// count only those calls).
+  struct Warm {
+    double elapsed_s = 0;
+    std::uint64_t ok = 0;
+    std::vector<std::pair<std::string, std::uint64_t>> attempts;  ///< by provider
+  };
+  std::optional<Warm> warm;
 };
 
 /// JSON: one line with every counter (README.md lists the fields); text: the

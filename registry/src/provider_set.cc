@@ -26,6 +26,7 @@ std::vector<ProviderSet::Bad> ProviderSet::reset(const std::vector<KeyValue>& kv
   for (const auto& kv : kvs) {
     std::string why;
     if (auto inst = decode_provider(service_, kv.key, kv.value, why)) {
+      inst->create_revision = kv.create_revision;
       by_key_.emplace(kv.key, std::move(*inst));
     } else {
       bad.push_back({kv.key, std::move(why)});
@@ -41,6 +42,7 @@ std::optional<ProviderSet::Bad> ProviderSet::apply(const WatchEvent& event) {
   }
   std::string why;
   if (auto inst = decode_provider(service_, event.kv.key, event.kv.value, why)) {
+    inst->create_revision = event.kv.create_revision;
     by_key_.insert_or_assign(event.kv.key, std::move(*inst));
     return std::nullopt;
   }

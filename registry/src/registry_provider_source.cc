@@ -55,6 +55,7 @@ class RegistryProviderSource final : public rpc::ProviderSource {
           info.weight = static_cast<std::uint32_t>(std::clamp(p.weight, 0, 10000));
           info.zone = p.zone;
           info.tags = p.tags;
+          info.epoch = static_cast<std::uint64_t>(std::max<std::int64_t>(p.create_revision, 0));
           infos.push_back(std::move(info));
         } else {
           detail::logger()->warn("etcd service '{}': provider skipped: {}", service, why);

@@ -303,8 +303,11 @@ class Parser {
           d.load_balance = rpc::LoadBalance::least_active;
         } else if (name == "p2c") {
           d.load_balance = rpc::LoadBalance::power_of_two;
+        } else if (name == "load_aware") {
+          d.load_balance = rpc::LoadBalance::load_aware;
         } else {
-          return fail("load_balance", "'" + std::string(name) + "' is not one of round_robin, least_active, p2c");
+          return fail("load_balance",
+                      "'" + std::string(name) + "' is not one of round_robin, least_active, p2c, load_aware");
         }
       } else if (k == "providers") {
         ok = providers(f, d);

@@ -68,6 +68,9 @@ void Server::apply_rules(std::shared_ptr<const ServerRules> rules) { core_->appl
 std::shared_ptr<const ServerRules> Server::rules() const { return core_->rules(); }
 ServerState Server::state() const { return core_->shutdown().state(); }
 Health& Server::health() noexcept { return core_->health(); }
+void Server::set_application_utilization(double utilization) noexcept {
+  core_->load_reporter().set_application_utilization(utilization);
+}
 
 void Server::start_invoke(std::string method, std::string payload, std::chrono::milliseconds timeout,
                           boost::asio::any_completion_handler<InvokeSignature> handler,

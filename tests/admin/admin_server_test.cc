@@ -731,6 +731,10 @@ TEST(AdminServer, ConfigEffectiveNamesTheLayerAndTheRuleThatSetEachSetting) {
   const auto metrics = samples(fx.get("/metrics").body);
   EXPECT_EQ(metrics.at("wheelrpc_client_rule_updates_total"), 1);
   EXPECT_EQ(metrics.at("wheelrpc_client_rule_errors_total"), 0);
+  // Outlier detection and load reports (docs/load_balancing.md): nothing ejected here.
+  EXPECT_EQ(metrics.at("wheelrpc_client_ejections_total"), 0);
+  EXPECT_EQ(metrics.at("wheelrpc_client_ejected_providers"), 0);
+  EXPECT_EQ(metrics.at("wheelrpc_client_load_reports_total"), 0);
 }
 
 TEST(AdminServer, RefusesANonLoopbackAddressUnlessAllowed) {

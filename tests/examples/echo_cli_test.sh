@@ -189,6 +189,9 @@ usage_error "$server_bin" "echo_server: --port: expected 0\.\.65535, got 65536" 
 usage_error "$server_bin" "echo_server: --port: expected 0\.\.65535, got -1" --port -1
 usage_error "$server_bin" "echo_server: --host: invalid address 'nowhere'.*" --port 0 --host nowhere
 usage_error "$server_bin" "echo_server: --port is required"
+usage_error "$server_bin" "echo_server: --fail-percent: expected 0\.\.100, got 101" --port 0 --fail-percent 101
+usage_error "$server_bin" "echo_server: --max-connection-age-ms: expected 100\.\.86400000, got 50" --port 0 \
+  --max-connection-age-ms 50
 usage_error "$proxy_bin" "fault_proxy: --control-port: expected 0\.\.65535, got 70000" \
   --listen 127.0.0.1:0 --upstream 127.0.0.1:7 --control-port 70000
 usage_error "$proxy_bin" "fault_proxy: --upstream: '127\.0\.0\.1:99999' is not HOST:PORT.*" \
@@ -238,6 +241,11 @@ bad_usage() {  # DESCRIPTION FLAG-IN-MESSAGE ARGS...
     fail "$what: the message does not name $flag: $(cat "$tmp/usage.err")"
 }
 bad_usage "--lb bogus" --lb --lb bogus
+bad_usage "--outlier-factor 1" --outlier-factor --outlier-factor 1
+bad_usage "--outlier-max-percent 101" --outlier-max-percent --outlier-max-percent 101
+bad_usage "--outlier-max-ms below --outlier-base-ms" --outlier-max-ms --outlier-base-ms 5000 --outlier-max-ms 1000
+bad_usage "--warmup-s without --duration-s" --warmup-s --warmup-s 1
+bad_usage "--retry-budget-ratio 11" --retry-budget-ratio --retry-budget-ratio 11
 bad_usage "--retries 99" --retries --retries 99
 bad_usage "--hedge-ms without --idempotent" --idempotent --hedge-ms 10
 

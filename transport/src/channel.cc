@@ -1,12 +1,15 @@
 #include <wheelrpc/transport/channel.h>
 #include <wheelrpc/transport/connector.h>
 
+#include <cerrno>
 #include <algorithm>
 #include <bit>
 #include <cassert>
 #include <memory>
 #include <utility>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/dispatch.hpp>
@@ -97,6 +100,35 @@ Channel::Channel(asio::ip::tcp::socket socket, std::shared_ptr<ChannelHandler> h
 }
 
 Channel::~Channel() = default;
+
+error_code Channel::set_user_timeout(std::chrono::milliseconds timeout) {
+#ifdef TCP_USER_TIMEOUT
+  if (timeout.count() <= 0) return asio::error::invalid_argument;
+  const auto ms = static_cast<unsigned int>(std::min<std::int64_t>(timeout.count(), 0x7fffffff));
+  if (::setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_USER_TIMEOUT, &ms, sizeof ms) != 0) {
+    return {errno, boost::system::system_category()};
+  }
+  return {};
+#else
+  (void)timeout;
+  return asio::error::operation_not_supported;
+#endif
+}
+
+std::chrono::milliseconds Channel::user_timeout() const {
+#ifdef TCP_USER_TIMEOUT
+  unsigned int ms = 0;
+  socklen_t len = sizeof ms;
+  // On the strand (the doc): close() runs there, so the descriptor is the socket's.
+  if (::getsockopt(const_cast<asio::ip::tcp::socket&>(socket_).native_handle(), IPPROTO_TCP, TCP_USER_TIMEOUT, &ms,
+                   &len) != 0) {
+    return std::chrono::milliseconds{0};
+  }
+  return std::chrono::milliseconds{ms};
+#else
+  return std::chrono::milliseconds{0};
+#endif
+}
 
 Channel::Clock::time_point Channel::last_read() const noexcept {
   return Clock::time_point(Clock::duration(last_read_.load(std::memory_order_relaxed)));

@@ -17,5 +17,7 @@ inline constexpr std::chrono::milliseconds kLongestOption{0xffffffffLL};
 /// What is wrong with `o` ("threshold must be ...": the field, then why),
 /// or empty.
 std::string compression_problem(const CompressionOptions& o);
+/// What is wrong with outlier detection options ("" if nothing), with the field's name first.
+std::string outlier_problem(const OutlierDetectionOptions& o);
 
 }  // namespace wheelrpc::rpc::detail

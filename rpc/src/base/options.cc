@@ -14,6 +14,7 @@ const char* to_string(LoadBalance lb) noexcept {
     case LoadBalance::round_robin: return "round_robin";
     case LoadBalance::least_active: return "least_active";
     case LoadBalance::power_of_two: return "p2c";
+    case LoadBalance::load_aware: return "load_aware";
   }
   return "round_robin";
 }
@@ -22,6 +23,7 @@ std::optional<LoadBalance> parse_load_balance(std::string_view text) noexcept {
   if (text == "round_robin") return LoadBalance::round_robin;
   if (text == "least_active") return LoadBalance::least_active;
   if (text == "p2c" || text == "power_of_two") return LoadBalance::power_of_two;
+  if (text == "load_aware") return LoadBalance::load_aware;
   return std::nullopt;
 }
 
@@ -92,6 +94,30 @@ std::string detail::compression_problem(const CompressionOptions& o) {
   return {};
 }
 
+std::string detail::outlier_problem(const OutlierDetectionOptions& o) {
+  const auto longest = detail::kLongestOption;
+  if (o.interval.count() <= 0 || o.interval > longest) return "interval must be 1 .. 0xffffffff ms";
+  if (o.base_ejection_time.count() <= 0 || o.base_ejection_time > longest) {
+    return "base_ejection_time must be 1 .. 0xffffffff ms";
+  }
+  if (o.max_ejection_time < o.base_ejection_time || o.max_ejection_time > longest) {
+    return "max_ejection_time must be base_ejection_time .. 0xffffffff ms";
+  }
+  if (o.max_ejection_percent > 100)
+    return fmt::format("max_ejection_percent must be 0..100, got {}", o.max_ejection_percent);
+  if (o.failure_percentage > 100) return fmt::format("failure_percentage must be 0..100, got {}", o.failure_percentage);
+  if (o.relative_failure_floor > 100) {
+    return fmt::format("relative_failure_floor must be 0..100, got {}", o.relative_failure_floor);
+  }
+  if (!(o.relative_factor >= 1.5 && o.relative_factor <= 1000.0)) {
+    return fmt::format("relative_factor must be 1.5 .. 1000, got {}", o.relative_factor);
+  }
+  if (o.latency_gap.count() < 0 || o.latency_gap > longest) return "latency_gap must be 0 .. 0xffffffff ms";
+  if (o.minimum_requests == 0) return "minimum_requests must be > 0";
+  if (o.probe_successes == 0) return "probe_successes must be > 0";
+  return {};
+}
+
 void validate(const ClientOptions& o) {
   if (auto problem = validate(o.call_defaults)) {
     throw std::invalid_argument("ClientOptions::call_defaults: " + *problem);
@@ -116,6 +142,9 @@ void validate(const ClientOptions& o) {
     for (const auto& i : *list) {
       if (!i) throw std::invalid_argument("ClientOptions::interceptors and attempt_interceptors must not hold null");
     }
+  }
+  if (auto problem = detail::outlier_problem(o.outlier_detection); !problem.empty()) {
+    throw std::invalid_argument("ClientOptions::outlier_detection." + problem);
   }
   Backoff check(o.reconnect);  // throws on absurd backoff options
   try {

@@ -134,9 +134,20 @@ std::optional<std::size_t> CallDriver::pick(const Call& call, const ProviderSet&
   }
   boost::container::small_vector<ProviderSnapshot, 8> snapshots;
   snapshots.reserve(conns.size());
+  bool outliers = false;
   for (std::size_t i = 0; i < conns.size(); ++i) {
     snapshots.push_back(conns[i]->snapshot(cap));
-    snapshots.back().weight = set.weights[i];
+    auto& s = snapshots.back();
+    s.weight = set.weights[i];
+    outliers |= s.ejected | s.probing;
+  }
+  if (set.load_aware) [[unlikely]] {
+    // Load-aware: each weight scaled by the provider's load factor (per
+    // mille, from its reports and latency); a weight > 0 stays > 0.
+    for (std::size_t i = 0; i < conns.size(); ++i) {
+      auto& s = snapshots[i];
+      if (s.weight != 0) s.weight = std::max<std::uint32_t>(1, s.weight * conns[i]->outlier().load_factor() / 1000);
+    }
   }
   // The call knows its providers by identity; the policy by index in this set.
   const auto index_of = [&](const Subchannel* c) -> std::optional<std::size_t> {
@@ -163,6 +174,8 @@ std::optional<std::size_t> CallDriver::pick(const Call& call, const ProviderSet&
       }
     }
   }
+  if (outliers) [[unlikely]]
+    set_aside_outliers({snapshots.data(), snapshots.size()}, {live.data(), live.size()});
   PickPreference pref;
   pref.tried = {tried.data(), tried.size()};
   pref.last_failed = call.last_failed ? index_of(call.last_failed) : std::nullopt;
@@ -411,10 +424,12 @@ void CallDriver::on_reply(Subchannel& sub, IncomingReply& reply, TimePoint recei
           {std::move(a.interception), ec, ec ? describe(call, ec.message(), &sub) + ": " + reply.payload : "", !ec});
     }
     if (ec) {
-      sub.count_failure();
+      sub.count_failure(/*provider_fault=*/false);  // note_reply judges the status
     } else {
       sub.count_ok();
     }
+    if (ctx_.review) [[unlikely]]
+      sub.note_reply(status, received - a.sent, reply.attachments, received);
     const auto t = ec ? ctx_.now() : TimePoint{};  // only errors look at the time
     Response r;
     if (status == Status::server_timeout && a.expires != kNever && t >= a.expires && t < call.plan.deadline) {

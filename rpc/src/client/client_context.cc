@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "client/provider_review.h"
 #include "stream/stream_side.h"
 
 namespace wheelrpc::rpc::detail {
@@ -37,6 +38,10 @@ ClientContext::ClientContext(boost::asio::any_io_executor executor, timer::Timer
                                   "' is not a routing tag: 1..64 characters of [A-Za-z0-9._-]");
     }
     tag = *checked;
+  }
+  if (options.outlier_detection.enabled || options.load_balance == LoadBalance::load_aware || options.rules) {
+    review = std::make_shared<ProviderReview>(ex, timer, clock, options.outlier_detection,
+                                              options.outlier_detection.enabled);
   }
   if (!options.interceptors.empty()) {
     interceptors = std::make_shared<const std::vector<std::shared_ptr<ClientInterceptor>>>(options.interceptors);

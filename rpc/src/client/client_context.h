@@ -36,6 +36,7 @@
 namespace wheelrpc::rpc::detail {
 
 struct StreamSide;
+class ProviderReview;
 
 struct ClientContext {
   /// `make_transport`: the wire factory (wires.h), given by the root file
@@ -57,6 +58,11 @@ struct ClientContext {
   const ClientWireFactory make_transport;
 
   ClientMetrics metrics;
+  /// Judges the providers (outlier detection, load-aware factors): made when
+  /// ClientOptions::outlier_detection is on, the policy is load_aware, or
+  /// rules may make it so; null otherwise (attempt endings then record
+  /// nothing for it).
+  std::shared_ptr<ProviderReview> review;
   /// close() ran: nothing new starts.
   std::atomic<bool> closed{false};
   /// A call or connect() came: new providers connect at once.

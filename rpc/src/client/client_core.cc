@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "client/new_call.h"
 #include "stream/stream_core.h"
+#include "client/provider_review.h"
 #include "client/subchannel.h"
 
 namespace wheelrpc::rpc::detail {
@@ -32,6 +33,7 @@ ClientCore::ClientCore(std::shared_ptr<ClientContext> ctx)
 ClientCore::~ClientCore() = default;
 
 void ClientCore::make_failback() {
+  if (ctx_->review) ctx_->review->start();
   failback_ = std::make_shared<FailbackQueue>(ctx_->ex, ctx_->timer, ctx_->options.failback,
                                               [weak = weak_from_this()](RetryTimerTask::Delivery d) {
                                                 if (auto self = weak.lock()) self->send_failback(std::move(d));
@@ -192,6 +194,7 @@ void ClientCore::close() {
   for (auto& sub : subchannels) sub->shut(calls, transports);
   ctx_->sweep_work.close_and_wait();  // a sweep firing now posts nothing after this
   failback_->close();
+  if (ctx_->review) ctx_->review->close();
   if (ctx_->options.rules) ctx_->options.rules->stop();
   for (auto& c : calls) driver_.cancel(c, errc::cancelled, driver_.describe(*c, "client closed"), Origin::other);
   for (auto& t : transports) t->close(transport::make_error_code(transport::errc::closed), "client closed");
@@ -211,6 +214,10 @@ ClientStats ClientCore::stats() const {
     s.heartbeats_sent += c->heartbeats_sent();
     s.idle_closes += c->idle_closes();
   }
+  if (ctx_->review) {
+    s.ejections = ctx_->review->ejections();
+    s.ejected_now = ctx_->review->ejected_now();
+  }
   return s;
 }
 
@@ -218,7 +225,10 @@ std::vector<ProviderStats> ClientCore::providers() const {
   std::vector<ProviderStats> out;
   const auto subs = pool_.all();
   out.reserve(subs.size());
-  for (const auto& c : subs) out.push_back(c->stats());
+  for (const auto& c : subs) {
+    out.push_back(c->stats());
+    c->fill_review(out.back());
+  }
   pool_.fill_weights(out);
   pool_.add_left(out);
   return out;

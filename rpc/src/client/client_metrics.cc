@@ -73,6 +73,7 @@ void ClientMetrics::fill(ClientStats& s) const noexcept {
   s.empty_sets_ignored = get(empty_sets_ignored);
   s.rule_updates = get(rule_updates);
   s.rule_errors = get(rule_errors);
+  s.load_reports = get(load_reports);
   s.heartbeats_sent = get(forgotten_heartbeats);
   s.idle_closes = get(forgotten_idle_closes);
 }

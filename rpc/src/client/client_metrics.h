@@ -47,7 +47,7 @@ class ClientMetrics {
   Counter failed{0}, timeouts{0}, late{0}, connects{0}, connect_failures{0}, pending{0}, retries{0}, hedges{0},
       refusals{0}, attempts_unplaced{0}, cancelled_attempts{0}, attempt_timeouts{0}, provider_sets{0},
       providers_added{0}, providers_removed{0}, empty_sets_ignored{0}, rule_updates{0}, rule_errors{0},
-      forgotten_heartbeats{0}, forgotten_idle_closes{0};
+      forgotten_heartbeats{0}, forgotten_idle_closes{0}, load_reports{0};
 
  private:
   static constexpr std::size_t kOkCounter = 0, kAttemptsCounter = 1;

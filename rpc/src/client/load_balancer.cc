@@ -120,24 +120,49 @@ std::size_t RoundRobinBalancer::choose_among(std::span<const ProviderSnapshot> p
   return start;  // unreachable: choose() guarantees one eligible
 }
 
-std::size_t RoundRobinBalancer::choose_weighted(std::span<const ProviderSnapshot> providers,
-                                                std::span<const bool> eligible) {
-  // nginx's smooth weighted round robin (ngx_http_upstream_get_peer). Its
-  // scores are one sequence for every caller: a short spin lock, only taken
-  // when weights differ.
+std::size_t smooth_weighted_pick(std::span<const ProviderSnapshot> providers, std::span<const bool> eligible,
+                                 std::vector<std::int64_t>& current) {
+  // nginx's smooth weighted round robin (ngx_http_upstream_get_peer).
   const std::size_t n = providers.size();
-  common::LockGuard<common::SpinLock> lock(mu_);
-  if (current_.size() != n) current_.assign(n, 0);
+  if (current.size() != n) current.assign(n, 0);
   std::int64_t total = 0;
   std::size_t best = n;
   for (std::size_t i = 0; i < n; ++i) {
     if (!eligible[i]) continue;
-    current_[i] += providers[i].weight;
+    current[i] += providers[i].weight;
     total += providers[i].weight;
-    if (best == n || current_[i] > current_[best]) best = i;
+    if (best == n || current[i] > current[best]) best = i;
   }
-  current_[best] -= total;
+  current[best] -= total;
   return best;
+}
+
+std::size_t RoundRobinBalancer::choose_weighted(std::span<const ProviderSnapshot> providers,
+                                                std::span<const bool> eligible) {
+  // The scores are one sequence for every caller: a short spin lock, only
+  // taken when weights differ.
+  common::LockGuard<common::SpinLock> lock(mu_);
+  return smooth_weighted_pick(providers, eligible, current_);
+}
+
+std::size_t LoadAwareBalancer::choose_among(std::span<const ProviderSnapshot> providers, std::span<const bool> eligible,
+                                            bool equal) {
+  (void)equal;  // equal weights go in turn, as the smooth order has them
+  common::LockGuard<common::SpinLock> lock(mu_);
+  return smooth_weighted_pick(providers, eligible, current_);
+}
+
+void set_aside_outliers(std::span<ProviderSnapshot> providers, std::span<const std::size_t> exclude) noexcept {
+  bool other = false;  // a ready provider that is neither ejected nor excluded
+  for (std::size_t i = 0; i < providers.size(); ++i) {
+    auto& p = providers[i];
+    if (p.probing && p.active > 0) p.ready = false;  // its probe is in flight
+    if (p.ready && !p.ejected && std::find(exclude.begin(), exclude.end(), i) == exclude.end()) other = true;
+  }
+  if (!other) return;  // the ejected ones serve rather than nobody
+  for (auto& p : providers) {
+    if (p.ejected) p.ready = false;
+  }
 }
 
 std::size_t LeastActiveBalancer::choose_among(std::span<const ProviderSnapshot> providers,
@@ -188,6 +213,7 @@ std::unique_ptr<LoadBalancer> make_load_balancer(LoadBalance policy) {
   switch (policy) {
     case LoadBalance::least_active: return std::make_unique<LeastActiveBalancer>();
     case LoadBalance::power_of_two: return std::make_unique<PowerOfTwoBalancer>();
+    case LoadBalance::load_aware: return std::make_unique<LoadAwareBalancer>();
     case LoadBalance::round_robin: break;
   }
   return std::make_unique<RoundRobinBalancer>();

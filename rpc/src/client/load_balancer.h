@@ -40,6 +40,8 @@ struct ProviderSnapshot {
   std::uint64_t active = 0;    ///< attempts in flight on it
   std::uint64_t failures = 0;  ///< attempts that failed on it so far
   std::uint32_t weight = 100;  ///< relative weight, 0..10000 (ProviderInfo::weight, or a rule's)
+  bool ejected = false;        ///< outlier detection ejected it: chosen only when no other provider can be
+  bool probing = false;        ///< on probation after an ejection: one attempt at a time
 };
 
 /// The call's wishes, as provider indexes.
@@ -122,6 +124,33 @@ class PowerOfTwoBalancer final : public LoadBalancer {
   std::size_t choose_among(std::span<const ProviderSnapshot> providers, std::span<const bool> eligible,
                            bool equal) override;
 };
+
+/// Load-aware: nginx's smooth weighted round robin (as RoundRobinBalancer's
+/// weighted one) over weights the caller scaled by each provider's load
+/// factor (ProviderReview; CallDriver::pick), so a provider with half the
+/// capacity gets half the calls, in a smooth order even at one call in flight.
+class LoadAwareBalancer final : public LoadBalancer {
+ public:
+  LoadBalance policy() const noexcept override { return LoadBalance::load_aware; }
+
+ protected:
+  std::size_t choose_among(std::span<const ProviderSnapshot> providers, std::span<const bool> eligible,
+                           bool equal) override;
+
+ private:
+  common::SpinLock mu_;
+  std::vector<std::int64_t> current_ WHEELRPC_GUARDED_BY(mu_);  // smooth WRR scores, by index
+};
+
+/// nginx's smooth weighted round robin over the `eligible` providers' weights
+/// with the running scores `current` (by index; resized to fit).
+std::size_t smooth_weighted_pick(std::span<const ProviderSnapshot> providers, std::span<const bool> eligible,
+                                 std::vector<std::int64_t>& current);
+
+/// Outlier detection's say in a pick: a provider on probation with an
+/// attempt in flight is not ready (one probe at a time); ejected providers
+/// are not ready while another ready provider outside `exclude` is.
+void set_aside_outliers(std::span<ProviderSnapshot> providers, std::span<const std::size_t> exclude) noexcept;
 
 std::unique_ptr<LoadBalancer> make_load_balancer(LoadBalance policy);
 

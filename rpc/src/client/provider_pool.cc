@@ -4,6 +4,7 @@
 #include "client/provider_pool.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -11,6 +12,7 @@
 
 #include "client/client_context.h"
 #include "base/log.h"
+#include "client/provider_review.h"
 #include "client/subchannel.h"
 
 namespace wheelrpc::rpc::detail {
@@ -39,11 +41,17 @@ std::string join_peers(const std::vector<std::shared_ptr<Subchannel>>& conns) {
   return out;
 }
 
+/// Gives `set` a new balancer of `policy`.
+void set_balancer(ProviderSet& set, LoadBalance policy) {
+  set.balancer = make_load_balancer(policy);
+  set.load_aware = policy == LoadBalance::load_aware;
+}
+
 }  // namespace
 
 ProviderPool::ProviderPool(std::shared_ptr<ClientContext> ctx) : ctx_(std::move(ctx)) {
   auto first = std::make_shared<ProviderSet>();
-  first->balancer = make_load_balancer(ctx_->options.load_balance);
+  set_balancer(*first, ctx_->options.load_balance);
   set_.store(std::move(first));
 }
 
@@ -196,8 +204,9 @@ void ProviderPool::apply_set_locked(std::vector<ProviderInfo> providers, ToClose
     unique.push_back(p.endpoint);
     infos.emplace(p.endpoint, std::move(p));
   }
-  infos_ = std::move(infos);
+  const auto old_infos = std::exchange(infos_, std::move(infos));
   const auto old = current();
+  const auto t = ctx_->now();
   auto next = std::make_shared<ProviderSet>();
   next->known = true;
   std::vector<std::shared_ptr<Subchannel>> joined;
@@ -206,12 +215,18 @@ void ProviderPool::apply_set_locked(std::vector<ProviderInfo> providers, ToClose
     auto same = std::find_if(old->conns.begin(), old->conns.end(), [&](const auto& c) { return c->endpoint() == ep; });
     if (same != old->conns.end()) {
       next->conns.push_back(*same);
+      // Registered anew (a restart, a lost lease renewed): its backoff from
+      // the outage no longer says anything.
+      const auto was = old_infos.find(ep);
+      const auto epoch = infos_.at(ep).epoch;
+      if (epoch != 0 && was != old_infos.end() && was->second.epoch != epoch) (*same)->reset_backoff(t);
       continue;
     }
     if (auto it = retiring_.find(ep); it != retiring_.end()) {
       auto c = std::move(it->second);
       retiring_.erase(it);
       c->revive();
+      c->reset_backoff(t);  // back in the set: reported again
       next->conns.push_back(c);
       joined.push_back(std::move(c));
       ++back;
@@ -239,13 +254,19 @@ void ProviderPool::apply_set_locked(std::vector<ProviderInfo> providers, ToClose
                    next->tags[i] != old->tags[j];
     }
     if (!reweighted) return;
-    next->balancer = make_load_balancer(policy_locked());
+    set_balancer(*next, policy_locked());
     set_.store(std::move(next));
     logger()->info("provider weights now {}", describe_weights(*set_.load()));
     return;
   }
-  next->balancer = make_load_balancer(policy_locked());
+  set_balancer(*next, policy_locked());
   set_.store(next);
+  if (ctx_->review) {
+    std::vector<Reviewed> reviewed;
+    reviewed.reserve(next->conns.size());
+    for (const auto& c : next->conns) reviewed.push_back(c->reviewed());
+    ctx_->review->track(reviewed);
+  }
   ClientMetrics::count(ctx_->metrics.provider_sets);
   ClientMetrics::count(ctx_->metrics.providers_added, added + back);
   ClientMetrics::count(ctx_->metrics.providers_removed, left.size());
@@ -267,7 +288,6 @@ void ProviderPool::apply_set_locked(std::vector<ProviderInfo> providers, ToClose
   // A client in use connects to new providers at once; one not used yet
   // connects on its first call, as it would to its first providers.
   if (ctx_->started.load(std::memory_order_acquire)) {
-    const auto t = ctx_->now();
     for (const auto& c : joined) c->want(t);
   }
 }
@@ -428,7 +448,7 @@ void ProviderPool::on_rules(const std::shared_ptr<const CallRules>& rules) {
   if (!new_policy && !new_weights) return;
   // A new balancer either way: its state is by index and by weight. Picks
   // that pinned the old set finish with the old balancer (the set holds it).
-  next->balancer = make_load_balancer(policy);
+  set_balancer(*next, policy);
   set_.store(std::move(next));
   if (new_policy) {
     logger()->info("load balancing now {} ({})", to_string(policy),

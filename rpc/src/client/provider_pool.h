@@ -96,6 +96,8 @@ struct ProviderSet {
   /// ClientOptions::load_balance). One per set: its state (the round robin's
   /// cursor, smooth WRR scores) is by index in `conns`. Never null.
   std::shared_ptr<LoadBalancer> balancer;
+  /// `balancer` is load-aware: picks scale weights by load factors.
+  bool load_aware = false;
 };
 
 class ProviderPool {

@@ -14,6 +14,7 @@
 #include <wheelrpc/transport/errc.h>
 
 #include "client/client_context.h"
+#include "client/provider_review.h"
 #include "base/idle_limit.h"
 #include "base/log.h"
 #include "client/subchannel_listener.h"
@@ -89,6 +90,18 @@ void Subchannel::maybe_reconnect(TimePoint t) {
   attempt_connect_locked(t);
 }
 
+void Subchannel::reset_backoff(TimePoint t) {
+  if (ctx_->closed.load(std::memory_order_acquire)) return;
+  Lock lock(mu_);
+  backoff_.reset();
+  next_attempt_ = {};
+  // In backoff and wanted: connect now rather than after the grown delay.
+  if (state_ == State::idle && failing_.load(std::memory_order_relaxed) && wanted_.load(std::memory_order_relaxed)) {
+    logger()->info("peer={} reported again: reconnect backoff reset, connecting now", peer_);
+    attempt_connect_locked(t);
+  }
+}
+
 void Subchannel::attempt_connect_locked(TimePoint t) {
   if (closed_ || retired_.load(std::memory_order_relaxed) || state_ != State::idle || t < next_attempt_) return;
   // The backoff's delays are "before attempt 1, 2, 3...". Attempt 1 (after a
@@ -146,6 +159,18 @@ void Subchannel::on_connected(error_code ec, asio::ip::tcp::socket socket) {
   t->start(ctx_->next_event_id.fetch_add(1, std::memory_order_relaxed), heartbeat, options.channel.max_body);
 }
 
+void Subchannel::on_goaway() {
+  Lock lock(mu_);
+  if (state_ != State::ready || draining_.load(std::memory_order_relaxed)) return;
+  // Not ready for new attempts, but connecting as far as calls can tell: they
+  // wait for the next connection, made once this one closes (at once: it was
+  // ready), instead of failing on one that refuses them.
+  draining_.store(true, std::memory_order_release);
+  ready_.store(false, std::memory_order_release);
+  logger()->info("peer={} takes no new calls on this connection (GOAWAY): {} in flight finish on it", peer_,
+                 table_.size());
+}
+
 void Subchannel::on_too_many_pings() {
   const int n = ping_backoff_.fetch_add(1, std::memory_order_relaxed) + 1;
   logger()->warn("{} answered GOAWAY too_many_pings: its next connections ping every {} ms", peer_,
@@ -165,6 +190,15 @@ void Subchannel::on_handshake(std::optional<std::chrono::milliseconds> proposed,
     heartbeat_ms_.store(heartbeat.count(), std::memory_order_relaxed);
     idle = idle_limit(options.idle_timeout, heartbeat);
     idle_timeout_ms_.store(idle.count(), std::memory_order_relaxed);
+    // Data the provider never acknowledges fails the connection within the
+    // idle limit too, not after the kernel's ~15 minutes of retransmissions.
+    if (options.tcp_user_timeout && transport_) {
+      if (auto ec = transport_->channel()->set_user_timeout(idle)) {
+        logger()->debug("peer={} TCP_USER_TIMEOUT not set: {}", peer_, ec.message());
+      } else {
+        user_timeout_ms_.store(idle.count(), std::memory_order_relaxed);
+      }
+    }
     failing_.store(false, std::memory_order_release);
     // Counted before the state is published: whoever sees it ready sees it counted.
     ClientMetrics::count(ctx_->metrics.connects);
@@ -216,6 +250,7 @@ void Subchannel::on_transport_closed(const error_code& ec, const std::string& re
     failed_connect = !was_ready && !ours;
     if (was_ready || failed_connect) failing_.store(failed_connect, std::memory_order_release);
     set_state(State::idle);
+    draining_.store(false, std::memory_order_release);
     transport_.reset();
     watched_channel_.store(nullptr);
     if (was_ready) next_attempt_ = ctx_->now() + ctx_->options.reconnect.first;  // the first attempt's delay
@@ -467,63 +502,6 @@ void Subchannel::close_drained() {
 }
 
 // ---------------------------------------------------------------- snapshots and close
-
-std::string Subchannel::last_error() const {
-  Lock lock(mu_);  // before the watch's (leaf) lock
-  return last_error_.empty() && health_ ? health_->why_not_serving() : last_error_;
-}
-
-ProviderStats Subchannel::stats() const {
-  Lock lock(mu_);
-  return ProviderStats{peer_,
-                       ready(),
-                       active_.load(),
-                       attempts_.load(),
-                       failures_.load(std::memory_order_relaxed),
-                       last_error_,
-                       retired_.load(std::memory_order_relaxed),
-                       oks_.load(),
-                       cancelled_.load(std::memory_order_relaxed),
-                       connect_attempts_.load()};
-}
-
-ConnectionInfo Subchannel::info(TimePoint t) const {
-  ConnectionInfo info;
-  std::shared_ptr<transport::Channel> ch;
-  {
-    Lock lock(mu_);
-    if (transport_) {
-      ch = transport_->channel();
-      info.streams = transport_->open_streams();
-    }
-    switch (state_) {
-      case State::idle:
-        info.state =
-            failing_.load(std::memory_order_relaxed) ? ConnectionInfo::State::backoff : ConnectionInfo::State::idle;
-        if (info.state == ConnectionInfo::State::backoff) {
-          info.next_attempt_in = next_attempt_ > t ? std::chrono::ceil<std::chrono::milliseconds>(next_attempt_ - t)
-                                                   : std::chrono::milliseconds(0);
-        }
-        break;
-      case State::connecting:
-      case State::handshaking: info.state = ConnectionInfo::State::connecting; break;
-      case State::ready: info.state = ConnectionInfo::State::ready; break;
-    }
-    if (retired_.load(std::memory_order_relaxed)) info.state = ConnectionInfo::State::closing;
-  }
-  info.remote = peer_;
-  if (ch) fill_channel_info(info, *ch);
-  info.heartbeat = std::chrono::milliseconds(heartbeat_ms_.load(std::memory_order_relaxed));
-  info.reconnect_attempts = connect_attempts_.load();
-  info.in_flight = active_.load();
-  if (health_ && info.state == ConnectionInfo::State::ready) info.health = std::string(health_name(health()));
-  return info;
-}
-
-std::optional<transport::Channel::Clock::time_point> Subchannel::last_write() const {
-  if (const auto ch = watched_channel_.load()) return ch->last_write();
-  return std::nullopt;
-}
 
 void Subchannel::shut(std::vector<CallPtr>& calls, std::vector<std::shared_ptr<ClientTransport>>& transports) {
   std::shared_ptr<CloseTimerTask> close_task;

@@ -40,6 +40,8 @@
 #include "client/health_watch.h"
 #include "wire/client_transport.h"
 #include "client/load_balancer.h"
+#include "client/outlier_stats.h"
+#include "client/provider_review.h"
 #include "base/pending_table.h"
 #include "base/shared_ptr_cell.h"
 
@@ -68,7 +70,13 @@ class Subchannel final : public ClientTransportEvents, public std::enable_shared
   /// flight (0: no limit) is not eligible, as if not ready.
   ProviderSnapshot snapshot(std::size_t max_active) const noexcept {
     const auto n = active_.load();
-    return {ready() && (max_active == 0 || n < max_active), n, failures_.load(std::memory_order_relaxed)};
+    const auto od = outlier_.state();
+    return {ready() && (max_active == 0 || n < max_active),
+            n,
+            failures_.load(std::memory_order_relaxed),
+            100,
+            od == OutlierStats::State::ejected,
+            od == OutlierStats::State::probation};
   }
   /// Ready and below `max_active` attempts in flight (0: no limit).
   bool has_slot(std::size_t max_active) const noexcept {
@@ -90,7 +98,7 @@ class Subchannel final : public ClientTransportEvents, public std::enable_shared
   bool connecting() const noexcept {
     const auto s = state_mirror_.load(std::memory_order_relaxed);
     const auto h = health();
-    return s == State::connecting || s == State::handshaking ||
+    return s == State::connecting || s == State::handshaking || draining_.load(std::memory_order_relaxed) ||
            (s == State::ready && health_ && (h == HealthState::checking || h == HealthState::off));
   }
   /// What its health watch says of its connection (off: not watched). Lock-free.
@@ -103,6 +111,10 @@ class Subchannel final : public ClientTransportEvents, public std::enable_shared
   void want(TimePoint t);
   /// Starts a connect attempt if it is wanted, down, and its backoff allows one at `t`.
   void maybe_reconnect(TimePoint t);
+  /// Its provider source reported it again (a new registration, or back
+  /// after it left): the reconnect backoff starts over, and a provider in
+  /// backoff is connected at once.
+  void reset_backoff(TimePoint t);
 
   // ---- attempts (with the attempt's call lock held; never the timer's worker)
   /// Where an attempt went: its request id, the transport (held for the
@@ -137,7 +149,20 @@ class Subchannel final : public ClientTransportEvents, public std::enable_shared
   /// flight is told to the server, once the call's lock is released
   /// (Completion::abandoned).
   std::shared_ptr<ClientTransport> transport() const;
-  void count_failure() noexcept { failures_.fetch_add(1, std::memory_order_relaxed); }
+  /// An attempt on it failed. `provider_fault`: the failure says something
+  /// of the provider (lost, timed out, not sent, or a reply the provider
+  /// failed: OutlierStats::provider_failure), which outlier detection counts.
+  void count_failure(bool provider_fault = true) noexcept;
+  /// A reply with `status` came `latency` after its attempt was sent, maybe
+  /// with a load report among its attachments: for outlier detection and
+  /// load-aware balancing (ClientContext::review is set). Its strand.
+  void note_reply(Status status, std::chrono::nanoseconds latency, const transport::Attachments& attachments,
+                  TimePoint received);
+  /// Its outlier detection and load-balancing record (ProviderReview).
+  OutlierStats& outlier() noexcept { return outlier_; }
+  const OutlierStats& outlier() const noexcept { return outlier_; }
+  /// As ProviderReview knows it.
+  Reviewed reviewed() { return {{shared_from_this(), &outlier_}, peer_}; }
   void count_cancelled() noexcept { cancelled_.fetch_add(1, std::memory_order_relaxed); }
   /// A reply that answered an attempt (its strand only).
   void count_ok() noexcept { oks_.add(); }
@@ -158,6 +183,8 @@ class Subchannel final : public ClientTransportEvents, public std::enable_shared
   /// serving; "" when neither.
   std::string last_error() const;
   ProviderStats stats() const;
+  /// Adds what ProviderReview says of it (ejection, load factor) to `out`.
+  void fill_review(ProviderStats& out) const;
   ConnectionInfo info(TimePoint t) const;
   /// When its socket last wrote, if it has a channel (for a timeline).
   std::optional<transport::Channel::Clock::time_point> last_write() const;
@@ -168,6 +195,7 @@ class Subchannel final : public ClientTransportEvents, public std::enable_shared
   // ---- transport events (the connection's strand)
   void on_handshake(std::optional<std::chrono::milliseconds> heartbeat, std::uint32_t max_body) override;
   void on_too_many_pings() override;
+  void on_goaway() override;
   void on_transport_reply(IncomingReply& reply, TimePoint received) override;
   void on_transport_closed(const boost::system::error_code& ec, const std::string& reason) override;
   void on_batch_end() override;
@@ -210,6 +238,9 @@ class Subchannel final : public ClientTransportEvents, public std::enable_shared
   std::atomic<State> state_mirror_{State::idle};
   std::atomic<bool> wanted_{false};   // keep it connected (set on first use; cleared when it leaves the set)
   std::atomic<bool> retired_{false};  // it left the provider set (see retire())
+  /// Its connection takes no new calls (a GOAWAY) and is ready_ no more
+  /// until the next one is: calls wait for that one (connecting()).
+  std::atomic<bool> draining_{false};
   /// Its last connect attempt failed (cleared once ready): while idle too,
   /// it is in backoff, and calls that do not wait for ready do not wait for it.
   std::atomic<bool> failing_{false};
@@ -220,9 +251,11 @@ class Subchannel final : public ClientTransportEvents, public std::enable_shared
   std::atomic<std::uint64_t> failures_{0};                       // attempts that failed
   std::atomic<std::uint64_t> cancelled_{0};                      // attempts abandoned in flight
   std::atomic<std::int64_t> heartbeat_ms_{0};                    // agreed in the HELLO exchange
+  std::atomic<std::int64_t> user_timeout_ms_{0};                 // the TCP_USER_TIMEOUT it set on its socket
   std::atomic<int> ping_backoff_{0};  // gRPC: how often a server answered too_many_pings (each doubles the interval)
   std::atomic<std::int64_t> idle_timeout_ms_{0};  // the reconnect task's limit (handshake: connect_timeout)
   SharedPtrCell<transport::Channel> watched_channel_;
+  OutlierStats outlier_;  // ProviderReview's record of it
 
   // ---- guarded by mu_
   mutable common::SpinLock mu_;

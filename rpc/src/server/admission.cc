@@ -230,6 +230,8 @@ void Admission::queue_handler(const ServerMethod& method, Request&& req, ReplySl
           }
         }
         slot->queued_ns.store(std::chrono::nanoseconds(t - slot->received).count(), std::memory_order_relaxed);
+        if (options_.load_reports.enabled)  // what the load reports read as the queue's wait
+          last_wait_ns_.store(slot->queued_ns.load(std::memory_order_relaxed), std::memory_order_relaxed);
         slot->service_ns = method.service_ns.get();  // the handler's answer adds to it (finish)
         host_.run_handler(method, std::move(req), std::move(slot), conn_id);
         // Nothing of the server is touched past here: once the reply is out,

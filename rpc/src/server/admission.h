@@ -89,6 +89,12 @@ class Admission {
   void count_undecodable() { undecodable_.fetch_add(1, std::memory_order_relaxed); }
   /// The refusal and overload counters.
   void add_stats(ServerStats& s) const;
+  /// How long the last handler started from the handler executor waited
+  /// there, since the last call (0: none started); kept only with
+  /// ServerOptions::load_reports. Any thread.
+  std::chrono::nanoseconds take_queue_wait() noexcept {
+    return std::chrono::nanoseconds(last_wait_ns_.exchange(0, std::memory_order_relaxed));
+  }
 
  private:
   /// Answers `slot` with a refusal (counted in `counter`); returns null.
@@ -125,6 +131,7 @@ class Admission {
   ConcurrencyLimiter limiter_;
   std::atomic<std::int64_t> queue_emptied_ns_{0};  // steady ns (the server's clock)
   std::atomic<std::int64_t> queued_{0};            // posted to the handler executor, not yet started
+  std::atomic<std::int64_t> last_wait_ns_{0};      // the last started handler's queue wait (load reports only)
   std::atomic<std::uint64_t> shed_{0}, refused_shutting_down_{0}, refused_offline_{0}, refused_overloaded_{0},
       method_not_found_{0}, undecodable_{0};
 };

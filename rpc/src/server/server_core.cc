@@ -13,6 +13,7 @@
 #include <wheelrpc/transport/connector.h>
 #include <wheelrpc/transport/errc.h>
 
+#include "base/idle_limit.h"
 #include "base/log.h"
 #include "server/server_interception.h"
 #include "server/server_options.h"
@@ -165,16 +166,25 @@ void ServerCore::on_accept(asio::ip::tcp::socket socket) {
       channel->close(transport::make_error_code(transport::errc::closed), "server stopped");
       return;
     }
-    channels_[channel->id()] = Conn{channel, conn.heartbeat_ms, conn.context};
+    Conn& c = channels_[channel->id()] = Conn{channel, conn.heartbeat_ms, conn.context, {}, {}, {}, false};
+    if (age_.enabled()) {  // max_connection_age: its own, jittered (server_age.cc)
+      c.age = age_.draw();
+      c.age_timeout = arm_age_step(channel->id(), AgeStep::age, c.age);
+    }
   }
   accepted_.fetch_add(1, std::memory_order_relaxed);
   channel->start();
 }
 
 void ServerCore::on_connection_closed(std::uint64_t id) {
+  decltype(channels_)::node_type gone;  // its age's timeouts are cancelled after the lock
   {
     common::LockGuard lock(mu_);
-    channels_.erase(id);
+    gone = channels_.extract(id);
+  }
+  if (gone) {
+    gone.mapped().age_timeout.cancel();
+    gone.mapped().check_timeout.cancel();
   }
   if (memory_return_) memory_return_->note_close();
   shutdown_.recheck_drained();  // its unanswered requests no longer hold a graceful shutdown
@@ -425,6 +435,7 @@ bool ServerCore::send(ReplySlot& slot, Reply&& reply, ServerTransport* inline_tr
   const std::size_t bytes = reply.payload.size();
   std::shared_ptr<ServerTransport> held;
   ServerTransport* const t = inline_transport ? inline_transport : (held = slot.conn->transport.lock()).get();
+  if (options_.load_reports.enabled) load_reporter_->attach_if_due(slot.conn->load_report_seen, reply.attachments);
   const bool sent = t && t->send_reply(slot.request_id, reply.status, reply.payload, reply.attachments, slot.method,
                                        coding, inline_transport != nullptr);
   if (sent && slot.cells) slot.cells->payload(Direction::sent, bytes, coding.wire_size, coding.compressed);
@@ -457,6 +468,8 @@ void ServerCore::stop(bool flush) {
   }
   if (acceptor) acceptor->close();
   for (auto& [id, c] : channels) {
+    c.age_timeout.cancel();
+    c.check_timeout.cancel();
     auto ch = c.channel.lock();
     if (!ch) continue;
     // Streams still open end with a clear status before their connection closes.
@@ -571,6 +584,9 @@ std::vector<ConnectionInfo> ServerCore::connections() const {
     fill_channel_info(info, *ch);
     info.heartbeat = std::chrono::milliseconds(c.heartbeat_ms->load(std::memory_order_relaxed));
     info.sends_heartbeats = options_.keepalive.send_heartbeats;
+    if (info.heartbeat.count() > 0 && options_.keepalive.tcp_user_timeout)
+      info.user_timeout = idle_limit(options_.keepalive.idle_timeout, info.heartbeat);
+    if (c.age.count() > 0 && !c.aged) info.max_age_in = std::max(c.age - info.age, std::chrono::milliseconds{0});
     info.state = !ch->is_open()                ? ConnectionInfo::State::closing
                  : info.heartbeat.count() == 0 ? ConnectionInfo::State::connecting  // no HELLO yet
                                                : ConnectionInfo::State::ready;

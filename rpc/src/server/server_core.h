@@ -17,8 +17,9 @@
 //   dropped. The reply is queued on the channel from the answering thread
 //   (Channel::send is thread-safe).
 // - The timer's worker only decides and posts: a request's deadline
-//   (SlotDeadlineTask) and the grace and drain timeouts post to the
-//   executor, the HELLO timeout closes the channel (a post to its strand),
+//   (SlotDeadlineTask), the grace and drain timeouts and a connection's
+//   maximum age (ConnectionAgeTask: its age, drain checks and grace) post to
+//   the executor, the HELLO timeout closes the channel (a post to its strand),
 //   and the CloseTimerTask and HeartbeatTimerTask (ServerLiveness) run their
 //   checks on the executor. Each enters `timer_work_` first, so stop() can
 //   wait for the ones in progress.
@@ -70,7 +71,9 @@
 #include <wheelrpc/transport/channel.h>
 
 #include "server/admission.h"
+#include "server/connection_age.h"
 #include "server/health_registry.h"
+#include "server/load_reporter.h"
 #include "base/payload_coding.h"
 #include "base/bad_input.h"
 #include "server/memory_return.h"
@@ -182,6 +185,14 @@ class ServerCore final : public ServerHost, public ServerEvents, public std::ena
   /// ServerOptions::compression, as connections use it.
   const PayloadCoding& coding() const noexcept { return wire_settings_.coding; }
   const ServerLiveness& liveness() const noexcept { return liveness_; }
+  /// ServerOptions::load_reports: the sampler and the report replies carry
+  /// (Server::set_application_utilization sets it even when off).
+  LoadReporter& load_reporter() noexcept { return *load_reporter_; }
+  /// ServerKeepaliveOptions::max_connection_age: the connections retired.
+  const ConnectionAge& connection_age() const noexcept { return age_; }
+  /// Step `step` of connection `id`'s retirement for its age is due (posted
+  /// by its timeout on the wheel; server_age.cc). On the executor.
+  void on_age_step(std::uint64_t id, AgeStep step);
 
   /// Completes a slot: decides what becomes of the answer (decide), then
   /// sends it (send). False if the answer was dropped (late, cancelled, the
@@ -248,6 +259,9 @@ class ServerCore final : public ServerHost, public ServerEvents, public std::ena
   void on_accept(boost::asio::ip::tcp::socket socket);
   /// False (and the refusal counted and logged) at ServerOptions::limits.max_connections.
   bool room_for_connection(const boost::asio::ip::tcp::socket& socket);
+  /// Puts step `step` of connection `id`'s retirement on the wheel, due in
+  /// `delay` (an empty Timeout if the timer stopped). Any thread.
+  timer::Timeout arm_age_step(std::uint64_t id, AgeStep step, std::chrono::milliseconds delay);
   /// The connections for the liveness tasks; false once stopped.
   bool watched(std::vector<WatchedChannel>& out);
   /// "ip:port" of a connection still open (for log lines off the hot path).
@@ -268,13 +282,28 @@ class ServerCore final : public ServerHost, public ServerEvents, public std::ena
   std::shared_ptr<const ServerRules> rules_ WHEELRPC_GUARDED_BY(rules_mu_);
   Admission admission_;
   ServerLiveness liveness_{options_};  // its task pointers under mu_
-  ConnContextPtr local_context_;       // the context of in-process calls (invoke)
-  Health health_;                      // grpc.health.v1: its state (HealthRegistry) reads shutdown_
+  // max_connection_age: each connection's, and the counts.
+  ConnectionAge age_{options_.keepalive};
+  ConnContextPtr local_context_;  // the context of in-process calls (invoke)
+  // ServerOptions::load_reports, started by register_builtins() when on;
+  // once stopped, `timer_work_` ends its samples.
+  std::unique_ptr<LoadReporter> load_reporter_ = std::make_unique<LoadReporter>(
+      options_.load_reports.interval,
+      LoadReporter::Sources{[this] { return in_flight(); },
+                            [this] { return hot_.value(kRepliesCounter) + errors_.load(std::memory_order_relaxed); },
+                            [this] { return errors_.load(std::memory_order_relaxed); },
+                            [this] { return admission_.take_queue_wait(); }});
+  Health health_;  // grpc.health.v1: its state (HealthRegistry) reads shutdown_
 
   struct Conn {
     std::weak_ptr<transport::Channel> channel;
     std::shared_ptr<std::atomic<std::int64_t>> heartbeat_ms;  // agreed in HELLO; 0 before
     ConnContextPtr context;  // its requests in flight (a graceful shutdown waits for them)
+    // Its maximum age (server_age.cc): the age's timeout, then the
+    // grace's; the drain's next check; the age drawn; whether it drains.
+    timer::Timeout age_timeout, check_timeout;
+    std::chrono::milliseconds age{0};
+    bool aged = false;
   };
   mutable common::Mutex mu_;
   bool stopped_ WHEELRPC_GUARDED_BY(mu_) = false;
@@ -295,7 +324,8 @@ class ServerCore final : public ServerHost, public ServerEvents, public std::ena
   /// At the first listen(), before registration closes: the built-in
   /// services (grpc.health.v1 unless ServerOptions::health_service is off;
   /// a path the application registered keeps its handler), and the health
-  /// service told the services registered.
+  /// service told the services registered; the load reports' sampler
+  /// (ServerOptions::load_reports) started.
   void register_builtins();
   std::atomic<bool> listened_{false};  // listen() was called: registration is closed
   std::atomic<std::uint64_t> streams_refused_{0}, unknown_stream_frames_{0};

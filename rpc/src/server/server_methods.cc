@@ -41,6 +41,7 @@ void ServerCore::register_builtins() {
   auto paths = admission_.method_names();
   for (auto& name : stream_methods_.names()) paths.push_back(std::move(name));
   health_registry().set_registered(paths);
+  if (options_.load_reports.enabled) load_reporter_->start(*this);  // samples from the first listen on
 }
 
 void ServerCore::handle(std::string method, Server::Handler handler, MethodOptions options) {

@@ -56,6 +56,8 @@ ServerWireSettings wire_settings_for(const ServerOptions& o) {
   w.coding = PayloadCoding{o.compression.threshold, o.compression.accept, o.compression.max_ratio};
   w.grpc = o.grpc;
   w.clock = o.clock;
+  w.idle_timeout = o.keepalive.idle_timeout;
+  w.tcp_user_timeout = o.keepalive.tcp_user_timeout;
   return w;
 }
 
@@ -88,6 +90,18 @@ void validate(const ServerOptions& options) {
   }
   if (o.keepalive.idle_timeout.count() < 0) {
     throw std::invalid_argument("ServerOptions::keepalive.idle_timeout must be >= 0");
+  }
+  if (o.keepalive.max_connection_age.count() < 0 ||
+      (o.keepalive.max_connection_age.count() > 0 && o.keepalive.max_connection_age.count() < 100) ||
+      o.keepalive.max_connection_age > detail::kLongestOption) {
+    throw std::invalid_argument("ServerOptions::keepalive.max_connection_age must be 0 (none) or 100 .. 0xffffffff ms");
+  }
+  if (o.keepalive.max_connection_age_grace.count() < 0 ||
+      o.keepalive.max_connection_age_grace > detail::kLongestOption) {
+    throw std::invalid_argument("ServerOptions::keepalive.max_connection_age_grace must be 0 .. 0xffffffff ms");
+  }
+  if (o.load_reports.interval.count() < 10 || o.load_reports.interval > detail::kLongestOption) {
+    throw std::invalid_argument("ServerOptions::load_reports.interval must be 10 .. 0xffffffff ms");
   }
   if (o.unregister_grace.count() < 0 || o.unregister_grace > detail::kLongestOption) {
     throw std::invalid_argument("ServerOptions::unregister_grace must be 0 .. 0xffffffff ms");

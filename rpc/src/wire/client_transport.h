@@ -88,6 +88,10 @@ class ClientTransportEvents {
   /// The server refused our heartbeats as too frequent (gRPC's GOAWAY
   /// too_many_pings): the next connection pings less often. Any thread.
   virtual void on_too_many_pings() {}
+  /// The server said it takes no new calls on this connection (gRPC's
+  /// GOAWAY: a drain, a maximum connection age): the calls in flight finish
+  /// on it, new ones wait for the next connection. Its strand.
+  virtual void on_goaway() {}
 
  protected:
   ~ClientTransportEvents() = default;

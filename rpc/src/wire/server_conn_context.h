@@ -87,6 +87,7 @@ struct ServerConnContext {
   std::atomic<std::uint32_t> peer_max_body{transport::kDefaultMaxBody};  // the client's, from its HELLO
   std::atomic<std::uint32_t> peer_stream_window{0};  // the client's, from its HELLO (0: it speaks no streams)
   std::atomic<std::uint8_t> peer_accept{0};          // what the client decodes, from its HELLO (CompressionSet bits)
+  std::atomic<std::uint64_t> load_report_seen{0};    // the last load report its replies carried (LoadReporter)
   /// Its open streams (null for the in-process calls' context).
   std::shared_ptr<StreamTable> streams;
 

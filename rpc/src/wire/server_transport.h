@@ -77,6 +77,18 @@ class ServerTransport {
   /// A graceful shutdown began: a protocol that can tell its client to stop
   /// sending new calls does (gRPC: the two-step GOAWAY). Any thread.
   virtual void drain() {}
+  /// The connection reached its maximum age (ServerKeepaliveOptions::
+  /// max_connection_age): its client is to take its next calls elsewhere,
+  /// and the connection closes once no call nor stream is open on it. A
+  /// protocol that can tell its client does (the default: drain(); gRPC's
+  /// session then closes the connection once its last stream ends); the
+  /// native protocol cannot, and closes the connection (after the replies
+  /// queued) the first time it finds nothing open, dropping what it reads
+  /// from then on (its client retries those calls on a new connection).
+  /// Called again every ConnectionAge::kCheckInterval while the connection
+  /// drains; the server closes it when the grace runs out. On the
+  /// connection's strand (executor()).
+  virtual void retire() { drain(); }
 
  protected:
   ~ServerTransport() = default;

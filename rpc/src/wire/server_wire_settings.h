@@ -13,6 +13,7 @@
 #include <wheelrpc/transport/channel_options.h>
 #include <wheelrpc/transport/compression.h>
 
+#include "base/idle_limit.h"
 #include "base/payload_coding.h"
 
 namespace wheelrpc::rpc::detail {
@@ -42,6 +43,18 @@ struct ServerWireSettings {
   GrpcServerOptions grpc;
   /// ServerOptions::clock (null: the channel's read time stamps).
   const timer::Clock* clock = nullptr;
+  /// ServerOptions::keepalive.idle_timeout (0: 3 x the agreed heartbeat) and
+  /// keepalive.tcp_user_timeout (set a connection's TCP_USER_TIMEOUT to its
+  /// idle limit once its heartbeat is agreed).
+  std::chrono::milliseconds idle_timeout{0};
+  bool tcp_user_timeout = false;
+
+  /// The TCP_USER_TIMEOUT for a connection whose heartbeat is `agreed`: its
+  /// idle limit (idle_limit, the value ServerLiveness::idle_timeout_for
+  /// gives), or 0 with tcp_user_timeout off.
+  std::chrono::milliseconds user_timeout_for(std::chrono::milliseconds agreed) const noexcept {
+    return tcp_user_timeout ? idle_limit(idle_timeout, agreed) : std::chrono::milliseconds{0};
+  }
 
   /// When a request's bytes were read: the channel's last read (stamped with
   /// the timer's fast steady clock), or the server's clock's now if it has

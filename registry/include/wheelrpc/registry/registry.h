@@ -36,6 +36,10 @@ struct ServiceInstance {
   std::string version;                      ///< free-form, may be empty
   std::string zone;                         ///< free-form, may be empty
   std::map<std::string, std::string> tags;  ///< free-form
+  /// What the registry reports: the etcd create revision of the instance's
+  /// key, which changes each time it registers anew (after a lease loss or a
+  /// restart). 0 in what is registered; not part of the JSON.
+  std::int64_t create_revision = 0;
 
   /// {"service":..,"endpoint":..,"weight":..,"version":..,"zone":..,"tags":{..}}
   std::string to_json() const;

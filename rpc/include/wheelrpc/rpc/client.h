@@ -67,6 +67,9 @@ struct ClientStats {
   std::uint64_t empty_sets_ignored = 0;  ///< empty sets not applied (ClientOptions::empty_protection)
   std::uint64_t rule_updates = 0;        ///< rule sets put in force (ClientOptions::rules)
   std::uint64_t rule_errors = 0;         ///< failed reports of the rule source (the last good rules stood)
+  std::uint64_t ejections = 0;           ///< providers ejected by outlier detection (re-ejections included)
+  std::uint64_t ejected_now = 0;         ///< providers ejected or on probation now
+  std::uint64_t load_reports = 0;        ///< load reports (ORCA) read from replies
   StreamStats streams;                   ///< streams opened, open, messages, ends by cause
 };
 
@@ -86,6 +89,21 @@ struct ProviderStats {
   /// Where `weight` comes from: "registry" (its provider source's record),
   /// "rule <origin>" (a runtime rule, CallRules::weights), "default"; "" once it left.
   std::string weight_from{};
+  /// Outlier detection (ClientOptions::outlier_detection): "" (not ejected),
+  /// "ejected" or "probation"; why it was ejected last ("failed 31 of 100
+  /// attempts (31 %), its peers' median 0 %"); how long until its ejection
+  /// ends (ms; -1 when not ejected); how often it was ejected so far.
+  std::string ejection{};
+  std::string ejected_why{};
+  std::int64_t ejected_for_ms = -1;
+  std::uint64_t ejections = 0;
+  /// Load-aware balancing (LoadBalance::load_aware): the share of its weight
+  /// it gets now, 1..1000 (per mille; 1000 = full), from its load reports
+  /// and the client's latency to it; its last load report's utilization
+  /// (0..1; -1: none) and the mean latency the client saw (us; 0: none).
+  std::uint32_t load_factor = 1000;
+  double reported_utilization = -1;
+  std::uint64_t mean_latency_us = 0;
 };
 
 /// What a client's provider source has told it so far (`Client::source_state()`):

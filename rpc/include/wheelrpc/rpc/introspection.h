@@ -266,6 +266,16 @@ struct ConnectionInfo {
   /// "default"); weight_from is "" otherwise.
   std::uint32_t weight = 100;
   std::string weight_from{};
+  /// Client, outlier detection: "" (not ejected), "ejected" or "probation",
+  /// with why and how long until the ejection ends (ms; -1: not ejected).
+  std::string ejection{};
+  std::string ejected_why{};
+  std::int64_t ejected_for_ms = -1;
+  /// The socket's TCP_USER_TIMEOUT (0: the kernel's default, or none yet).
+  std::chrono::milliseconds user_timeout{0};
+  /// Server, with ServerOptions::keepalive.max_connection_age: when it is
+  /// drained for its age (ms from now; -1: no limit, or draining already).
+  std::chrono::milliseconds max_age_in{-1};
 };
 std::string_view connection_state_name(ConnectionInfo::State state) noexcept;
 

@@ -179,8 +179,12 @@ enum class LoadBalance {
   round_robin,   ///< in turn (default)
   least_active,  ///< fewest attempts in flight; ties broken at random (Dubbo's LeastActive)
   power_of_two,  ///< two at random, the one with fewer attempts in flight (P2C)
+  /// Weighted round robin by each provider's capacity, from its load reports
+  /// (ServerOptions::load_reports, ORCA) blended with the client's own
+  /// latency to it; docs/load_balancing.md.
+  load_aware,
 };
-/// "round_robin", "least_active", "p2c".
+/// "round_robin", "least_active", "p2c", "load_aware".
 const char* to_string(LoadBalance lb) noexcept;
 /// Parses the names above ("power_of_two" too); std::nullopt otherwise.
 std::optional<LoadBalance> parse_load_balance(std::string_view text) noexcept;
@@ -236,6 +240,48 @@ struct CompressionOptions {
   std::uint32_t max_ratio = 1024;
 };
 
+/// Outlier ejection (docs/load_balancing.md): every `interval` the client
+/// looks at what each provider did in it (its own attempts, no extra
+/// traffic) and ejects the ones that fail or lag behind their peers. An
+/// ejected provider gets no attempts while a provider that is not ejected can
+/// take them; when its ejection ends it is on probation: one probe attempt at
+/// a time, back to its full share after `probe_successes` good ones, ejected
+/// again (for twice as long, at most `max_ejection_time`) after a bad one.
+/// Every timer runs on the client's HashedWheelTimer. Zero turns a check off.
+struct OutlierDetectionOptions {
+  /// Off by default.
+  bool enabled = false;
+  /// How often the providers are judged. Default 1 s; > 0.
+  std::chrono::milliseconds interval{1000};
+  /// The first ejection's length; each ejection in a row doubles it, up to
+  /// `max_ejection_time`. Defaults 30 s and 300 s.
+  std::chrono::milliseconds base_ejection_time{30000};
+  std::chrono::milliseconds max_ejection_time{300000};
+  /// At most this share of the providers (rounded down) is ejected at once.
+  /// Default 50; 0..100.
+  unsigned max_ejection_percent = 50;
+  /// Ejected after this many failed attempts in a row (at once, not at the
+  /// interval's end). Default 5; 0 = off.
+  unsigned consecutive_failures = 5;
+  /// Ejected when at least this percentage of its attempts in an interval
+  /// failed, whatever its peers do. Default 50; 0 = off; 1..100.
+  unsigned failure_percentage = 50;
+  /// Ejected when its failure rate in an interval is at least
+  /// `relative_failure_floor` percent and `relative_factor` times the median
+  /// failure rate of its peers. Default 10; 0 = off.
+  unsigned relative_failure_floor = 10;
+  /// Ejected when its mean latency in an interval is at least
+  /// `relative_factor` times its peers' median, and `latency_gap` above it.
+  /// Defaults 3.0 (>= 1.5) and 10 ms; a gap of 0 turns the latency check off.
+  double relative_factor = 3.0;
+  std::chrono::milliseconds latency_gap{10};
+  /// An interval's failure and latency checks judge a provider only with at
+  /// least this many attempts ended on it. Default 10; > 0.
+  unsigned minimum_requests = 10;
+  /// Good probe attempts in a row that end a probation. Default 3; > 0.
+  unsigned probe_successes = 3;
+};
+
 /// Per client; fixed at construction.
 /// The wire protocol a client speaks to its providers (docs/grpc.md).
 enum class WireProtocol : std::uint8_t {
@@ -285,8 +331,15 @@ struct ClientOptions {
   /// constructor rejects less: one lost heartbeat must not close a connection).
   std::chrono::milliseconds idle_timeout{0};
 
+  /// Sets TCP_USER_TIMEOUT on each connection to its idle timeout (above,
+  /// from the agreed heartbeat), so data the peer never acknowledges cannot
+  /// keep a dead connection open for the kernel's ~15 minutes of
+  /// retransmissions (gRFC A18). Linux only; ignored elsewhere. Default true.
+  bool tcp_user_timeout = true;
+
   /// Delays between reconnect attempts to a server, after a connection is lost
-  /// or an attempt fails; reset after a successful connection. Defaults as
+  /// or an attempt fails; reset after a successful connection, and when the
+  /// provider source reports the provider again (docs/load_balancing.md). Defaults as
   /// gRPC: a fast first attempt, then 1 s x 1.6 per attempt +- 20 %, at most 120 s.
   BackoffOptions reconnect;
 
@@ -305,6 +358,9 @@ struct ClientOptions {
 
   /// How each attempt picks its provider. Default round robin.
   LoadBalance load_balance = LoadBalance::round_robin;
+
+  /// Ejects providers that fail or lag behind their peers. Default off.
+  OutlierDetectionOptions outlier_detection;
 
   /// Runtime rules this client follows (call_rules.h; the registry's
   /// rule_source follows them in etcd): overrides of each method's policy
@@ -411,6 +467,19 @@ struct ServerKeepaliveOptions {
   /// Whether the server also sends heartbeats on connections idle for an
   /// agreed interval (clients always do). Default false.
   bool send_heartbeats = false;
+
+  /// Sets TCP_USER_TIMEOUT on each connection to its idle timeout (as
+  /// ClientOptions::tcp_user_timeout). Linux only. Default true.
+  bool tcp_user_timeout = true;
+
+  /// A connection older than this (+- 10 % jitter) is drained so its client
+  /// reconnects, perhaps elsewhere: native, the drain announcement; gRPC, a
+  /// GOAWAY. Calls and streams in flight then have `max_connection_age_grace`
+  /// to end before the connection closes. 0 (default) = no limit; otherwise
+  /// >= 100 ms. gRPC's MAX_CONNECTION_AGE and MAX_CONNECTION_AGE_GRACE.
+  std::chrono::milliseconds max_connection_age{0};
+  /// Default 30 s; >= 0.
+  std::chrono::milliseconds max_connection_age_grace{30000};
 };
 
 /// A server's bounds on what clients may hold of it; the table of limits at
@@ -507,6 +576,19 @@ struct ServerCompressionOptions : CompressionOptions {
   int reply_level = 0;
 };
 
+/// Load reports (docs/load_balancing.md): replies carry the server's load in
+/// ORCA's OrcaLoadReport (xds.data.orca.v3): CPU utilization, calls in
+/// flight, the handler queue's wait and an application-set utilization
+/// (Server::set_application_utilization). Native: a reply attachment; gRPC:
+/// the `endpoint-load-metrics-bin` trailer, which any ORCA-aware client reads.
+struct LoadReportOptions {
+  /// Off by default.
+  bool enabled = false;
+  /// A connection's replies carry a report at most once per this long; the
+  /// CPU is sampled as often, on the timer. Default 100 ms; >= 10 ms.
+  std::chrono::milliseconds interval{100};
+};
+
 /// How a server sheds the work it cannot finish in time; docs/security.md,
 /// "Overload".
 struct OverloadOptions {
@@ -548,6 +630,9 @@ struct ServerOptions {
 
   /// Deadline admission, the queue's controlled delay, the concurrency limit.
   OverloadOptions overload;
+
+  /// Load reports on replies (ORCA). Default off.
+  LoadReportOptions load_reports;
 
   /// Streams (docs/streams.md).
   ServerStreamOptions streams;

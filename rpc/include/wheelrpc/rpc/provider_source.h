@@ -34,6 +34,11 @@ struct ProviderInfo {
   std::uint32_t weight = 100;
   std::string zone;                         ///< free-form, may be empty
   std::map<std::string, std::string> tags;  ///< free-form
+  /// Changes when the provider registers anew (the registry's: the etcd
+  /// create revision of its key); 0 when the source does not know. A
+  /// provider reported with a new epoch, or reported again after it left,
+  /// has its reconnect backoff reset: the next call connects at once.
+  std::uint64_t epoch = 0;
   friend bool operator==(const ProviderInfo&, const ProviderInfo&) = default;
 };
 

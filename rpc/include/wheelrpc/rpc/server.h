@@ -326,6 +326,12 @@ class Server {
   /// The rules in force (null: none). Any thread.
   std::shared_ptr<const ServerRules> rules() const;
 
+  /// The application's own utilization, 0..1 (ORCA's
+  /// application_utilization): carried by load reports
+  /// (ServerOptions::load_reports) in place of the CPU when set, and read by
+  /// load-aware clients. Negative clears it. Any thread; lock-free.
+  void set_application_utilization(double utilization) noexcept;
+
   /// The server's grpc.health.v1.Health service (docs/operations.md): what
   /// `Check` and `Watch` answer, on both wires, registered by every server
   /// unless ServerOptions::health_service is off. The application sets a

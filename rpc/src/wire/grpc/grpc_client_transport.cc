@@ -328,6 +328,7 @@ int GrpcClientTransport::on_goaway(std::uint32_t code, std::string_view debug) {
     events_->on_too_many_pings();
   }
   logger()->info("conn={} {}", channel_->id(), goaway_reason_);
+  events_->on_goaway();
   return 0;
 }
 

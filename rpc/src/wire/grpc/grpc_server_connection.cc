@@ -82,7 +82,15 @@ std::shared_ptr<GrpcServerConnection> GrpcServerConnection::create(
   std::shared_ptr<GrpcServerConnection> self(new GrpcServerConnection(context, channel));
   self->heartbeat_ms_ = std::move(heartbeat_ms);
   // No HELLO agrees a heartbeat here: the server's own interval applies.
-  self->heartbeat_ms_->store(context->events->agree_heartbeat(std::nullopt).count(), std::memory_order_relaxed);
+  const auto agreed = context->events->agree_heartbeat(std::nullopt);
+  self->heartbeat_ms_->store(agreed.count(), std::memory_order_relaxed);
+  // On the channel's strand (Channel::switch_to_http2). Data the client never
+  // acknowledges fails the connection within its idle limit too (gRFC A18).
+  if (const auto user_timeout = context->settings->user_timeout_for(agreed); user_timeout.count() > 0) {
+    if (auto ec = channel->set_user_timeout(user_timeout)) {
+      logger()->debug("conn={} TCP_USER_TIMEOUT not set: {}", channel->id(), ec.message());
+    }
+  }
   context->transport = std::weak_ptr<ServerTransport>(std::static_pointer_cast<ServerTransport>(self));
   context->peer_stream_window.store(kMinStreamWindow, std::memory_order_relaxed);
   self->start_session();

@@ -41,6 +41,19 @@ boost::asio::any_io_executor ServerConnection::executor() const {
   return channel ? boost::asio::any_io_executor(channel->strand()) : boost::asio::any_io_executor();
 }
 
+void ServerConnection::retire() {
+  const auto channel = channel_.lock();
+  if (!channel || retired_ || !channel->is_open()) return;
+  assert(channel->strand().running_in_this_thread());
+  // Requests are counted in flight on this strand (ServerCore::on_request),
+  // so none can come between this check and the close below.
+  if (context_->in_flight.load(std::memory_order_acquire) > 0 || context_->streams->size() > 0) return;
+  retired_ = true;
+  channel->pause_reading();
+  channel->close_after_flush(transport::make_error_code(transport::errc::closed),
+                             "the connection reached its maximum age", std::chrono::milliseconds(1000));
+}
+
 void ServerConnection::resume_reading() {
   if (auto ch = channel_.lock()) ch->resume_reading();
 }
@@ -117,6 +130,8 @@ void ServerConnection::start_hello_timeout(timer::Timer& timer, const std::share
 
 void ServerConnection::on_frame(transport::Channel& channel, transport::Frame& frame) {
   assert(channel.strand().running_in_this_thread());
+  if (retired_) [[unlikely]]
+    return;  // closing for its age: not run here, the client retries it elsewhere
   if (!hello_done_) {
     if (!is_hello(frame)) {
       first_frame_not_hello_ = true;  // counted and logged by on_close
@@ -206,6 +221,13 @@ void ServerConnection::on_hello(transport::Channel& channel, const transport::Fr
   const ServerWireSettings& settings = *context_->settings;
   const auto agreed = context_->events->agree_heartbeat(hello_heartbeat(frame));
   heartbeat_ms_->store(agreed.count(), std::memory_order_relaxed);
+  // Data the client never acknowledges fails the connection within its idle
+  // limit too, not after the kernel's ~15 minutes of retransmissions (gRFC A18).
+  if (const auto user_timeout = settings.user_timeout_for(agreed); user_timeout.count() > 0) {
+    if (auto ec = channel.set_user_timeout(user_timeout)) {
+      logger()->debug("conn={} TCP_USER_TIMEOUT not set: {}", channel.id(), ec.message());
+    }
+  }
   context_->peer_max_body.store(hello_max_body(frame), std::memory_order_relaxed);
   context_->peer_stream_window.store(hello_stream_window(frame), std::memory_order_relaxed);
   context_->peer_accept.store(hello_accept(frame).bits(), std::memory_order_relaxed);

@@ -45,6 +45,12 @@ class ServerConnection final : public transport::ChannelHandler, public ServerTr
   std::string remote() const override { return remote_; }
   std::uint64_t id() const noexcept override { return id_; }
   boost::asio::any_io_executor executor() const override;
+  /// Past its maximum age: closes the channel (after the replies queued)
+  /// once no request is in flight and no stream open; from then on what the
+  /// client sends is dropped unread (its calls fail over as connection_lost
+  /// and are retried on a new connection, never run twice). The native
+  /// protocol has no word to tell the client first. On the strand.
+  void retire() override;
   /// Closes `channel` unless its HELLO comes within ServerOptions::keepalive.hello_timeout.
   /// Before the channel starts.
   void start_hello_timeout(timer::Timer& timer, const std::shared_ptr<transport::Channel>& channel);
@@ -91,6 +97,7 @@ class ServerConnection final : public transport::ChannelHandler, public ServerTr
   std::shared_ptr<std::atomic<std::int64_t>> heartbeat_ms_;  // agreed; read by the timer tasks
   bool hello_done_ = false;
   bool first_frame_not_hello_ = false;
+  bool retired_ = false;  // strand only: closing for its age; frames are dropped
   ConnContextPtr context_;
   Http2Handoff http2_ = nullptr;
 };

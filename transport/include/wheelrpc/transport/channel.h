@@ -234,6 +234,17 @@ class Channel : public std::enable_shared_from_this<Channel> {
   Clock::time_point last_write() const noexcept;
   /// Bytes queued and not yet handed to the socket.
   std::size_t queued_bytes() const;
+  /// Sets TCP_USER_TIMEOUT: once data written stays unacknowledged by the
+  /// peer for `timeout` (ms, > 0), the kernel drops the connection and the
+  /// channel closes with the socket's error (gRFC A18), instead of
+  /// retransmitting for up to ~15 minutes. Linux only (elsewhere
+  /// operation_not_supported). Call from the channel's strand or before
+  /// start(). Returns the setsockopt error, if any.
+  boost::system::error_code set_user_timeout(std::chrono::milliseconds timeout);
+  /// The TCP_USER_TIMEOUT in force (0: the kernel's default), as the socket
+  /// reports it; for tests. The channel's strand only (or before start()):
+  /// elsewhere the socket may be closing.
+  std::chrono::milliseconds user_timeout() const;
   /// The buffers this channel holds now (see "Memory" above). For tests and
   /// diagnostics; any thread. Read buffer figures are updated before each
   /// read is started, so they show what the pending read holds.

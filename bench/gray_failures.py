@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Gray failures: a slow, a flaky and a CPU-starved provider among healthy
+ones, called by real echo_client processes (docs/load_balancing.md).
+
+Every scenario starts three echo_server processes (one behind a fault_proxy
+when it needs a toxic), runs the clients for DURATION seconds with a warm-up
+of WARMUP seconds (echo_client --warmup-s: the shares, rates and p99 below
+count only what came after it) and prints one JSON line per run:
+
+  slow     one provider behind +50 ms of latency; 8 clients at C = 1, then
+           1 client at C = 32; every policy (round_robin, least_active, p2c,
+           load_aware, round_robin with --outlier) and the same run with no
+           latency (healthy, for the p99 baseline)
+  flaky    one provider failing 30 % of calls (echo_server --fail-percent 30);
+           clients with --outlier and retries; then the flaky server is
+           restarted healthy on the same port and the run goes on: when the
+           client's admin /status stops listing it as ejected, and its share
+  healthy  three healthy providers, --outlier, HEALTHY_S seconds: ejections
+           must stay 0 (no flapping)
+  cpu      one provider sharing a CPU with a busy loop (taskset); 8 clients
+           at C = 1, round_robin against load_aware (with load reports)
+
+  bench/gray_failures.py                       # all scenarios
+  SCENARIOS=slow,flaky DURATION=12 bench/gray_failures.py
+  BUILD=build/release OUT=file.jsonl bench/gray_failures.py
+
+Needs the release build (BUILD, default build/release) and, for `cpu`,
+taskset. Any python3 runs it.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.join(REPO, os.environ.get("BUILD", "build/release"))
+SERVER = os.path.join(BUILD, "examples", "echo_server")
+CLIENT = os.path.join(BUILD, "examples", "echo_client")
+PROXY = os.path.join(BUILD, "examples", "fault_proxy")
+DURATION = float(os.environ.get("DURATION", "12"))
+WARMUP = float(os.environ.get("WARMUP", "2"))
+HEALTHY_S = float(os.environ.get("HEALTHY_S", "300"))
+SCENARIOS = os.environ.get("SCENARIOS", "slow,flaky,healthy,cpu").split(",")
+OUT = os.environ.get("OUT", os.path.join(REPO, "bench", "results", "gray-failures-%s.jsonl" % time.strftime("%F")))
+
+children = []
+
+
+def start(args, lines=1, cpu=None):
+    """Starts a process; returns it and its first `lines` stdout lines."""
+    cmd = (["taskset", "-c", str(cpu)] if cpu is not None else []) + args
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    children.append(p)
+    got = [p.stdout.readline().strip() for _ in range(lines)]
+    return p, got
+
+
+def stop(p):
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    if p in children:
+        children.remove(p)
+
+
+def port_of(line):
+    return int(line.rsplit(":", 1)[1])
+
+
+def servers(n, extra=None, cpu=None):
+    """n echo_servers on free ports; extra[i]: more flags for server i."""
+    out = []
+    for i in range(n):
+        flags = (extra or {}).get(i, [])
+        p, (line,) = start([SERVER, "--port", "0", "--load-reports"] + flags, cpu=cpu if i == 0 else None)
+        out.append((p, port_of(line)))
+    return out
+
+
+def proxy(upstream_port):
+    p, lines = start([PROXY, "--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:%d" % upstream_port,
+                      "--control-port", "0"], lines=2)
+    return p, port_of(lines[0]), port_of(lines[1])
+
+
+def toxic(control_port, body):
+    req = urllib.request.Request("http://127.0.0.1:%d/toxics" % control_port, data=json.dumps(body).encode(),
+                                 method="POST")
+    urllib.request.urlopen(req, timeout=5).read()
+
+
+def clients(ports, n, concurrency, flags, duration=None):
+    """n echo_clients of `ports`; their JSON summaries."""
+    procs = []
+    for _ in range(n):
+        args = [CLIENT, "--server", ",".join("127.0.0.1:%d" % p for p in ports), "--duration-s",
+                str(duration or DURATION), "--warmup-s", str(WARMUP), "--concurrency", str(concurrency),
+                "--timeout-ms", "2000", "--json", "--report-interval-ms", "3600000"] + flags
+        p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        children.append(p)
+        procs.append(p)
+    out = []
+    for p in procs:
+        lines = [l for l in p.stdout.read().splitlines() if l.startswith("{")]
+        p.wait()
+        children.remove(p)
+        out.append(json.loads(lines[-1]))
+    return out
+
+
+def summarize(runs, odd_port, label, **extra):
+    """One line: calls/s after the warm-up, the odd provider's share, the worst p99."""
+    rate = sum(r["after_warmup"]["ok_per_s"] for r in runs if r["after_warmup"])
+    odd = total = 0
+    for r in runs:
+        for peer, n in (r["after_warmup"] or {"attempts": {}})["attempts"].items():
+            total += n
+            if odd_port is not None and peer.endswith(":%d" % odd_port):
+                odd += n
+    line = dict(scenario=label, calls_per_s=round(rate), odd_share=round(odd / total, 4) if total else None,
+                p99_us=max(r["p99_us"] for r in runs), failed=sum(r["failed"] + r["timeout"] for r in runs),
+                ejections=sum(p["ejections"] for r in runs for p in r["providers"]), **extra)
+    print(json.dumps(line), flush=True)
+    with open(OUT, "a") as f:
+        f.write(json.dumps(line) + "\n")
+    return line
+
+
+POLICIES = [("round_robin", ["--lb", "round_robin"]), ("least_active", ["--lb", "least_active"]),
+            ("p2c", ["--lb", "p2c"]), ("load_aware", ["--lb", "load_aware"]),
+            ("outlier", ["--lb", "round_robin", "--outlier", "--outlier-base-ms", "30000"])]
+
+
+def slow():
+    fleet = servers(3)
+    px, px_port, control = proxy(fleet[0][1])
+    ports = [px_port, fleet[1][1], fleet[2][1]]
+    for shape, n, c in (("8xC1", 8, 1), ("1xC32", 1, 32)):
+        summarize(clients(ports, n, c, ["--lb", "round_robin"]), px_port, "slow/healthy", shape=shape,
+                  policy="round_robin")
+    toxic(control, {"name": "lat", "type": "latency", "stream": "downstream", "attributes": {"latency": 50}})
+    for shape, n, c in (("8xC1", 8, 1), ("1xC32", 1, 32)):
+        for name, flags in POLICIES:
+            summarize(clients(ports, n, c, flags), px_port, "slow", shape=shape, policy=name)
+    stop(px)
+    for p, _ in fleet:
+        stop(p)
+
+
+def flaky():
+    fleet = servers(3, extra={0: ["--fail-percent", "30"]})
+    ports = [p for _, p in fleet]
+    flags = ["--outlier", "--outlier-base-ms", "5000", "--outlier-max-ms", "20000", "--idempotent", "--retries",
+             "2", "--retry-budget-ratio", "1"]
+    summarize(clients(ports, 8, 1, flags), ports[0], "flaky", shape="8xC1", policy="outlier")
+    summarize(clients(ports, 1, 32, flags), ports[0], "flaky", shape="1xC32", policy="outlier")
+    # Heal: one long client run; the flaky server is replaced by a healthy one
+    # on the same port at HEAL_AT s.
+    heal_at = 5.0
+    proc = subprocess.Popen([CLIENT, "--server", ",".join("127.0.0.1:%d" % p for p in ports), "--duration-s", "45",
+                             "--warmup-s", str(heal_at + 30), "--concurrency", "8", "--json", "--timeout-ms", "2000",
+                             "--report-interval-ms", "3600000"] + flags, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    children.append(proc)
+    time.sleep(heal_at)
+    stop(fleet[0][0])
+    healed, _ = start([SERVER, "--port", str(ports[0]), "--load-reports"])
+    lines = [l for l in proc.stdout.read().splitlines() if l.startswith("{")]
+    proc.wait()
+    children.remove(proc)
+    r = json.loads(lines[-1])
+    summarize([r], ports[0], "flaky/healed", shape="1xC8", policy="outlier",
+              note="shares over the 10 s from 30 s after the heal")
+    stop(healed)
+    for p, _ in fleet[1:]:
+        stop(p)
+
+
+def healthy():
+    fleet = servers(3)
+    ports = [p for _, p in fleet]
+    summarize(clients(ports, 1, 8, ["--outlier"], duration=HEALTHY_S), None, "healthy", shape="1xC8",
+              policy="outlier", seconds=HEALTHY_S)
+    for p, _ in fleet:
+        stop(p)
+
+
+def cpu():
+    fleet = servers(3, cpu=1)
+    busy = subprocess.Popen(["taskset", "-c", "1", "sh", "-c", "while :; do :; done"])
+    children.append(busy)
+    ports = [p for _, p in fleet]
+    for name, flags in (("round_robin", ["--lb", "round_robin"]), ("load_aware", ["--lb", "load_aware"])):
+        summarize(clients(ports, 8, 1, flags), ports[0], "cpu", shape="8xC1", policy=name)
+    stop(busy)
+    for p, _ in fleet:
+        stop(p)
+
+
+def main():
+    os.makedirs(os.path.dirname(OUT), exist_ok=True)
+    try:
+        for s in SCENARIOS:
+            {"slow": slow, "flaky": flaky, "healthy": healthy, "cpu": cpu}[s]()
+    finally:
+        for p in list(children):
+            stop(p)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
