@@ -38,6 +38,7 @@
 #include "support/h2_client.h"
 #include "support/held_responders.h"
 #include "support/rpc_fixture.h"
+#include "support/run_process.h"
 #include "support/wait.h"
 
 using namespace std::chrono_literals;
@@ -502,39 +503,6 @@ TEST(LoadReportsOnTheWire, TheGrpcTrailerIsTheReportInBase64) {
   EXPECT_TRUE(r->named_metric("inflight"));
 }
 
-/// Runs `argv` with its stdout and stderr in `out_path`; its exit code, or
-/// -1 if it ran past `limit` (then killed and reaped: none left behind).
-int orca_run_process(std::vector<std::string> argv, const std::string& out_path, std::chrono::seconds limit) {
-  std::vector<char*> args;
-  for (auto& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-  const int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return -2;
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == 0) {  // only async-signal-safe calls until exec
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    ::dup2(fd, STDOUT_FILENO);
-    ::dup2(fd, STDERR_FILENO);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  ::close(fd);
-  if (pid < 0) return -2;
-  const auto until = std::chrono::steady_clock::now() + limit;
-  int status = 0;
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() >= until) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(5ms);
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 // grpcio calls a server with reports on (gRPC's core keeps the trailer for
 // its own balancers: the script says whether it showed it), and protobuf's
 // runtime, with stubs from xds's OrcaLoadReport, decodes a report our client
@@ -562,7 +530,7 @@ TEST(LoadReportsGrpcio, GrpcioCallsTheServerAndProtobufDecodesTheReportAsWeDo) {
   std::string dir = (std::filesystem::temp_directory_path() / "wheelrpc-orca-XXXXXX").string();
   ASSERT_NE(::mkdtemp(dir.data()), nullptr);
   const std::string out_path = dir + "/grpcio.out";
-  const int rc = orca_run_process(
+  const int rc = wheelrpc::test::run_process(
       {"/usr/bin/python3", WHEELRPC_ORCA_SCRIPT, std::to_string(f.server.local_endpoint().port()), hex}, out_path, 90s);
   std::ifstream in(out_path);
   std::stringstream text;

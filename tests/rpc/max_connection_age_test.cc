@@ -33,6 +33,7 @@
 #include "support/held_responders.h"
 #include "support/log_capture.h"
 #include "support/rpc_fixture.h"
+#include "support/run_process.h"
 #include "support/wait.h"
 
 using namespace std::chrono_literals;
@@ -204,39 +205,6 @@ TEST_P(MaxConnectionAge, NoMaximumAgeKeepsOneConnection) {
 
 INSTANTIATE_TEST_SUITE_P(Wires, MaxConnectionAge, testing::Values(WireProtocol::native, WireProtocol::grpc), wire_name);
 
-/// Runs `argv` with its stdout and stderr in `out_path`; its exit code, or
-/// -1 if it ran past `limit` (then killed and reaped: none left behind).
-int age_run_process(std::vector<std::string> argv, const std::string& out_path, std::chrono::seconds limit) {
-  std::vector<char*> args;
-  for (auto& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-  const int fd = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return -2;
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == 0) {  // only async-signal-safe calls until exec
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    ::dup2(fd, STDOUT_FILENO);
-    ::dup2(fd, STDERR_FILENO);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  ::close(fd);
-  if (pid < 0) return -2;
-  const auto until = std::chrono::steady_clock::now() + limit;
-  int status = 0;
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() >= until) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(5ms);
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 TEST(MaxConnectionAgeGrpcio, AGrpcioClientFollowsTheGoawayAndNoCallFails) {
   if (std::system("/usr/bin/python3 -c 'import grpc' >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "no grpcio for /usr/bin/python3";
@@ -245,7 +213,7 @@ TEST(MaxConnectionAgeGrpcio, AGrpcioClientFollowsTheGoawayAndNoCallFails) {
   std::string dir = (std::filesystem::temp_directory_path() / "wheelrpc-max-age-XXXXXX").string();
   ASSERT_NE(::mkdtemp(dir.data()), nullptr);
   const std::string out_path = dir + "/grpcio.out";
-  const int rc = age_run_process(
+  const int rc = wheelrpc::test::run_process(
       {"/usr/bin/python3", WHEELRPC_MAX_AGE_SCRIPT, std::to_string(p.server.local_endpoint().port()), "2.5"}, out_path,
       120s);
   std::ifstream in(out_path);
