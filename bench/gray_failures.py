@@ -187,7 +187,7 @@ def flaky():
 def healthy():
     fleet = servers(3)
     ports = [p for _, p in fleet]
-    summarize(clients(ports, 1, 8, ["--outlier"], duration=HEALTHY_S), None, "healthy", shape="1xC8",
+    summarize(clients(ports, 1, 1, ["--outlier"], duration=HEALTHY_S), None, "healthy", shape="1xC1",
               policy="outlier", seconds=HEALTHY_S)
     for p, _ in fleet:
         stop(p)
