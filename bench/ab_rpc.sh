@@ -13,6 +13,10 @@
 # A_CLIENT_FLAGS and B_CLIENT_FLAGS go to the client only, e.g. what
 # deadlines cost, alternating:
 #   B_CLIENT_FLAGS=--no-deadline bench/ab_rpc.sh build/release/bench/rpc_bench build/release/bench/rpc_bench 128 5 5
+# A_SERVER_FLAGS and B_SERVER_FLAGS go to the server only, e.g. what load
+# reports, outlier detection and the load-aware policy cost:
+#   B_SERVER_FLAGS=--load-reports B_CLIENT_FLAGS="--outlier --load-aware" \
+#     bench/ab_rpc.sh build/release/bench/rpc_bench build/release/bench/rpc_bench 128 5 5
 # PAYLOAD sets the payload size in bytes (default 64), e.g. the typed echo
 # against the untyped one at 4 KiB:
 #   PAYLOAD=4096 B_FLAGS=--typed bench/ab_rpc.sh build/release/bench/rpc_bench build/release/bench/rpc_bench 128 5 5
@@ -30,10 +34,10 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-run() {  # binary label extra-flags extra-client-flags
+run() {  # binary label extra-flags extra-client-flags extra-server-flags
   rm -f "$tmp/port"
   # shellcheck disable=SC2086  # the extra flags are words
-  "$1" server --port 0 --port-file "$tmp/port" --lifetime $((d + 30)) $3 &
+  "$1" server --port 0 --port-file "$tmp/port" --lifetime $((d + 30)) $3 $5 &
   server_pid=$!
   for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
   line=$("$1" client --port "$(cat "$tmp/port")" --concurrency "$c" --payload "$payload" --warmup 1 --duration "$d" \
@@ -50,6 +54,6 @@ print("%2s C=%d calls_per_s=%.0f client_cpu_ns_per_call=%.0f server_cpu_ns_per_c
 ' "$2" "$line"
 }
 for _ in $(seq "$rounds"); do
-  run "$a" A "${A_FLAGS:-}" "${A_CLIENT_FLAGS:-}"
-  run "$b" B "${B_FLAGS:-}" "${B_CLIENT_FLAGS:-}"
+  run "$a" A "${A_FLAGS:-}" "${A_CLIENT_FLAGS:-}" "${A_SERVER_FLAGS:-}"
+  run "$b" B "${B_FLAGS:-}" "${B_CLIENT_FLAGS:-}" "${B_SERVER_FLAGS:-}"
 done

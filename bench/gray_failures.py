@@ -18,7 +18,14 @@ count only what came after it) and prints one JSON line per run:
   healthy  three healthy providers, --outlier, HEALTHY_S seconds: ejections
            must stay 0 (no flapping)
   cpu      one provider sharing a CPU with a busy loop (taskset); 8 clients
-           at C = 1, round_robin against load_aware (with load reports)
+           at C = 1, round_robin against load_aware (with load reports), and
+           the ceiling: the same clients given only the two other providers
+  scaleout clients behind an L4 balancer (one address; each new connection
+           goes to the next server in turn, as a TCP load balancer or a
+           Kubernetes Service does; in this script): 2 servers, then 2 more
+           at SCALE_AT s; each server's share of the calls from SCALE_AT + 40
+           to SCALE_AT + 50 s, with --max-connection-age-ms 20000 (native and
+           gRPC wires) and without (the connections never move)
 
   bench/gray_failures.py                       # all scenarios
   SCENARIOS=slow,flaky DURATION=12 bench/gray_failures.py
@@ -28,11 +35,13 @@ Needs the release build (BUILD, default build/release) and, for `cpu`,
 taskset. Any python3 runs it.
 """
 
+import asyncio
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -44,7 +53,8 @@ PROXY = os.path.join(BUILD, "examples", "fault_proxy")
 DURATION = float(os.environ.get("DURATION", "12"))
 WARMUP = float(os.environ.get("WARMUP", "2"))
 HEALTHY_S = float(os.environ.get("HEALTHY_S", "300"))
-SCENARIOS = os.environ.get("SCENARIOS", "slow,flaky,healthy,cpu").split(",")
+SCENARIOS = os.environ.get("SCENARIOS", "slow,flaky,healthy,cpu,scaleout").split(",")
+SCALE_AT = float(os.environ.get("SCALE_AT", "5"))
 OUT = os.environ.get("OUT", os.path.join(REPO, "bench", "results", "gray-failures-%s.jsonl" % time.strftime("%F")))
 
 children = []
@@ -200,16 +210,127 @@ def cpu():
     ports = [p for _, p in fleet]
     for name, flags in (("round_robin", ["--lb", "round_robin"]), ("load_aware", ["--lb", "load_aware"])):
         summarize(clients(ports, 8, 1, flags), ports[0], "cpu", shape="8xC1", policy=name)
+    # The ceiling: nothing sent to the starved provider at all.
+    summarize(clients(ports[1:], 8, 1, ["--lb", "round_robin"]), ports[0], "cpu/ceiling", shape="8xC1",
+              policy="round_robin", note="the two other providers only")
     stop(busy)
     for p, _ in fleet:
         stop(p)
+
+
+class RoundRobinProxy:
+    """An L4 balancer on 127.0.0.1: each new connection is piped to the next
+    of `backends` (ports) in turn; the list may change while it runs."""
+
+    def __init__(self, backends):
+        self.backends = list(backends)
+        self.next = 0
+        self.accepted = {}
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+
+        def run():
+            asyncio.set_event_loop(self.loop)
+            server = self.loop.run_until_complete(asyncio.start_server(self.handle, "127.0.0.1", 0))
+            self.port = server.sockets[0].getsockname()[1]
+            ready.set()
+            self.loop.run_forever()
+
+        threading.Thread(target=run, daemon=True).start()
+        ready.wait()
+
+    async def handle(self, reader, writer):
+        backends = self.backends
+        port = backends[self.next % len(backends)]
+        self.next += 1
+        self.accepted[port] = self.accepted.get(port, 0) + 1
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            writer.close()
+            return
+
+        async def pipe(r, w):
+            try:
+                while True:
+                    data = await r.read(65536)
+                    if not data:
+                        break
+                    w.write(data)
+                    await w.drain()
+            except (OSError, ConnectionError):
+                pass
+            finally:
+                w.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    def close(self):
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+def served(admin_port):
+    """Calls a server answered, from its /metrics."""
+    text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % admin_port, timeout=10).read().decode()
+    return sum(float(l.rsplit(" ", 1)[1]) for l in text.splitlines() if l.startswith("wheelrpc_server_handled_total{"))
+
+
+def scaleout_run(protocol, age_ms):
+    extra = ["--admin-port", "0"] + (["--max-connection-age-ms", str(age_ms)] if age_ms else [])
+    fleet = []
+    for _ in range(2):
+        p, (line, admin) = start([SERVER, "--port", "0"] + extra, lines=2)
+        fleet.append((p, port_of(line), port_of(admin)))
+    lb = RoundRobinProxy([f[1] for f in fleet])
+    window = (SCALE_AT + 40, SCALE_AT + 50)
+    procs = []
+    for _ in range(8):
+        args = [CLIENT, "--server", "127.0.0.1:%d" % lb.port, "--protocol", protocol, "--duration-s", str(window[1]),
+                "--concurrency", "2", "--timeout-ms", "5000", "--json", "--report-interval-ms", "3600000"]
+        procs.append(subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True))
+        children.append(procs[-1])
+    t0 = time.monotonic()
+    time.sleep(SCALE_AT)
+    for _ in range(2):
+        p, (line, admin) = start([SERVER, "--port", "0"] + extra, lines=2)
+        fleet.append((p, port_of(line), port_of(admin)))
+    lb.backends = [f[1] for f in fleet]
+    time.sleep(max(0.0, window[0] - (time.monotonic() - t0)))
+    before = [served(f[2]) for f in fleet]
+    time.sleep(max(0.0, window[1] - 0.5 - (time.monotonic() - t0)))
+    after = [served(f[2]) for f in fleet]
+    runs = []
+    for p in procs:
+        lines = [l for l in p.stdout.read().splitlines() if l.startswith("{")]
+        p.wait()
+        children.remove(p)
+        runs.append(json.loads(lines[-1]))
+    lb.close()
+    deltas = [a - b for a, b in zip(after, before)]
+    total = sum(deltas) or 1
+    line = dict(scenario="scaleout", protocol=protocol, max_connection_age_ms=age_ms, shape="8xC2",
+                window_s=list(window), shares=[round(d / total, 4) for d in deltas],
+                calls_per_s=round(sum(r["calls_per_s"] for r in runs)),
+                failed=sum(r["failed"] + r["timeout"] for r in runs),
+                connections_by_server=[lb.accepted.get(f[1], 0) for f in fleet])
+    print(json.dumps(line), flush=True)
+    with open(OUT, "a") as f:
+        f.write(json.dumps(line) + "\n")
+    for p, _, _ in fleet:
+        stop(p)
+
+
+def scaleout():
+    scaleout_run("native", 20000)
+    scaleout_run("grpc", 20000)
+    scaleout_run("native", 0)
 
 
 def main():
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     try:
         for s in SCENARIOS:
-            {"slow": slow, "flaky": flaky, "healthy": healthy, "cpu": cpu}[s]()
+            {"slow": slow, "flaky": flaky, "healthy": healthy, "cpu": cpu, "scaleout": scaleout}[s]()
     finally:
         for p in list(children):
             stop(p)

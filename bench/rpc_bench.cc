@@ -50,6 +50,12 @@
 /// `echo` method either way; without --typed it serves
 /// `/peers.echo.Echo/Echo` untyped instead (see --protocol).
 ///
+/// --load-reports (server) serves ORCA load reports (ServerOptions::
+/// load_reports, default sampling); --outlier (client) turns on outlier
+/// detection with its defaults and --load-aware the load-aware policy:
+/// what the gray-failure bookkeeping costs (bench/ab_rpc.sh's
+/// B_SERVER_FLAGS and B_CLIENT_FLAGS; fields "outlier", "load_aware").
+///
 /// --interceptors N (server and client; field "interceptors"): N no-op
 /// interceptors in the server's chain and in the client's per-call chain,
 /// each proceeding at once: what a chain costs (0, the default: none).
@@ -233,13 +239,14 @@ constexpr long long kMaxInterceptors = 64;
 
 int server(const Flags& flags) {
   flags.check_known({"port", "port-file", "lifetime", "threads", "host", "heartbeat-ms", "no-metrics", "tls", "typed",
-                     "interceptors", "stream-handlers", "compression"});
+                     "interceptors", "stream-handlers", "compression", "load-reports"});
   const Typed typed = typed_of(flags);
   const auto ep = endpoint_of(flags.str("host", "127.0.0.1"), flags.integer("port", 0, 0, 65535));
   const auto threads = static_cast<int>(flags.integer("threads", 1, 1, 64));
   rpc::ServerOptions options;
   options.keepalive.heartbeat = std::chrono::milliseconds(flags.integer("heartbeat-ms", 15000, 1, 3'600'000));
   options.metrics = !flags.has("no-metrics");
+  options.load_reports.enabled = flags.has("load-reports");
   for (long long i = flags.integer("interceptors", 0, 0, kMaxInterceptors); i > 0; --i) {
     options.interceptors.push_back(std::make_shared<NoopServerInterceptor>());
   }
@@ -298,6 +305,8 @@ struct EchoRun {
   bool metrics = true;                   ///< ClientOptions::metrics (--no-metrics: off)
   bool tls = false;                      ///< --tls
   int interceptors = 0;                  ///< --interceptors N: no-op ones in the client's per-call chain
+  bool outlier = false;                  ///< --outlier: ClientOptions::outlier_detection on
+  bool load_aware = false;               ///< --load-aware: LoadBalance::load_aware
   std::string compression = "identity";  ///< --compression, as CompressionFlag::label
   std::string content = "fill";          ///< --content
   long long link_kbps = 0;               ///< --via-proxy-kbps (0: direct)
@@ -347,6 +356,8 @@ struct EchoRun {
         .str("metrics", metrics ? "on" : "off")
         .str("tls", tls ? "on" : "off")
         .num("interceptors", interceptors)
+        .str("outlier", outlier ? "on" : "off")
+        .str("load_aware", load_aware ? "on" : "off")
         .str("compression", compression)
         .str("content", content)
         .num("link_kbps", link_kbps)
@@ -523,7 +534,7 @@ int client(const Flags& flags) {
   if (flags.has("stream")) return wb::stream_client(flags);
   flags.check_known({"port", "concurrency", "payload", "warmup", "duration", "server-pid", "no-deadline", "host",
                      "no-metrics", "tls", "typed", "interceptors", "compression", "content", "via-proxy-kbps",
-                     "protocol", "calls"});
+                     "protocol", "calls", "outlier", "load-aware"});
   EchoRun run;
   run.concurrency = static_cast<int>(flags.integer("concurrency", 16, 1, 65536));
   run.payload = static_cast<int>(flags.integer("payload", 64, 8, 16 << 20));
@@ -568,6 +579,9 @@ int client(const Flags& flags) {
     throw UsageError("--protocol takes native|grpc (got '" + run.protocol + "')");
   }
   client_options.metrics = run.metrics = !flags.has("no-metrics");
+  client_options.outlier_detection.enabled = run.outlier = flags.has("outlier");
+  if (flags.has("load-aware")) client_options.load_balance = rpc::LoadBalance::load_aware;
+  run.load_aware = flags.has("load-aware");
   run.interceptors = static_cast<int>(flags.integer("interceptors", 0, 0, kMaxInterceptors));
   for (int i = 0; i < run.interceptors; ++i) {
     client_options.interceptors.push_back(std::make_shared<NoopClientInterceptor>());
@@ -659,8 +673,9 @@ int usage(const char* problem) {
 int main(int argc, char** argv) {
   const std::string_view mode = argc > 1 ? argv[1] : "";
   try {
-    if (mode == "server") return server(Flags(argc, argv, {"no-metrics", "typed"}));
-    if (mode == "client") return client(Flags(argc, argv, {"no-deadline", "no-metrics", "typed"}));
+    if (mode == "server") return server(Flags(argc, argv, {"no-metrics", "typed", "load-reports"}));
+    if (mode == "client")
+      return client(Flags(argc, argv, {"no-deadline", "no-metrics", "typed", "outlier", "load-aware"}));
     if (mode == "conn_scale") return wb::conn_scale(Flags(argc, argv, {}));
     if (mode == "overload") return wb::overload(Flags(argc, argv, {"no-limiter", "no-admission"}));
     if (mode == "codec") return wb::codec_bench(Flags(argc, argv, {}));

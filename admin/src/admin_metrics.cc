@@ -263,6 +263,12 @@ std::string AdminCore::metrics_text() const {
   if (server_) out.sample({{"side", "server"}}, static_cast<double>(server_stats.idle_closes));
 
   if (server_) {
+    out.begin("wheelrpc_server_aged_connections_total", MetricType::counter,
+              "Connections drained at their maximum age (ServerKeepaliveOptions::max_connection_age).");
+    out.sample({}, static_cast<double>(server_stats.aged_connections));
+    out.begin("wheelrpc_server_age_grace_closes_total", MetricType::counter,
+              "Aged connections closed at the end of their grace with a call or stream still open.");
+    out.sample({}, static_cast<double>(server_stats.age_grace_closes));
     // Every reason present, zeros included, so a rate() sees the first one.
     out.begin("wheelrpc_server_bad_input_total", MetricType::counter,
               "Connections the server closed for bad input, by reason.");

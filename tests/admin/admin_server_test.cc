@@ -187,6 +187,9 @@ TEST(AdminServer, MetricsPassPromtoolAndCountWhatTheClientSaw) {
     const std::string sample = std::string("wheelrpc_server_bad_input_total{reason=\"") + reason + "\"}";
     EXPECT_TRUE(m.count(sample)) << sample << "\n" << reply.body;
   }
+  // Aged connections: none here (no maximum age), but the families are there.
+  EXPECT_EQ(m.count("wheelrpc_server_aged_connections_total"), 1u) << reply.body;
+  EXPECT_EQ(m.count("wheelrpc_server_age_grace_closes_total"), 1u) << reply.body;
   std::lock_guard lock(fx.mu);
   for (const auto& [key, n] : fx.seen) {
     const auto slash = key.find('/');

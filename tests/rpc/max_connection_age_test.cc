@@ -118,6 +118,8 @@ TEST_P(MaxConnectionAge, ConnectionsAreReplacedAndNoCallFails) {
   EXPECT_EQ(failed, 0) << "of " << calls << " calls; the first: " << first_failure;
   EXPECT_GE(p.server.stats().accepted, 3u) << "the connection was replaced as it aged (" << calls << " calls)";
   EXPECT_GE(p.aged_lines(), 2u);
+  EXPECT_GE(p.server.stats().aged_connections, 2u);
+  EXPECT_EQ(p.server.stats().age_grace_closes, 0u);
   EXPECT_GE(p.client->stats().connects, 3u);
   for (const auto& line : p.log.lines()) {  // what the server logged (--gtest_output=xml shows it)
     if (line.find("reached its maximum age") != std::string::npos) {
@@ -175,6 +177,7 @@ TEST_P(MaxConnectionAge, ACallStillRunningWhenTheGraceRunsOutFails) {
   EXPECT_TRUE(out.ec) << "the grace ran out with the call in flight";
   EXPECT_LT(out.took, 15s);
   EXPECT_TRUE(wheelrpc::test::wait_until([&] { return p.log.count("the grace of its maximum age") >= 1; }, 20s));
+  EXPECT_GE(p.server.stats().age_grace_closes, 1u);
   RecordProperty("error", out.ec.message() + ": " + out.response.error_message);
   for (const auto& line : p.log.lines()) {
     if (line.find("the grace of its maximum age") != std::string::npos) {
@@ -201,6 +204,7 @@ TEST_P(MaxConnectionAge, NoMaximumAgeKeepsOneConnection) {
   EXPECT_EQ(p.server.stats().accepted, 1u) << calls << " calls";
   EXPECT_EQ(p.client->stats().connects, 1u);
   EXPECT_EQ(p.aged_lines(), 0u);
+  EXPECT_EQ(p.server.stats().aged_connections, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Wires, MaxConnectionAge, testing::Values(WireProtocol::native, WireProtocol::grpc), wire_name);

@@ -165,6 +165,42 @@ TEST(LoadAwareBalancer, SharesFollowTheScaledWeightsInASmoothOrder) {
   EXPECT_STREQ(rpc::to_string(rpc::LoadBalance::load_aware), "load_aware");
 }
 
+TEST(LoadAwareBalancer, AProviderWithCallsInFlightYieldsItsTurnToAnIdlerOne) {
+  auto lb = rpc::detail::make_load_balancer(rpc::LoadBalance::load_aware);
+  std::array<ProviderSnapshot, 3> p{};
+  for (auto& x : p) x.ready = true;
+  p[0].weight = 100;
+  p[1].weight = 100;
+  p[2].weight = 2;  // slow: its floor share
+  // Busy client: the slow one holds a call; its turns go to the others.
+  p[0].active = 10;
+  p[1].active = 12;
+  p[2].active = 1;  // 1 / 2 per unit of weight, far above 10 / 100
+  std::array<int, 3> n{};
+  for (int i = 0; i < 2020; ++i) ++n[*lb->choose(p)];
+  EXPECT_EQ(n[2], 0);
+  EXPECT_EQ(n[0] + n[1], 2020);
+  EXPECT_GT(n[0], 1000) << "the slow one's turns went to the least loaded";
+  // Once its call ended, it has its floor share again (its recovery is seen).
+  p[2].active = 0;
+  n = {};
+  for (int i = 0; i < 2020; ++i) ++n[*lb->choose(p)];
+  EXPECT_EQ(n[2], 20);
+  // Equal weights, in-flight counts within a factor of two: the smooth order stands.
+  p[2].weight = 100;
+  p[0].active = 10;
+  p[1].active = 12;
+  p[2].active = 15;
+  n = {};
+  for (int i = 0; i < 300; ++i) ++n[*lb->choose(p)];
+  EXPECT_EQ(n, (std::array<int, 3>{100, 100, 100}));
+  // One holding over twice the others' load: its turns go to the least loaded.
+  p[2].active = 30;
+  n = {};
+  for (int i = 0; i < 300; ++i) ++n[*lb->choose(p)];
+  EXPECT_EQ(n, (std::array<int, 3>{200, 100, 0}));
+}
+
 // ---------------------------------------------------------------- the review, on a real timer
 
 struct ReviewRig {

@@ -148,8 +148,26 @@ std::size_t RoundRobinBalancer::choose_weighted(std::span<const ProviderSnapshot
 std::size_t LoadAwareBalancer::choose_among(std::span<const ProviderSnapshot> providers, std::span<const bool> eligible,
                                             bool equal) {
   (void)equal;  // equal weights go in turn, as the smooth order has them
-  common::LockGuard<common::SpinLock> lock(mu_);
-  return smooth_weighted_pick(providers, eligible, current_);
+  std::size_t pick = 0;
+  {
+    common::LockGuard<common::SpinLock> lock(mu_);
+    pick = smooth_weighted_pick(providers, eligible, current_);
+  }
+  // The turn is yielded when the provider already holds attempts in flight
+  // and another's load with this attempt, (in flight + 1) / weight, would be
+  // under half its own: a slow provider keeps its (floor) share at one call
+  // in flight but cannot take many of a busy client's slots. It stays charged
+  // for the turn (the smooth scores).
+  const auto& a = providers[pick];
+  if (a.active == 0 || a.weight == 0) return pick;
+  auto load_below = [&](std::size_t i, std::size_t j, std::uint64_t times) {  // times x i's load below j's
+    return times * (providers[i].active + 1) * providers[j].weight < (providers[j].active + 1) * providers[i].weight;
+  };
+  std::size_t best = pick;
+  for (std::size_t i = 0; i < providers.size(); ++i) {
+    if (eligible[i] && providers[i].weight > 0 && load_below(i, best, 1)) best = i;
+  }
+  return best != pick && load_below(best, pick, 2) ? best : pick;
 }
 
 void set_aside_outliers(std::span<ProviderSnapshot> providers, std::span<const std::size_t> exclude) noexcept {

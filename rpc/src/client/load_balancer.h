@@ -129,6 +129,9 @@ class PowerOfTwoBalancer final : public LoadBalancer {
 /// weighted one) over weights the caller scaled by each provider's load
 /// factor (ProviderReview; CallDriver::pick), so a provider with half the
 /// capacity gets half the calls, in a smooth order even at one call in flight.
+/// A provider whose turn comes while it holds attempts in flight yields it to
+/// the one with the least (in flight + 1) / weight when that is under half
+/// its own: a slow provider's share cannot fill a busy client's slots.
 class LoadAwareBalancer final : public LoadBalancer {
  public:
   LoadBalance policy() const noexcept override { return LoadBalance::load_aware; }

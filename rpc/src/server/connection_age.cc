@@ -6,6 +6,8 @@
 #include <cmath>
 #include <random>
 
+#include <wheelrpc/rpc/server.h>
+
 namespace wheelrpc::rpc::detail {
 
 namespace {
@@ -32,6 +34,11 @@ std::chrono::milliseconds ConnectionAge::jittered(std::chrono::milliseconds age,
 std::chrono::milliseconds ConnectionAge::draw() noexcept {
   const std::uint64_t r = age_splitmix64(seed_.fetch_add(0x9e3779b97f4a7c15ULL, std::memory_order_relaxed));
   return jittered(age_, static_cast<double>(r >> 11) * 0x1.0p-53);  // 53 bits: [0, 1)
+}
+
+void ConnectionAge::add_stats(ServerStats& s) const noexcept {
+  s.aged_connections = aged();
+  s.age_grace_closes = grace_closes();
 }
 
 }  // namespace wheelrpc::rpc::detail

@@ -13,6 +13,10 @@
 
 #include <wheelrpc/rpc/options.h>
 
+namespace wheelrpc::rpc {
+struct ServerStats;
+}  // namespace wheelrpc::rpc
+
 namespace wheelrpc::rpc::detail {
 
 /// The steps of one connection's retirement, each a timeout on the wheel.
@@ -52,6 +56,8 @@ class ConnectionAge {
   void count_grace_close() noexcept { grace_closes_.fetch_add(1, std::memory_order_relaxed); }
   std::uint64_t aged() const noexcept { return aged_.load(std::memory_order_relaxed); }
   std::uint64_t grace_closes() const noexcept { return grace_closes_.load(std::memory_order_relaxed); }
+  /// Sets ServerStats::aged_connections and age_grace_closes.
+  void add_stats(ServerStats& s) const noexcept;
 
  private:
   const std::chrono::milliseconds age_;

@@ -488,9 +488,8 @@ void ServerCore::stop(bool flush) {
       ch->close(transport::make_error_code(transport::errc::closed), "server stopped");
     }
   }
-  // A deadline or HELLO timeout still running on the timer's worker may be
-  // posting to the executor: wait for it, so the executor may be destroyed
-  // once stop() returns. Later ones see the gate closed and do nothing.
+  // A deadline or HELLO timeout running on the timer's worker may be posting
+  // to the executor: wait for it (the executor may go once stop() returns).
   timer_work_.close_and_wait();
   health_registry().stop();  // NOT_SERVING; its watches (their streams ended above) let go of
   shutdown_.on_stopped();
@@ -564,6 +563,7 @@ ServerStats ServerCore::stats() const {
   s.refused_connections = refused_connections_.load(std::memory_order_relaxed);
   s.slow_reader_closes = slow_reader_closes_.load(std::memory_order_relaxed);
   admission_.add_stats(s);
+  age_.add_stats(s);
   return s;
 }
 

@@ -151,6 +151,9 @@ struct ServerStats {
   std::uint64_t http2_errors = 0;      ///< of which: HTTP/2 the gRPC wire could not take (docs/grpc.md)
   std::uint64_t heartbeats_sent = 0;   ///< heartbeats sent (ServerOptions::keepalive.send_heartbeats)
   std::uint64_t idle_closes = 0;       ///< connections closed by the CloseTimerTask
+  std::uint64_t aged_connections = 0;  ///< connections drained at their maximum age
+                                       ///< (ServerOptions::keepalive.max_connection_age)
+  std::uint64_t age_grace_closes = 0;  ///< of which: closed at the end of the grace with a call or stream still open
   std::uint64_t in_flight = 0;         ///< requests not yet answered on the open connections (now)
   std::uint64_t refused_shutting_down = 0;  ///< requests refused by a graceful shutdown
   std::uint64_t refused_offline = 0;        ///< requests refused while offline (set_online(false))
