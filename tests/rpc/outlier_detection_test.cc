@@ -329,7 +329,7 @@ TEST(ProviderReview, LoadFactorsFollowLatencyAndLoadReports) {
   const auto now = std::chrono::steady_clock::now();
   rig.review->review(now);
   EXPECT_EQ(rig.stats[0]->load_factor(), 1000u);
-  EXPECT_EQ(rig.stats[2]->load_factor(), 250u) << "a quarter of the best one's rate";
+  EXPECT_EQ(rig.stats[2]->load_factor(), 63u) << "(1/4)^2: a quarter of the best one's rate at a quarter of its speed";
   // Reports: p1 does as many calls per second at half the utilization.
   const auto at = now.time_since_epoch().count();
   rig.stats[0]->set_report(0.8, 100, at);
@@ -340,8 +340,8 @@ TEST(ProviderReview, LoadFactorsFollowLatencyAndLoadReports) {
   rig.feed(2, 20, 0, 4ms);
   rig.review->review(now);
   EXPECT_EQ(rig.stats[1]->load_factor(), 1000u);
-  EXPECT_EQ(rig.stats[0]->load_factor(), 707u) << "sqrt(1 x 0.5)";
-  EXPECT_EQ(rig.stats[2]->load_factor(), 500u) << "sqrt(0.25 x 1)";
+  EXPECT_EQ(rig.stats[0]->load_factor(), 500u) << "min(1, 0.5): its report";
+  EXPECT_EQ(rig.stats[2]->load_factor(), 63u) << "min(1/16, 1): its latency";
 }
 
 // ---------------------------------------------------------------- end to end, both wires

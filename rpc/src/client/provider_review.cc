@@ -306,10 +306,14 @@ void ProviderReview::review(TimePoint t) {
   for (std::size_t i = 0; i < all.size(); ++i) {
     double f = 1.0;
     const bool lat = by_latency[i] > 0 && best_latency > 0, rep = by_report[i] > 0 && best_report > 0;
+    // Latency: (best / own)^2, as brpc's locality-aware weight (throughput /
+    // latency) settles at one call in flight; with reports too, the more
+    // pessimistic of the two.
+    const double by_lat = lat ? (by_latency[i] / best_latency) * (by_latency[i] / best_latency) : 0.0;
     if (lat && rep) {
-      f = std::sqrt((by_latency[i] / best_latency) * (by_report[i] / best_report));
+      f = std::min(by_lat, by_report[i] / best_report);
     } else if (lat) {
-      f = by_latency[i] / best_latency;
+      f = by_lat;
     } else if (rep) {
       f = by_report[i] / best_report;
     }
