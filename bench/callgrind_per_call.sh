@@ -14,6 +14,12 @@
 # CLIENT_FLAGS adds flags to the client, e.g. what --compression costs a
 # call too small to be compressed:
 #   CLIENT_FLAGS="--compression zstd" bench/callgrind_per_call.sh build/release/bench/rpc_bench 16 3
+# SERVER_FLAGS adds flags to the server. WHOLE=1 counts the whole client
+# process instead (its start, event loop and timer included; at C = 128 the
+# loop never waits), e.g. what outlier detection and the load-aware policy
+# cost a client of a server that sends load reports:
+#   WHOLE=1 SERVER_FLAGS=--load-reports CLIENT_FLAGS="--outlier --load-aware" \
+#     bench/callgrind_per_call.sh build/release/bench/rpc_bench 128 3
 set -euo pipefail
 bin=${1:?usage: callgrind_per_call.sh RPC_BENCH [C] [DURATION]}
 c=${2:-128}
@@ -26,13 +32,15 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-"$bin" server --port 0 --port-file "$tmp/port" --lifetime $((d + 120)) &
+# shellcheck disable=SC2086  # SERVER_FLAGS are words
+"$bin" server --port 0 --port-file "$tmp/port" --lifetime $((d + 120)) ${SERVER_FLAGS:-} &
 server_pid=$!
 for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
+collect=(--collect-atstart=no '--toggle-collect=wheelrpc::rpc::detail::ClientCore::start_call*'
+  '--toggle-collect=wheelrpc::rpc::detail::ClientCore::on_reply*')
+[ "${WHOLE:-0}" = 1 ] && collect=()
 # shellcheck disable=SC2086  # CLIENT_FLAGS are words
-line=$(valgrind --tool=callgrind --callgrind-out-file="$tmp/cg" --collect-atstart=no \
-  '--toggle-collect=wheelrpc::rpc::detail::ClientCore::start_call*' \
-  '--toggle-collect=wheelrpc::rpc::detail::ClientCore::on_reply*' \
+line=$(valgrind --tool=callgrind --callgrind-out-file="$tmp/cg" "${collect[@]}" \
   "$bin" client --port "$(cat "$tmp/port")" --concurrency "$c" --payload 64 --warmup 0 --duration "$d" \
   ${CLIENT_FLAGS:-} 2>"$tmp/vg")
 calls=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["calls"])' "$line")

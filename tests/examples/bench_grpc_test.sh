@@ -6,7 +6,9 @@
 # 1 s, without errors, and prints the fields the script reads; so does the
 # native client beside it; the same client against a --typed server (whose
 # protobuf service parses each Blob and serializes the reply) shows the
-# requests are valid Blobs; bench/grpc_ratios.py turns the lines, tagged as
+# requests are valid Blobs; a server with --load-reports and clients with
+# --outlier --load-aware (bench/ab_rpc.sh's cost of the gray-failure
+# bookkeeping) serve and say so, on both wires; bench/grpc_ratios.py turns the lines, tagged as
 # compare_grpc.sh tags them, into its tables; a bad --protocol is a usage
 # error.
 #
@@ -92,6 +94,21 @@ if client --protocol grpc --payload 300 >"$tmp/typed.jsonl"; then
 else
   fail "client --protocol grpc against --typed=callback exited non-zero"
 fi
+stop_server
+
+# Load reports, outlier detection and the load-aware policy: the calls go
+# through, and the lines say which were on.
+start_server --load-reports
+for proto in native grpc; do
+  if client --protocol "$proto" --outlier --load-aware >"$tmp/gray-$proto.jsonl"; then
+    check_line "$tmp/gray-$proto.jsonl" \
+      "$fields and d[\"outlier\"] == \"on\" and d[\"load_aware\"] == \"on\" and d[\"protocol\"] == \"$proto\"" ||
+      fail "--outlier --load-aware ($proto) line"
+  else
+    fail "client --protocol $proto --outlier --load-aware exited non-zero"
+  fi
+done
+check_line "$tmp/native.jsonl" 'd["outlier"] == "off" and d["load_aware"] == "off"' || fail "defaults: off"
 stop_server
 
 # The ratio script on the lines, tagged as compare_grpc.sh tags them.

@@ -35,7 +35,8 @@ void Subchannel::note_reply(Status status, std::chrono::nanoseconds latency, con
   }
   if (OutlierStats::neutral(status)) return;
   const auto& o = review->options();
-  const auto v = outlier_.record(OutlierStats::provider_failure(status), std::max<std::int64_t>(latency.count(), 0),
+  const bool failed = status != Status::ok && OutlierStats::provider_failure(status);  // ok: the common case
+  const auto v = outlier_.record(failed, std::max<std::int64_t>(latency.count(), 0),
                                  review->ejects() ? o.consecutive_failures : 0, o.probe_successes);
   if (v != OutlierStats::Verdict::none) review->on_verdict({shared_from_this(), &outlier_}, v);
 }
