@@ -117,6 +117,11 @@ def clients(ports, n, concurrency, flags, duration=None):
         p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         children.append(p)
         procs.append(p)
+    return summaries(procs)
+
+
+def summaries(procs):
+    """Waits for the echo_clients `procs`; their last JSON lines."""
     out = []
     for p in procs:
         lines = [l for l in p.stdout.read().splitlines() if l.startswith("{")]
@@ -299,12 +304,7 @@ def scaleout_run(protocol, age_ms):
     before = [served(f[2]) for f in fleet]
     time.sleep(max(0.0, window[1] - 0.5 - (time.monotonic() - t0)))
     after = [served(f[2]) for f in fleet]
-    runs = []
-    for p in procs:
-        lines = [l for l in p.stdout.read().splitlines() if l.startswith("{")]
-        p.wait()
-        children.remove(p)
-        runs.append(json.loads(lines[-1]))
+    runs = summaries(procs)
     lb.close()
     deltas = [a - b for a, b in zip(after, before)]
     total = sum(deltas) or 1
