@@ -10,9 +10,9 @@
 //    (CallDriver::pick), back to its full share after probe_successes good
 //    ones, ejected again after a bad one;
 //  - sets each provider's load factor for LoadBalance::load_aware: its
-//    capacity relative to the best provider's, from its load reports (calls
-//    per second per unit of utilization) blended with the client's mean
-//    latency to it.
+//    capacity relative to the best provider's: the lower of what its load
+//    reports say (calls per second per unit of utilization) and the square
+//    of its mean latency's ratio to the best one's.
 //
 // Threads: the timer's worker only posts (through a WorkGate, so nothing is
 // posted once close() returned); the review, ejections and their ends run on
