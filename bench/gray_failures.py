@@ -12,9 +12,11 @@ count only what came after it) and prints one JSON line per run:
            load_aware, round_robin with --outlier) and the same run with no
            latency (healthy, for the p99 baseline)
   flaky    one provider failing 30 % of calls (echo_server --fail-percent 30);
-           clients with --outlier and retries; then the flaky server is
-           restarted healthy on the same port and the run goes on: when the
-           client's admin /status stops listing it as ejected, and its share
+           clients with --outlier and retries; then one client at C = 8 for
+           HEAL_S seconds (default 45), the flaky server replaced by a
+           healthy one on the same port at 5 s: its share from 30 s after
+           the heal to the end, and the ejections of the whole run (no
+           flapping once healed)
   healthy  three healthy providers, --outlier, HEALTHY_S seconds: ejections
            must stay 0 (no flapping)
   cpu      one provider sharing a CPU with a busy loop (taskset); 8 clients
@@ -53,6 +55,7 @@ PROXY = os.path.join(BUILD, "examples", "fault_proxy")
 DURATION = float(os.environ.get("DURATION", "12"))
 WARMUP = float(os.environ.get("WARMUP", "2"))
 HEALTHY_S = float(os.environ.get("HEALTHY_S", "300"))
+HEAL_S = float(os.environ.get("HEAL_S", "45"))
 SCENARIOS = os.environ.get("SCENARIOS", "slow,flaky,healthy,cpu,scaleout").split(",")
 SCALE_AT = float(os.environ.get("SCALE_AT", "5"))
 OUT = os.environ.get("OUT", os.path.join(REPO, "bench", "results", "gray-failures-%s.jsonl" % time.strftime("%F")))
@@ -178,9 +181,9 @@ def flaky():
     summarize(clients(ports, 8, 1, flags), ports[0], "flaky", shape="8xC1", policy="outlier")
     summarize(clients(ports, 1, 32, flags), ports[0], "flaky", shape="1xC32", policy="outlier")
     # Heal: one long client run; the flaky server is replaced by a healthy one
-    # on the same port at HEAL_AT s.
+    # on the same port at heal_at s.
     heal_at = 5.0
-    proc = subprocess.Popen([CLIENT, "--server", ",".join("127.0.0.1:%d" % p for p in ports), "--duration-s", "45",
+    proc = subprocess.Popen([CLIENT, "--server", ",".join("127.0.0.1:%d" % p for p in ports), "--duration-s", str(HEAL_S),
                              "--warmup-s", str(heal_at + 30), "--concurrency", "8", "--json", "--timeout-ms", "2000",
                              "--report-interval-ms", "3600000"] + flags, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
@@ -193,7 +196,7 @@ def flaky():
     children.remove(proc)
     r = json.loads(lines[-1])
     summarize([r], ports[0], "flaky/healed", shape="1xC8", policy="outlier",
-              note="shares over the 10 s from 30 s after the heal")
+              seconds=HEAL_S, note="shares from 30 s after the heal to the end; ejections of the whole run")
     stop(healed)
     for p, _ in fleet[1:]:
         stop(p)
