@@ -264,17 +264,28 @@ Outcome ut_outcome(std::future<Outcome>& f) {
 
 class UserTimeoutDeadPeer : public ::testing::TestWithParam<WireProtocol> {};
 
+/// The dead-peer test's heartbeat (its idle limit is three): 200 ms; 1 s
+/// under ThreadSanitizer, where a loaded machine can keep a healthy
+/// connection busy with 3 MB requests for more than 600 ms without a read
+/// (the client then takes it for dead too). Its bounds scale with it.
+#if defined(__SANITIZE_THREAD__)
+constexpr std::chrono::milliseconds kDeadPeerHeartbeat = 1000ms;
+#else
+constexpr std::chrono::milliseconds kDeadPeerHeartbeat = 200ms;
+#endif
+constexpr int kDeadPeerScale = static_cast<int>(kDeadPeerHeartbeat / 200ms);
+
 TEST_P(UserTimeoutDeadPeer, ABlackholedProviderIsDroppedWithinTheIdleLimitAndCallsMoveOn) {
   wheelrpc::timer::HashedWheelTimer timer;
   IoThreads io;
-  UtProvider a(io, timer, "A", ut_server_options());
-  UtProvider b(io, timer, "B", ut_server_options());
+  UtProvider a(io, timer, "A", ut_server_options(kDeadPeerHeartbeat));
+  UtProvider b(io, timer, "B", ut_server_options(kDeadPeerHeartbeat));
   FaultProxy proxy(io.io.get_executor(), loopback0(), a.server.local_endpoint());
   ASSERT_FALSE(proxy.start());
   const std::string a_peer = transport::endpoint_text(proxy.local_endpoint());
   Client client(io.io.get_executor(), timer,
                 std::vector<boost::asio::ip::tcp::endpoint>{proxy.local_endpoint(), b.server.local_endpoint()},
-                ut_client_options(GetParam()));
+                ut_client_options(GetParam(), kDeadPeerHeartbeat));
   client.connect();
   ASSERT_TRUE(wait_until([&] {
     auto ps = client.providers();
@@ -291,8 +302,8 @@ TEST_P(UserTimeoutDeadPeer, ABlackholedProviderIsDroppedWithinTheIdleLimitAndCal
   // attempt each until their connection fails: started one by one until one
   // of them is in flight on A, then three more.
   CallOptions o;
-  o.timeout = 30s;
-  o.attempt_timeout = 30s;
+  o.timeout = 30s * kDeadPeerScale;
+  o.attempt_timeout = 30s * kDeadPeerScale;
   o.idempotent = true;
   o.retries = 2;
   const std::string payload(3'000'000, 'q');
@@ -308,19 +319,19 @@ TEST_P(UserTimeoutDeadPeer, ABlackholedProviderIsDroppedWithinTheIdleLimitAndCal
 
   // Declared dead: the connection to A is no longer ready. 3 x 200 ms, with
   // room for a loaded machine; the kernel alone would take ~15 minutes.
-  ASSERT_TRUE(wait_until([&] { return !ut_provider(client, a_peer)->ready; }, 20s));
+  ASSERT_TRUE(wait_until([&] { return !ut_provider(client, a_peer)->ready; }, 20s * kDeadPeerScale));
   const auto client_dead_after = ut_since(dead_from);
-  EXPECT_LT(client_dead_after, 5s);
-  ASSERT_TRUE(wait_until([&] { return !ut_has_connection_from(a.server, a_conn_remote); }, 20s));
+  EXPECT_LT(client_dead_after, 5s * kDeadPeerScale);
+  ASSERT_TRUE(wait_until([&] { return !ut_has_connection_from(a.server, a_conn_remote); }, 20s * kDeadPeerScale));
   const auto server_dead_after = ut_since(dead_from);
-  EXPECT_LT(server_dead_after, 5s);
+  EXPECT_LT(server_dead_after, 5s * kDeadPeerScale);
 
   // Every call, the ones that were on A too, ends well: on B, by its deadline.
   for (auto& f : calls) {
     const Outcome out = ut_outcome(f);
     EXPECT_FALSE(out.ec) << out.ec.message() << ": " << out.response.error_message;
     EXPECT_EQ(out.response.payload, "B 3000000");
-    EXPECT_LT(out.took, 10s);
+    EXPECT_LT(out.took, 10s * kDeadPeerScale);
   }
   std::printf("[ figures ] %s: client declared A dead after %lld ms (idle closes %llu), A's server after %lld ms\n",
               GetParam() == WireProtocol::grpc ? "grpc" : "native", static_cast<long long>(client_dead_after.count()),
