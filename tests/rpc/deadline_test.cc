@@ -249,7 +249,13 @@ TEST(Deadline, CancelAfterSendCompletesAndDropsTheReply) {
                     boost::asio::bind_cancellation_slot(signal.slot(), [&p, runs](error_code ec, Response r) {
                       if (runs->fetch_add(1) == 0) p.set_value({ec, std::move(r), Clock::now()});
                     }));
-  ASSERT_TRUE(wheelrpc::test::wait_until([&] { return hold.requests() == 1; }));
+  // The server counts the request before its handler keeps the channel:
+  // wait for the channel itself.
+  ASSERT_TRUE(wheelrpc::test::wait_until([&] {
+    std::lock_guard lock(mu);
+    return held != nullptr;
+  }));
+  EXPECT_EQ(hold.requests(), 1);
   boost::asio::post(io.io, [&] { signal.emit(boost::asio::cancellation_type::terminal); });
   ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
   EXPECT_EQ(f.get().ec, boost::asio::error::operation_aborted);
